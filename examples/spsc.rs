@@ -1,0 +1,264 @@
+//! The main demo: an SPSC ring buffer, producer and consumer on two threads, with the
+//! wait loops annotated (seed 002's case).
+//!
+//! `cargo run --release --example spsc` runs four configurations, each in its own
+//! process so each writes its own profile:
+//!
+//! - `--layout packed|padded`: `head` and `tail` on one cache line, or 128 B apart;
+//! - `--wait spin|backoff`: the consumer spins, or backs off spin ×64 → yield ×16 →
+//!   sleep 50 µs (seed 000 §5.4).
+//!
+//! Then it prints a comparison. Files go to `target/yieldprof/spsc-<layout>-<wait>.*`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const CAPACITY: u64 = 1024;
+const MESSAGES: u64 = 2_000_000;
+
+/// Where the two indices live: the only difference between the layouts.
+trait Indices: Default + Send + Sync + 'static {
+    fn head(&self) -> &AtomicU64;
+    fn tail(&self) -> &AtomicU64;
+}
+
+/// `head` and `tail` side by side: offsets 0 and 8 of one cache line.
+#[derive(Default)]
+struct Packed {
+    head: AtomicU64,
+    tail: AtomicU64,
+}
+
+impl Indices for Packed {
+    fn head(&self) -> &AtomicU64 {
+        &self.head
+    }
+    fn tail(&self) -> &AtomicU64 {
+        &self.tail
+    }
+}
+
+/// 128 B per index: the adjacent-line prefetcher pairs 64-B lines.
+#[derive(Default)]
+#[repr(align(128))]
+struct Line(AtomicU64);
+
+#[derive(Default)]
+struct Padded {
+    head: Line,
+    tail: Line,
+}
+
+impl Indices for Padded {
+    fn head(&self) -> &AtomicU64 {
+        &self.head.0
+    }
+    fn tail(&self) -> &AtomicU64 {
+        &self.tail.0
+    }
+}
+
+struct Ring<I> {
+    idx: I,
+    slots: Box<[AtomicU64]>,
+}
+
+impl<I: Indices> Ring<I> {
+    fn new() -> Self {
+        Ring {
+            idx: I::default(),
+            slots: (0..CAPACITY).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Producer side. `head` is the consumer's index, cached so the producer reads
+    /// the consumer's line only when the ring looks full (as in rigtorp's SPSCQueue).
+    fn try_push(&self, v: u64, head: &mut u64) -> bool {
+        let tail = self.idx.tail().load(Ordering::Relaxed);
+        if tail - *head == CAPACITY {
+            *head = self.idx.head().load(Ordering::Acquire);
+            if tail - *head == CAPACITY {
+                return false;
+            }
+        }
+        self.slots[(tail % CAPACITY) as usize].store(v, Ordering::Relaxed);
+        self.idx.tail().store(tail + 1, Ordering::Release);
+        true
+    }
+
+    /// Consumer side, with the producer's index cached the same way.
+    fn try_pop(&self, tail: &mut u64) -> Option<u64> {
+        let head = self.idx.head().load(Ordering::Relaxed);
+        if head == *tail {
+            *tail = self.idx.tail().load(Ordering::Acquire);
+            if head == *tail {
+                return None;
+            }
+        }
+        let v = self.slots[(head % CAPACITY) as usize].load(Ordering::Relaxed);
+        self.idx.head().store(head + 1, Ordering::Release);
+        Some(v)
+    }
+
+    /// The producer waits for a free slot by spinning.
+    #[yieldprof::instrument_wait]
+    fn wait_for_space(&self) {
+        while self.idx.tail().load(Ordering::Relaxed) - self.idx.head().load(Ordering::Acquire)
+            == CAPACITY
+        {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// The consumer waits for a message by pure spinning.
+    #[yieldprof::instrument_wait]
+    fn spin_for_message(&self) {
+        let head = self.idx.head().load(Ordering::Relaxed);
+        while self.idx.tail().load(Ordering::Acquire) == head {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// The consumer waits with layered backoff: spin ×64, yield ×16, then sleep.
+    #[yieldprof::instrument_wait]
+    fn backoff_for_message(&self) {
+        let head = self.idx.head().load(Ordering::Relaxed);
+        let mut round = 0u32;
+        while self.idx.tail().load(Ordering::Acquire) == head {
+            if round < 64 {
+                std::hint::spin_loop();
+            } else if round < 80 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            round += 1;
+        }
+    }
+}
+
+/// Stand-in business work: a few hundred nanoseconds of hashing per message.
+fn process(v: u64) -> u64 {
+    let mut h = v ^ 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..256 {
+        h = h.rotate_left(5).wrapping_mul(0x0100_0000_01b3) ^ v;
+    }
+    h
+}
+
+fn run<I: Indices>(backoff: bool, messages: u64) -> (Duration, u64) {
+    let ring = Arc::new(Ring::<I>::new());
+    let start = Instant::now();
+    let producer = {
+        let ring = ring.clone();
+        std::thread::Builder::new()
+            .name("producer".into())
+            .spawn(move || {
+                let mut head = 0;
+                for i in 0..messages {
+                    let v = {
+                        yieldprof::frame!("produce");
+                        process(i)
+                    };
+                    while !ring.try_push(v, &mut head) {
+                        ring.wait_for_space();
+                    }
+                }
+            })
+            .expect("spawn producer")
+    };
+    let consumer = std::thread::Builder::new()
+        .name("consumer".into())
+        .spawn(move || {
+            let mut sum = 0u64;
+            let mut got = 0;
+            let mut tail = 0;
+            while got < messages {
+                match ring.try_pop(&mut tail) {
+                    Some(v) => {
+                        yieldprof::frame!("consume");
+                        sum = sum.wrapping_add(process(v));
+                        got += 1;
+                    }
+                    None if backoff => ring.backoff_for_message(),
+                    None => ring.spin_for_message(),
+                }
+            }
+            sum
+        })
+        .expect("spawn consumer");
+    producer.join().expect("producer");
+    let sum = consumer.join().expect("consumer");
+    (start.elapsed(), sum)
+}
+
+fn arg(args: &[String], flag: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+/// One configuration in this process.
+fn child(layout: &str, wait: &str, messages: u64) {
+    let _guard = yieldprof::Options::from_env()
+        .name(format!("spsc-{layout}-{wait}"))
+        .init();
+    let backoff = wait == "backoff";
+    let (elapsed, sum) = match layout {
+        "padded" => run::<Padded>(backoff, messages),
+        _ => run::<Packed>(backoff, messages),
+    };
+    let rate = messages as f64 / elapsed.as_secs_f64();
+    let profile = yieldprof::snapshot();
+    let waiting: Vec<String> = profile
+        .threads()
+        .iter()
+        .filter(|t| t.name == "producer" || t.name == "consumer")
+        .map(|t| {
+            format!(
+                "{} {:.0}%",
+                t.name,
+                100.0 * t.wait_ns as f64 / t.wall_ns.max(1) as f64
+            )
+        })
+        .collect();
+    println!(
+        "RESULT {layout:<7} {wait:<8} {:>10.0} msg/s  {:>8.1} ms  waiting: {}  (checksum {sum:x})",
+        rate,
+        elapsed.as_secs_f64() * 1e3,
+        waiting.join(", ")
+    );
+    if std::env::var_os("SPSC_QUIET").is_none() {
+        print!("{}", profile.summary());
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let messages = arg(&args, "--messages")
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(MESSAGES);
+    if let (Some(layout), Some(wait)) = (arg(&args, "--layout"), arg(&args, "--wait")) {
+        child(&layout, &wait, messages);
+        return;
+    }
+    let exe = std::env::current_exe().expect("own path");
+    println!("SPSC ring, {messages} messages, producer and consumer on two threads\n");
+    for (layout, wait) in [
+        ("packed", "spin"),
+        ("padded", "spin"),
+        ("packed", "backoff"),
+        ("padded", "backoff"),
+    ] {
+        let quiet = !(layout == "packed" && wait == "spin");
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.args(["--layout", layout, "--wait", wait, "--messages"])
+            .arg(messages.to_string());
+        if quiet {
+            cmd.env("SPSC_QUIET", "1");
+        }
+        let status = cmd.status().expect("run a configuration");
+        assert!(status.success(), "{layout}/{wait} failed: {status}");
+    }
+}

@@ -1,0 +1,1 @@
+//! Top-level examples and tests of yieldprof live in examples/ and tests/.

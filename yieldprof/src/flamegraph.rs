@@ -1,0 +1,49 @@
+//! Flame graphs (SVG, by inferno) with wait kinds in fixed colours.
+
+use crate::fold::Metric;
+use crate::site::Kind;
+use inferno::flamegraph::color::{BasicPalette, Palette, PaletteMap};
+use inferno::flamegraph::{self, Options};
+use std::io::{self, Write};
+
+/// Fixed colours, so a glance tells spinning (hot red) from yielding (orange), time
+/// off the CPU (blue) and work (green). Other frames take inferno's aqua palette.
+fn palette() -> PaletteMap {
+    let mut map = PaletteMap::default();
+    let rgb = |r, g, b| inferno::flamegraph::color::Color { r, g, b };
+    for (frame, colour) in [
+        (Kind::Spin.frame(), rgb(0xe0, 0x20, 0x20)),
+        (Kind::Yield.frame(), rgb(0xf0, 0x90, 0x20)),
+        (Kind::AsyncYield.frame(), rgb(0xf0, 0xb0, 0x40)),
+        (Kind::Sleep.frame(), rgb(0x30, 0x70, 0xe0)),
+        (Kind::Park.frame(), rgb(0x50, 0x90, 0xf0)),
+        ("[work]", rgb(0x40, 0xb0, 0x40)),
+        ("[overflow]", rgb(0x90, 0x90, 0x90)),
+    ] {
+        map.insert(frame, colour);
+    }
+    map
+}
+
+/// Renders folded `lines` as an SVG flame graph.
+pub(crate) fn write_svg<W: Write>(
+    lines: &[String],
+    metric: Metric,
+    title: &str,
+    subtitle: Option<String>,
+    out: W,
+) -> io::Result<()> {
+    let mut palette = palette();
+    let mut opts = Options::default();
+    opts.colors = Palette::Basic(BasicPalette::Aqua);
+    opts.palette_map = Some(&mut palette);
+    opts.title = title.to_string();
+    opts.subtitle = subtitle;
+    opts.count_name = metric.unit().to_string();
+    if lines.is_empty() {
+        // inferno refuses an empty profile; an empty run still gets a readable file.
+        let empty = ["[no samples] 1".to_string()];
+        return flamegraph::from_lines(&mut opts, empty.iter().map(String::as_str), out);
+    }
+    flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
+}

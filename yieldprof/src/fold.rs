@@ -1,0 +1,115 @@
+//! Folded stacks: `thread;frame;...;[kind] value`, one line per unique stack.
+//!
+//! The leaf of each line says where the time went: `[spin]` (a wait frame's own time
+//! outside timed calls), `[yield]`, `[sleep]`, `[park]` (inside those calls), `[work]`
+//! (a thread's or business frame's own time). Threads with the same name share lines,
+//! so the file grows with unique stacks, never with episodes.
+
+use crate::profile::Profile;
+use crate::site::{FrameKind, Kind};
+use std::collections::BTreeMap;
+
+/// The value each folded line carries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Metric {
+    /// Wall-clock nanoseconds (the default).
+    #[default]
+    Wall,
+    /// Number of wait calls (spin, yield, sleep, park) per kind.
+    Calls,
+}
+
+impl Metric {
+    /// Parses `wall` or `calls` (the values of `YIELDPROF_METRIC`).
+    ///
+    /// ```
+    /// assert_eq!(yieldprof::Metric::parse("calls"), Some(yieldprof::Metric::Calls));
+    /// assert_eq!(yieldprof::Metric::parse("cycles"), None);
+    /// ```
+    pub fn parse(s: &str) -> Option<Metric> {
+        match s {
+            "wall" => Some(Metric::Wall),
+            "calls" => Some(Metric::Calls),
+            _ => None,
+        }
+    }
+
+    /// Unit shown in the flame graph.
+    pub(crate) fn unit(self) -> &'static str {
+        match self {
+            Metric::Wall => "ns",
+            Metric::Calls => "calls",
+        }
+    }
+}
+
+/// A frame name safe inside a folded line (`;` separates frames, a newline ends it).
+fn clean(name: &str) -> String {
+    name.replace(';', ":").replace(['\n', '\r'], " ")
+}
+
+impl Profile {
+    /// Folded stacks with their values, merged and sorted.
+    pub(crate) fn fold(&self, metric: Metric) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        let mut add = |stack: String, v: u64| {
+            if v > 0 {
+                *out.entry(stack).or_insert(0) += v;
+            }
+        };
+        for t in &self.threads {
+            let child_wall = t.child_wall();
+            let mut paths: Vec<String> = Vec::with_capacity(t.nodes.len());
+            for (i, n) in t.nodes.iter().enumerate() {
+                let frame = &self.frames[n.frame as usize];
+                let path = if i == 0 {
+                    clean(&t.name)
+                } else {
+                    format!("{};{}", paths[n.parent as usize], clean(&frame.name))
+                };
+                let mut kinds = [0u64; Kind::ALL.len()];
+                for s in &n.slots {
+                    let k = self.calls[s.call as usize].kind as usize;
+                    kinds[k] += match metric {
+                        Metric::Wall => s.ns,
+                        Metric::Calls => s.calls,
+                    };
+                }
+                let self_leaf = match frame.kind {
+                    FrameKind::Thread | FrameKind::Work => Some("[work]"),
+                    FrameKind::Wait => Some(Kind::Spin.frame()),
+                    FrameKind::Overflow => None,
+                };
+                if metric == Metric::Wall {
+                    let rest = n
+                        .wall_ns
+                        .saturating_sub(child_wall[i])
+                        .saturating_sub(n.timed_ns());
+                    match self_leaf {
+                        Some(leaf) => add(format!("{path};{leaf}"), rest),
+                        None => add(path.clone(), rest),
+                    }
+                }
+                for kind in Kind::ALL {
+                    add(format!("{path};{}", kind.frame()), kinds[kind as usize]);
+                }
+                paths.push(path);
+            }
+        }
+        out
+    }
+
+    /// Folded lines in inferno's format, sorted.
+    ///
+    /// ```
+    /// let lines = yieldprof::snapshot().folded(yieldprof::Metric::Wall);
+    /// assert!(lines.iter().all(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().is_ok()));
+    /// ```
+    pub fn folded(&self, metric: Metric) -> Vec<String> {
+        self.fold(metric)
+            .into_iter()
+            .map(|(stack, v)| format!("{stack} {v}"))
+            .collect()
+    }
+}

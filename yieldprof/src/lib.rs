@@ -1,0 +1,102 @@
+//! yieldprof makes waiting visible from inside the program.
+//!
+//! Mark a function that waits with [`#[instrument_wait]`](instrument_wait): every call
+//! becomes a timed **wait episode**, and the spin/yield/sleep/park calls in its body are
+//! counted per kind and source line. At shutdown the guard returned by [`init`] writes
+//! folded stacks, a flame graph and a plain-text summary in which waiting stands apart
+//! from the thread's real work (`[work]`).
+//!
+//! ```
+//! use std::sync::atomic::{AtomicBool, Ordering};
+//!
+//! #[yieldprof::instrument_wait]
+//! fn wait_until(flag: &AtomicBool) {
+//!     while !flag.load(Ordering::Acquire) {
+//!         std::hint::spin_loop();
+//!     }
+//! }
+//!
+//! let flag = AtomicBool::new(true);
+//! wait_until(&flag);
+//! let profile = yieldprof::snapshot();
+//! let site = profile.site("rust_out::wait_until").or_else(|| profile.site("doctest::wait_until"));
+//! # let site = profile.sites().into_iter().find(|s| s.name.ends_with("wait_until"));
+//! assert_eq!(site.unwrap().episodes, 1);
+//! ```
+//!
+//! ## What the macro rewrites
+//!
+//! Inside the annotated function's body (closures included) these calls are wrapped,
+//! keeping the call expression and its spans as written:
+//!
+//! | kind | calls |
+//! |---|---|
+//! | spin | `std::hint::spin_loop`, `core::hint::spin_loop`, `hint::spin_loop` |
+//! | yield | `std::thread::yield_now`, `thread::yield_now`, `libc::sched_yield` |
+//! | sleep | `std::thread::sleep`, `thread::sleep`, `libc::usleep`, `libc::nanosleep` |
+//! | park | `std::thread::park`, `std::thread::park_timeout` (and `thread::…`) |
+//! | async yield | `tokio::task::yield_now().await` (counted, not timed) |
+//!
+//! Nested items (`fn`, `impl`, `mod` inside the body) are not rewritten: they are
+//! separate functions and get their own annotation if they wait. Macro invocations
+//! (`println!(...)`, user macros) are left alone too: their tokens are not Rust
+//! expressions until expanded. Use [`spin`], [`yield_now`], [`sleep`], [`park`] and
+//! [`park_timeout`] where a wait sits outside an annotated function.
+//!
+//! ## Costs and switches
+//!
+//! `YIELDPROF=0` turns recording off at run time (one relaxed load per probe); building
+//! without the default `enabled` feature compiles every probe to nothing.
+
+mod arena;
+mod clock;
+mod config;
+mod episode;
+mod flamegraph;
+mod fold;
+mod output;
+mod profile;
+mod site;
+mod summary;
+mod thread;
+mod wait;
+
+pub use config::{is_enabled, set_enabled, DEFAULT_MAX_NODES};
+pub use fold::Metric;
+pub use output::{init, Guard, Options, WriteError};
+pub use profile::{snapshot, CallStats, Profile, SiteStats, ThreadStats};
+pub use site::{CallInfo, FrameInfo, FrameKind, Kind};
+pub use wait::{park, park_timeout, sleep, spin, yield_now};
+pub use yieldprof_macros::instrument_wait;
+
+/// Opens a named business frame until the end of the enclosing block, so business work
+/// shows by name next to the wait sites it calls.
+///
+/// ```
+/// fn handle() {
+///     yieldprof::frame!("handle_request");
+///     // ... work, and calls into `#[instrument_wait]` functions ...
+/// }
+/// handle();
+/// let profile = yieldprof::snapshot();
+/// assert!(profile.folded(yieldprof::Metric::Wall).iter().any(|l| l.contains(";handle_request;")));
+/// ```
+#[macro_export]
+macro_rules! frame {
+    ($name:literal) => {
+        let _yieldprof_frame = {
+            static SITE: $crate::__private::WorkSite =
+                $crate::__private::WorkSite::new($name, ::core::file!(), ::core::line!());
+            $crate::__private::enter_work(&SITE)
+        };
+    };
+}
+
+/// What `#[instrument_wait]` expands to. Not a public API: it changes without notice.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::episode::{
+        call, count, enter, enter_work, instrument, CallGuard, EpisodeGuard, Instrumented,
+    };
+    pub use crate::site::{CallSite, EpisodeSite, Kind, WorkSite};
+}

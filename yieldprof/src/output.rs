@@ -1,0 +1,251 @@
+//! `init()`, its options, and the files written at shutdown.
+//!
+//! Every file is written to a temporary name and renamed into place, so a reader (or
+//! a crash mid-write) never sees a truncated profile. A failure is reported on stderr
+//! and returned; it never panics and never changes the host's exit code.
+
+use crate::config;
+use crate::flamegraph;
+use crate::fold::Metric;
+use crate::profile::{snapshot, Profile};
+use crate::summary::{duration, percent};
+use crate::thread;
+use std::fmt;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// What [`init`] writes and where. Built from the environment, then adjusted.
+///
+/// | variable | meaning | default |
+/// |---|---|---|
+/// | `YIELDPROF` | `0` turns recording off | on |
+/// | `YIELDPROF_OUT` | output folder | `target/yieldprof` |
+/// | `YIELDPROF_METRIC` | `wall` or `calls`: the value in `.folded`/`.svg` | `wall` |
+/// | `YIELDPROF_MAX_NODES` | cap on calling-context nodes per thread | 4096 |
+///
+/// ```no_run
+/// let _guard = yieldprof::Options::from_env()
+///     .name("my-service")
+///     .out_dir("/tmp/profiles")
+///     .init();
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Options {
+    /// Folder the files go into.
+    pub out_dir: PathBuf,
+    /// File stem: `<name>.folded`, `<name>.svg`, `<name>.txt`.
+    pub name: String,
+    /// Value carried by the folded stacks and the flame graph.
+    pub metric: Metric,
+    /// Cap on calling-context nodes per thread; past it entries fold into `[overflow]`.
+    pub max_nodes: u32,
+}
+
+impl Options {
+    /// Defaults, overridden by the `YIELDPROF_*` variables. A bad value is reported on
+    /// stderr and the default kept.
+    pub fn from_env() -> Self {
+        let mut o = Options {
+            out_dir: PathBuf::from("target/yieldprof"),
+            name: default_name(),
+            metric: Metric::Wall,
+            max_nodes: config::DEFAULT_MAX_NODES,
+        };
+        if let Some(dir) = std::env::var_os("YIELDPROF_OUT").filter(|d| !d.is_empty()) {
+            o.out_dir = dir.into();
+        }
+        if let Ok(m) = std::env::var("YIELDPROF_METRIC") {
+            match Metric::parse(&m) {
+                Some(m) => o.metric = m,
+                None => {
+                    eprintln!("yieldprof: YIELDPROF_METRIC={m:?} is not wall or calls; using wall")
+                }
+            }
+        }
+        if let Ok(n) = std::env::var("YIELDPROF_MAX_NODES") {
+            match n.parse() {
+                Ok(n) => o.max_nodes = n,
+                Err(_) => eprintln!(
+                    "yieldprof: YIELDPROF_MAX_NODES={n:?} is not a number; using {}",
+                    o.max_nodes
+                ),
+            }
+        }
+        o
+    }
+
+    /// Sets the output folder.
+    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.out_dir = dir.into();
+        self
+    }
+
+    /// Sets the file stem.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Sets the metric of the folded stacks and flame graph.
+    pub fn metric(mut self, metric: Metric) -> Self {
+        self.metric = metric;
+        self
+    }
+
+    /// Sets the per-thread node cap (for threads that start recording afterwards).
+    pub fn max_nodes(mut self, n: u32) -> Self {
+        self.max_nodes = n;
+        self
+    }
+
+    /// Applies the options and starts the calling thread's clock; the returned guard
+    /// writes the files when dropped (also while unwinding from a panic).
+    pub fn init(self) -> Guard {
+        config::set_max_nodes(self.max_nodes);
+        // The calling thread's `[work]` time counts from here.
+        thread::with(|_| ());
+        Guard { opts: self }
+    }
+}
+
+/// The executable's file stem, e.g. `spsc` for `target/release/examples/spsc`.
+fn default_name() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "yieldprof".to_string())
+}
+
+/// Starts profiling with options from the environment; keep the guard alive for the
+/// life of the program.
+///
+/// ```no_run
+/// fn main() {
+///     let _guard = yieldprof::init();
+///     // ... the program ...
+/// } // target/yieldprof/<exe>.{folded,svg,txt} are written here
+/// ```
+pub fn init() -> Guard {
+    Options::from_env().init()
+}
+
+/// Writes the profile when dropped. See [`init`].
+#[must_use = "the profile is written when the guard drops; bind it with `let _guard = ...`"]
+#[derive(Debug)]
+pub struct Guard {
+    opts: Options,
+}
+
+/// A file that could not be written.
+#[derive(Debug)]
+pub struct WriteError {
+    /// The file (or folder) concerned.
+    pub path: PathBuf,
+    /// What the OS said.
+    pub source: io::Error,
+}
+
+impl fmt::Display for WriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot write {}: {}", self.path.display(), self.source)
+    }
+}
+
+impl std::error::Error for WriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// Writes `path` through a temporary file in the same folder and a rename.
+fn write_atomic(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), WriteError> {
+    let err = |source| WriteError {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = path.with_extension(format!(
+        "{}.tmp{}",
+        path.extension().and_then(|e| e.to_str()).unwrap_or(""),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut w = io::BufWriter::new(std::fs::File::create(&tmp)?);
+        fill(&mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(err)
+}
+
+impl Guard {
+    /// The options in force.
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// Writes the files now from a fresh snapshot; returns the paths written.
+    pub fn write(&self) -> Result<Vec<PathBuf>, WriteError> {
+        write_profile(&snapshot(), &self.opts)
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        match self.write() {
+            Ok(paths) => {
+                if let Some(first) = paths.first() {
+                    eprintln!(
+                        "yieldprof: wrote {}.{{folded,svg,txt}}",
+                        first.with_extension("").display()
+                    );
+                }
+            }
+            Err(e) => eprintln!("yieldprof: {e}; the profile was not saved"),
+        }
+    }
+}
+
+/// Writes `<name>.folded`, `<name>.svg` and `<name>.txt` for `profile`.
+pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<PathBuf>, WriteError> {
+    let dir = &opts.out_dir;
+    std::fs::create_dir_all(dir).map_err(|source| WriteError {
+        path: dir.clone(),
+        source,
+    })?;
+    let path = |ext: &str| dir.join(format!("{}.{ext}", opts.name));
+    let lines = profile.folded(opts.metric);
+    let folded = path("folded");
+    write_atomic(&folded, |w| {
+        lines.iter().try_for_each(|l| writeln!(w, "{l}"))
+    })?;
+    let threads = profile.threads();
+    let wall: u64 = threads.iter().map(|t| t.wall_ns).sum();
+    let wait: u64 = threads.iter().map(|t| t.wait_ns).sum();
+    let subtitle = format!(
+        "{} threads, {} thread time, {:.1}% waiting (spin red, yield orange, sleep/park blue, work green)",
+        threads.len(),
+        duration(wall),
+        percent(wait, wall)
+    );
+    let svg = path("svg");
+    write_atomic(&svg, |w| {
+        flamegraph::write_svg(
+            &lines,
+            opts.metric,
+            &format!("yieldprof: {}", opts.name),
+            Some(subtitle),
+            w,
+        )
+    })?;
+    let txt = path("txt");
+    let summary = profile.summary();
+    write_atomic(&txt, |w| w.write_all(summary.as_bytes()))?;
+    Ok(vec![folded, svg, txt])
+}

@@ -1,0 +1,252 @@
+//! Copies of what was recorded, and the per-site and per-thread views of them.
+
+use crate::site::{self, CallInfo, FrameInfo, FrameKind, Kind};
+use crate::thread;
+
+/// One calling-context-tree node as copied out of a thread.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NodeStats {
+    pub(crate) frame: u32,
+    pub(crate) parent: u32,
+    pub(crate) episodes: u64,
+    pub(crate) wall_ns: u64,
+    pub(crate) slots: Vec<SlotStats>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SlotStats {
+    pub(crate) call: u32,
+    pub(crate) calls: u64,
+    pub(crate) ns: u64,
+}
+
+/// One thread's tree. Node 0 is the thread root, node 1 `[overflow]`; a node's parent
+/// always has a lower index.
+#[derive(Clone, Debug)]
+pub(crate) struct ThreadProfile {
+    pub(crate) serial: u64,
+    pub(crate) tid: i32,
+    pub(crate) name: String,
+    pub(crate) exited: bool,
+    pub(crate) overflowed: u64,
+    pub(crate) nodes: Vec<NodeStats>,
+}
+
+impl NodeStats {
+    /// Time in timed calls (yield, sleep, park) made directly in this frame.
+    pub(crate) fn timed_ns(&self) -> u64 {
+        self.slots.iter().map(|s| s.ns).sum()
+    }
+}
+
+impl ThreadProfile {
+    /// Wall time of each node's children, by node.
+    pub(crate) fn child_wall(&self) -> Vec<u64> {
+        let mut sums = vec![0u64; self.nodes.len()];
+        for n in self.nodes.iter().skip(1) {
+            sums[n.parent as usize] += n.wall_ns;
+        }
+        sums
+    }
+
+    /// Time not in any wait frame or its descendants' calls, i.e. the `[work]` total.
+    fn wait_ns(&self, frames: &[FrameInfo]) -> u64 {
+        // A wait frame's wall includes everything nested in it, so only outermost
+        // wait frames count.
+        let mut in_wait = vec![false; self.nodes.len()];
+        let mut total = 0;
+        for (i, n) in self.nodes.iter().enumerate().skip(1) {
+            let parent_waits = in_wait[n.parent as usize];
+            let waits = frames[n.frame as usize].kind == FrameKind::Wait;
+            in_wait[i] = parent_waits || waits;
+            if waits && !parent_waits {
+                total += n.wall_ns;
+            }
+        }
+        // Wrapper calls (`yieldprof::yield_now()`) outside any wait frame wait too.
+        total
+            + self
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !in_wait[*i])
+                .map(|(_, n)| n.timed_ns())
+                .sum::<u64>()
+    }
+}
+
+/// Everything recorded so far, copied with [`snapshot`].
+#[derive(Clone, Debug)]
+pub struct Profile {
+    pub(crate) threads: Vec<ThreadProfile>,
+    pub(crate) frames: Vec<FrameInfo>,
+    pub(crate) calls: Vec<CallInfo>,
+}
+
+/// Copies what every thread, live or exited, has recorded. Live threads go on
+/// recording while it reads: there is no stop-the-world.
+///
+/// ```
+/// let profile = yieldprof::snapshot();
+/// assert!(profile.threads().len() <= profile.threads().len());
+/// ```
+pub fn snapshot() -> Profile {
+    let threads = thread::all_threads();
+    // Tables after threads, so every id a thread holds is in them.
+    let (frames, calls) = site::tables();
+    Profile {
+        threads,
+        frames,
+        calls,
+    }
+}
+
+/// Calls made at one call site, summed over every thread and calling context.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallStats {
+    /// Where, and what kind of call.
+    pub site: CallInfo,
+    /// Number of calls.
+    pub calls: u64,
+    /// Time inside the calls (0 for spins, which are counted only).
+    pub ns: u64,
+}
+
+/// A wait site (an `#[instrument_wait]` function), summed over threads and callers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteStats {
+    /// The frame name: `name = "..."`, else `module::function`.
+    pub name: String,
+    /// Source file of the function.
+    pub file: &'static str,
+    /// Line of the function.
+    pub line: u32,
+    /// Calls of the function.
+    pub episodes: u64,
+    /// Wall time of the episodes, nested frames included.
+    pub wall_ns: u64,
+    /// Wall time minus nested frames: the site's own waiting.
+    pub self_ns: u64,
+    /// Calls per call site, ordered by line.
+    pub calls: Vec<CallStats>,
+}
+
+impl SiteStats {
+    /// Calls of one kind at every call site of this function.
+    pub fn calls_of(&self, kind: Kind) -> u64 {
+        self.calls
+            .iter()
+            .filter(|c| c.site.kind == kind)
+            .map(|c| c.calls)
+            .sum()
+    }
+
+    /// Time inside calls of one kind.
+    pub fn ns_of(&self, kind: Kind) -> u64 {
+        self.calls
+            .iter()
+            .filter(|c| c.site.kind == kind)
+            .map(|c| c.ns)
+            .sum()
+    }
+
+    /// Own time not inside a timed call: the CPU burnt spinning and checking.
+    pub fn spin_ns(&self) -> u64 {
+        let timed: u64 = self.calls.iter().map(|c| c.ns).sum();
+        self.self_ns.saturating_sub(timed)
+    }
+}
+
+/// One thread at a glance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadStats {
+    /// The thread's name, else `thread-<n>` (n counts threads in the order they
+    /// first recorded).
+    pub name: String,
+    /// Kernel thread id.
+    pub tid: i32,
+    /// From the thread's first recorded event to its exit (or now).
+    pub wall_ns: u64,
+    /// Time in wait episodes and wait calls.
+    pub wait_ns: u64,
+    /// The rest: `[work]`.
+    pub work_ns: u64,
+    /// Whether the thread has exited (its data is kept).
+    pub exited: bool,
+    /// Frame entries folded into `[overflow]` because the node cap was reached.
+    pub overflowed: u64,
+}
+
+impl Profile {
+    /// Wait sites, costliest (wall time) first.
+    pub fn sites(&self) -> Vec<SiteStats> {
+        let mut by_frame: Vec<Option<SiteStats>> = vec![None; self.frames.len()];
+        for t in &self.threads {
+            let child_wall = t.child_wall();
+            for (i, n) in t.nodes.iter().enumerate() {
+                let f = &self.frames[n.frame as usize];
+                if f.kind != FrameKind::Wait {
+                    continue;
+                }
+                let s = by_frame[n.frame as usize].get_or_insert_with(|| SiteStats {
+                    name: f.name.clone(),
+                    file: f.file,
+                    line: f.line,
+                    episodes: 0,
+                    wall_ns: 0,
+                    self_ns: 0,
+                    calls: Vec::new(),
+                });
+                s.episodes += n.episodes;
+                s.wall_ns += n.wall_ns;
+                s.self_ns += n.wall_ns.saturating_sub(child_wall[i]);
+                for slot in &n.slots {
+                    let info = self.calls[slot.call as usize];
+                    match s.calls.iter_mut().find(|c| c.site == info) {
+                        Some(c) => {
+                            c.calls += slot.calls;
+                            c.ns += slot.ns;
+                        }
+                        None => s.calls.push(CallStats {
+                            site: info,
+                            calls: slot.calls,
+                            ns: slot.ns,
+                        }),
+                    }
+                }
+            }
+        }
+        let mut sites: Vec<SiteStats> = by_frame.into_iter().flatten().collect();
+        for s in &mut sites {
+            s.calls
+                .sort_by_key(|c| (c.site.line, c.site.column, c.site.kind));
+        }
+        sites.sort_by(|a, b| b.wall_ns.cmp(&a.wall_ns).then(a.name.cmp(&b.name)));
+        sites
+    }
+
+    /// The wait site with this frame name.
+    pub fn site(&self, name: &str) -> Option<SiteStats> {
+        self.sites().into_iter().find(|s| s.name == name)
+    }
+
+    /// Every thread that recorded, in the order they started recording.
+    pub fn threads(&self) -> Vec<ThreadStats> {
+        self.threads
+            .iter()
+            .map(|t| {
+                let wall_ns = t.nodes[0].wall_ns;
+                let wait_ns = t.wait_ns(&self.frames).min(wall_ns);
+                ThreadStats {
+                    name: t.name.clone(),
+                    tid: t.tid,
+                    wall_ns,
+                    wait_ns,
+                    work_ns: wall_ns - wait_ns,
+                    exited: t.exited,
+                    overflowed: t.overflowed,
+                }
+            })
+            .collect()
+    }
+}

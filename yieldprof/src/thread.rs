@@ -1,0 +1,281 @@
+//! Per-thread recording state and the registry that keeps it after the thread exits.
+//!
+//! Each thread owns a calling-context tree (CCT) of frames. Only the owner writes it,
+//! with relaxed load+store pairs on atomics (no read-modify-write, no lock); a report
+//! reads the same atomics from another thread while the owner runs on.
+
+use crate::arena::Arena;
+use crate::clock;
+use crate::profile::{NodeStats, SlotStats, ThreadProfile};
+use crate::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Index of a thread's root node; also "no node" in child and sibling links, since
+/// the root is never anyone's child.
+pub(crate) const ROOT: u32 = 0;
+/// Index of the node that takes every entry past the cap.
+pub(crate) const OVERFLOW: u32 = 1;
+/// Slot 0 takes every call past the slot cap; also "no slot" in slot links.
+const OVERFLOW_SLOT: u32 = 0;
+
+#[inline(always)]
+pub(crate) fn bump(a: &AtomicU64, by: u64) {
+    // Only the owner writes, so load+store is exact and cheaper than fetch_add.
+    a.store(a.load(Relaxed).wrapping_add(by), Relaxed);
+}
+
+#[derive(Default)]
+pub(crate) struct Node {
+    key: AtomicUsize,
+    frame: AtomicU32,
+    parent: AtomicU32,
+    first_child: AtomicU32,
+    next_sibling: AtomicU32,
+    first_slot: AtomicU32,
+    pub(crate) episodes: AtomicU64,
+    pub(crate) wall_ns: AtomicU64,
+}
+
+#[derive(Default)]
+pub(crate) struct Slot {
+    key: AtomicUsize,
+    call: AtomicU32,
+    next: AtomicU32,
+    pub(crate) calls: AtomicU64,
+    pub(crate) ns: AtomicU64,
+}
+
+/// One thread's recording, shared between the thread and the registry.
+pub(crate) struct ThreadData {
+    serial: u64,
+    tid: i32,
+    name: String,
+    start_ns: u64,
+    nodes: Arena<Node>,
+    slots: Arena<Slot>,
+    overflowed: AtomicU64,
+}
+
+impl ThreadData {
+    fn new(serial: u64, max_nodes: u32) -> Self {
+        let name = match std::thread::current().name() {
+            Some(n) => n.to_string(),
+            None => format!("thread-{serial}"),
+        };
+        let data = ThreadData {
+            serial,
+            // SAFETY: gettid has no preconditions.
+            tid: unsafe { libc::gettid() },
+            name,
+            start_ns: clock::now(),
+            nodes: Arena::new(max_nodes),
+            slots: Arena::new(max_nodes.saturating_mul(2)),
+            overflowed: AtomicU64::new(0),
+        };
+        for frame in [THREAD_FRAME, OVERFLOW_FRAME] {
+            data.nodes.push(|n| n.frame.store(frame, Relaxed));
+        }
+        data.slots.push(|s| s.call.store(OVERFLOW_CALL, Relaxed));
+        data
+    }
+
+    pub(crate) fn node(&self, i: u32) -> &Node {
+        self.nodes.get(i)
+    }
+
+    pub(crate) fn slot(&self, i: u32) -> &Slot {
+        self.slots.get(i)
+    }
+
+    /// The child of `parent` for the frame whose static lives at `key`.
+    #[inline]
+    pub(crate) fn child(&self, parent: u32, key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
+        if parent == OVERFLOW {
+            bump(&self.overflowed, 1);
+            return OVERFLOW;
+        }
+        let p = self.node(parent);
+        let mut c = p.first_child.load(Relaxed);
+        while c != ROOT {
+            let n = self.node(c);
+            if n.key.load(Relaxed) == key {
+                return c;
+            }
+            c = n.next_sibling.load(Relaxed);
+        }
+        self.new_child(parent, key, info)
+    }
+
+    #[cold]
+    fn new_child(&self, parent: u32, key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
+        let frame = site::frame_id(key, info);
+        let p = self.node(parent);
+        let pushed = self.nodes.push(|n| {
+            n.key.store(key, Relaxed);
+            n.frame.store(frame, Relaxed);
+            n.parent.store(parent, Relaxed);
+            n.next_sibling.store(p.first_child.load(Relaxed), Relaxed);
+        });
+        match pushed {
+            Some(i) => {
+                p.first_child.store(i, Relaxed);
+                i
+            }
+            None => {
+                bump(&self.overflowed, 1);
+                OVERFLOW
+            }
+        }
+    }
+
+    /// The slot of `node` for the call site at `key`.
+    #[inline]
+    pub(crate) fn slot_of(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
+        let n = self.node(node);
+        let mut s = n.first_slot.load(Relaxed);
+        while s != OVERFLOW_SLOT {
+            let slot = self.slot(s);
+            if slot.key.load(Relaxed) == key {
+                return s;
+            }
+            s = slot.next.load(Relaxed);
+        }
+        self.new_slot(node, key, info)
+    }
+
+    #[cold]
+    fn new_slot(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
+        let call = site::call_id(key, info);
+        let n = self.node(node);
+        let pushed = self.slots.push(|s| {
+            s.key.store(key, Relaxed);
+            s.call.store(call, Relaxed);
+            s.next.store(n.first_slot.load(Relaxed), Relaxed);
+        });
+        match pushed {
+            Some(i) => {
+                n.first_slot.store(i, Relaxed);
+                i
+            }
+            None => OVERFLOW_SLOT,
+        }
+    }
+
+    /// A consistent-enough copy: every counter is read once; an episode still open
+    /// counts in its parent's self time until it closes.
+    pub(crate) fn snapshot(&self, exited: bool) -> ThreadProfile {
+        let n_nodes = self.nodes.len();
+        let mut nodes: Vec<NodeStats> = (0..n_nodes)
+            .map(|i| {
+                let n = self.node(i);
+                NodeStats {
+                    frame: n.frame.load(Relaxed),
+                    parent: n.parent.load(Relaxed),
+                    episodes: n.episodes.load(Relaxed),
+                    wall_ns: n.wall_ns.load(Relaxed),
+                    slots: Vec::new(),
+                }
+            })
+            .collect();
+        for i in 0..n_nodes {
+            let mut s = self.node(i).first_slot.load(Relaxed);
+            while s != OVERFLOW_SLOT {
+                let slot = self.slot(s);
+                nodes[i as usize].slots.push(SlotStats {
+                    call: slot.call.load(Relaxed),
+                    calls: slot.calls.load(Relaxed),
+                    ns: slot.ns.load(Relaxed),
+                });
+                s = slot.next.load(Relaxed);
+            }
+        }
+        let lost = self.slot(OVERFLOW_SLOT);
+        if lost.calls.load(Relaxed) > 0 {
+            nodes[OVERFLOW as usize].slots.push(SlotStats {
+                call: OVERFLOW_CALL,
+                calls: lost.calls.load(Relaxed),
+                ns: lost.ns.load(Relaxed),
+            });
+        }
+        nodes[ROOT as usize].wall_ns = clock::now().saturating_sub(self.start_ns);
+        nodes[ROOT as usize].episodes = 1;
+        ThreadProfile {
+            serial: self.serial,
+            tid: self.tid,
+            name: self.name.clone(),
+            exited,
+            overflowed: self.overflowed.load(Relaxed),
+            nodes,
+        }
+    }
+}
+
+/// The thread-local handle. Dropped when the thread exits: its data then moves into
+/// the registry as a finished profile.
+pub(crate) struct Local {
+    pub(crate) data: Arc<ThreadData>,
+    pub(crate) current: Cell<u32>,
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        let done = self.data.snapshot(true);
+        let mut r = registry();
+        r.live.retain(|t| !Arc::ptr_eq(t, &self.data));
+        r.exited.push(done);
+    }
+}
+
+thread_local! {
+    static LOCAL: Local = register();
+}
+
+fn register() -> Local {
+    let data = {
+        let mut r = registry();
+        r.next_serial += 1;
+        let data = Arc::new(ThreadData::new(r.next_serial, crate::config::max_nodes()));
+        r.live.push(data.clone());
+        data
+    };
+    Local {
+        data,
+        current: Cell::new(ROOT),
+    }
+}
+
+/// Runs `f` on this thread's state; `None` while the thread is being torn down.
+#[inline(always)]
+pub(crate) fn with<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
+    LOCAL.try_with(f).ok()
+}
+
+#[derive(Default)]
+pub(crate) struct Registry {
+    next_serial: u64,
+    live: Vec<Arc<ThreadData>>,
+    exited: Vec<ThreadProfile>,
+}
+
+fn registry() -> MutexGuard<'static, Registry> {
+    static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+        next_serial: 0,
+        live: Vec::new(),
+        exited: Vec::new(),
+    });
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Every thread that ever recorded: live ones read in place, exited ones as kept.
+pub(crate) fn all_threads() -> Vec<ThreadProfile> {
+    let (live, mut out) = {
+        let r = registry();
+        (r.live.clone(), r.exited.clone())
+    };
+    // Read live threads outside the lock so thread start/exit never waits on a report.
+    out.extend(live.iter().map(|t| t.snapshot(false)));
+    out.sort_by_key(|t| t.serial);
+    out
+}
