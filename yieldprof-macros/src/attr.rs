@@ -44,7 +44,9 @@ impl Parse for Arg {
             let path = value(input, &key, "crate = path::to::yieldprof", |input| {
                 // tracing-style `crate = "name"` would parse as nothing useful; say so.
                 if input.peek(LitStr) {
-                    return Err(input.error("expected a path, not a string: `crate = my_yieldprof`"));
+                    return Err(
+                        input.error("expected a path, not a string: `crate = my_yieldprof`")
+                    );
                 }
                 Path::parse_mod_style(input)
             })?;
@@ -68,7 +70,10 @@ fn value<T>(
     }
     let eq: Token![=] = input.parse()?;
     if input.is_empty() || input.peek(Token![,]) {
-        return Err(Error::new_spanned(eq, format!("expected a value: `{usage}`")));
+        return Err(Error::new_spanned(
+            eq,
+            format!("expected a value: `{usage}`"),
+        ));
     }
     parse(input)
 }
@@ -78,27 +83,26 @@ impl Parse for Args {
         let list = Punctuated::<Arg, Token![,]>::parse_terminated(input)?;
         let mut args = Args::default();
         let mut seen = Vec::new();
-        let mut errors: Option<Error> = None;
-        let mut fail = |e: Error| match &mut errors {
-            Some(all) => all.combine(e),
-            None => errors = Some(e),
-        };
+        let mut errors = Vec::new();
         for arg in list {
             let (key, key_tokens) = arg.key();
             if seen.contains(&key) {
-                fail(Error::new_spanned(key_tokens, format!("duplicate `{key}` argument")));
+                errors.push(Error::new_spanned(
+                    key_tokens,
+                    format!("duplicate `{key}` argument"),
+                ));
                 continue;
             }
             seen.push(key);
             match arg {
                 Arg::Name(_, name) if name.value().is_empty() => {
-                    fail(Error::new_spanned(name, "`name` must not be empty"));
+                    errors.push(Error::new_spanned(name, "`name` must not be empty"));
                 }
                 Arg::Name(_, name) => args.name = Some(name),
                 Arg::Crate(_, path) => args.krate = Some(path),
             }
         }
-        match errors {
+        match crate::expand::combine(errors) {
             Some(e) => Err(e),
             None => Ok(args),
         }

@@ -1,9 +1,72 @@
+//! The proc-macro behind [`yieldprof`](https://docs.rs/yieldprof): `#[instrument_wait]`.
+//! Use it through `yieldprof::instrument_wait`; the generated code names the runtime
+//! as `::yieldprof` (or the `crate = path` argument).
+//!
+//! ## What an annotated function becomes
+//!
+//! The signature and outer attributes are kept. The body first opens a wait
+//! **episode**, an RAII guard over a per-function `static`, so it closes on return,
+//! on `?` and during a panic. An `async fn` has its body wrapped in a future that
+//! times each poll instead. A plain `fn` returning `impl Future` is a plain function
+//! here: its episode is the building of the future, not its polls.
+//!
+//! ## What is rewritten in the body
+//!
+//! Calls to these paths, as written (a leading `::` and generic arguments are
+//! ignored), are wrapped with a guard over a per-call-site `static`; the call itself,
+//! its value and its spans are left as they are, and `line!`/`column!` of the site are
+//! the call's:
+//!
+//! | kind | paths |
+//! |---|---|
+//! | spin (counted) | `std::hint::spin_loop`, `core::hint::spin_loop`, `hint::spin_loop`, `spin_loop` |
+//! | yield (timed) | `std::thread::yield_now`, `thread::yield_now`, `yield_now`, `libc::sched_yield`, `sched_yield` |
+//! | sleep (timed) | `std::thread::sleep`, `thread::sleep`, `libc::usleep`, `usleep`, `libc::nanosleep`, `nanosleep` |
+//! | park (timed) | `std::thread::park`, `thread::park`, `std::thread::park_timeout`, `thread::park_timeout` |
+//! | async yield (counted) | `tokio::task::yield_now().await`, `task::yield_now().await`, `yield_now().await` |
+//!
+//! Bare `sleep`, `park` and `park_timeout` are not matched: too many crates have
+//! functions of those names. A call that is awaited is never timed (it only builds
+//! a future); it is counted when it is one of the async yields above. The public
+//! wrappers (`yieldprof::spin()`, ...) count themselves and are not matched by path;
+//! don't import `yieldprof::yield_now` by its bare name into an annotated function,
+//! or its calls count twice.
+//!
+//! Closures and async blocks in the body are rewritten too. Left alone:
+//! - nested items (`fn`, `impl`, `mod`, `trait`, `const`, `static` inside the body):
+//!   they are functions of their own and need their own annotation;
+//! - macro invocations (`assert!(..)`, `my_wait!(..)`): their tokens are not
+//!   expressions until they expand.
+//!
+//! ## Arguments
+//!
+//! - `name = "frame name"`: the episode's frame name, instead of `module::function`;
+//! - `crate = path`: where the runtime is, when `yieldprof` is renamed or re-exported
+//!   (`#[yp::instrument_wait(crate = yp)]`).
+//!
+//! `const fn`s and items other than functions are rejected with an error at the
+//! offending token.
+
 extern crate proc_macro;
-// placeholder until the macro lands: passes the item through
+
+mod attr;
+mod expand;
+mod rewrite;
+
+use proc_macro::TokenStream;
+
+/// Makes each call of the function a timed wait episode and counts the
+/// spin/yield/sleep/park calls in its body; see the crate docs for what is rewritten.
+///
+/// ```ignore
+/// #[yieldprof::instrument_wait(name = "wait_ready")]
+/// fn wait_ready(flag: &std::sync::atomic::AtomicBool) {
+///     while !flag.load(std::sync::atomic::Ordering::Acquire) {
+///         std::hint::spin_loop();
+///     }
+/// }
+/// ```
 #[proc_macro_attribute]
-pub fn instrument_wait(
-    _a: proc_macro::TokenStream,
-    item: proc_macro::TokenStream,
-) -> proc_macro::TokenStream {
-    item
+pub fn instrument_wait(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::instrument_wait(args.into(), item.into()).into()
 }

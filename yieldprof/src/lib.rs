@@ -49,6 +49,7 @@
 //! without the default `enabled` feature compiles every probe to nothing.
 
 mod arena;
+mod budget;
 mod clock;
 mod config;
 mod episode;
@@ -56,15 +57,18 @@ mod flamegraph;
 mod fold;
 mod output;
 mod profile;
+mod session;
 mod site;
 mod summary;
 mod thread;
 mod wait;
 
+pub use budget::{Budget, BudgetExceeded, Limit, SiteBudget, ThreadBudget, Violation};
 pub use config::{is_enabled, set_enabled, DEFAULT_MAX_NODES};
 pub use fold::Metric;
 pub use output::{init, Guard, Options, WriteError};
 pub use profile::{snapshot, CallStats, Profile, SiteStats, ThreadStats};
+pub use session::{Report, Session, SessionScope};
 pub use site::{CallInfo, FrameInfo, FrameKind, Kind};
 pub use wait::{park, park_timeout, sleep, spin, yield_now};
 pub use yieldprof_macros::instrument_wait;
@@ -92,6 +96,32 @@ macro_rules! frame {
     };
 }
 
+/// Checks `report` against `budget`; when a limit is exceeded it first writes the
+/// failing run's `.folded`, `.svg` and `.txt` to `<YIELDPROF_OUT>/budget-failures/`
+/// (named after the test), then panics with every violated limit: site, source
+/// location, measured value and limit.
+///
+/// ```should_panic
+/// use yieldprof::{assert_budget, Budget, Kind, Session};
+///
+/// #[yieldprof::instrument_wait]
+/// fn poll() {
+///     std::thread::yield_now();
+///     std::thread::yield_now();
+/// }
+///
+/// let session = Session::this_thread();
+/// poll();
+/// let report = session.finish();
+/// assert_budget!(report, Budget::new().site("poll", |s| s.max_calls(Kind::Yield, 1)));
+/// ```
+#[macro_export]
+macro_rules! assert_budget {
+    ($report:expr, $budget:expr $(,)?) => {
+        $crate::__private::assert_budget(&$report, &$budget)
+    };
+}
+
 /// What `#[instrument_wait]` expands to. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
@@ -99,4 +129,25 @@ pub mod __private {
         call, count, enter, enter_work, instrument, CallGuard, EpisodeGuard, Instrumented,
     };
     pub use crate::site::{CallSite, EpisodeSite, Kind, WorkSite};
+
+    /// The body of `assert_budget!`.
+    #[track_caller]
+    pub fn assert_budget(report: &crate::Report, budget: &crate::Budget) {
+        let Err(e) = report.check(budget) else {
+            return;
+        };
+        let test = std::thread::current().name().unwrap_or("budget").replace(
+            |c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_',
+            "_",
+        );
+        let dir = crate::Options::from_env().out_dir.join("budget-failures");
+        let saved = match report.write(&dir, &test) {
+            Ok(paths) => format!(
+                "profile of the failing run: {}",
+                paths[0].with_extension("{folded,svg,txt}").display()
+            ),
+            Err(w) => format!("the failing run's profile was not saved: {w}"),
+        };
+        panic!("{e}{saved}");
+    }
 }

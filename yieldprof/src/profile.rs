@@ -117,6 +117,8 @@ pub struct CallStats {
 pub struct SiteStats {
     /// The frame name: `name = "..."`, else `module::function`.
     pub name: String,
+    /// The function's full path, `crate::module::function`.
+    pub path: String,
     /// Source file of the function.
     pub file: &'static str,
     /// Line of the function.
@@ -132,6 +134,17 @@ pub struct SiteStats {
 }
 
 impl SiteStats {
+    /// Whether `name` names this site: its frame name, its full path, or a tail of
+    /// the path that starts at a `::`.
+    pub fn matches(&self, name: &str) -> bool {
+        self.name == name
+            || self.path == name
+            || self
+                .path
+                .strip_suffix(name)
+                .is_some_and(|head| head.ends_with("::"))
+    }
+
     /// Calls of one kind at every call site of this function.
     pub fn calls_of(&self, kind: Kind) -> u64 {
         self.calls
@@ -190,6 +203,7 @@ impl Profile {
                 }
                 let s = by_frame[n.frame as usize].get_or_insert_with(|| SiteStats {
                     name: f.name.clone(),
+                    path: f.path.clone(),
                     file: f.file,
                     line: f.line,
                     episodes: 0,
@@ -225,9 +239,18 @@ impl Profile {
         sites
     }
 
-    /// The wait site with this frame name.
+    /// The wait site with this frame name, or this path: the full
+    /// `crate::module::function` or any `::`-separated tail of it.
+    ///
+    /// ```
+    /// #[yieldprof::instrument_wait]
+    /// fn poll_once() {}
+    /// poll_once();
+    /// let p = yieldprof::snapshot();
+    /// assert_eq!(p.site("poll_once").unwrap().episodes, 1);
+    /// ```
     pub fn site(&self, name: &str) -> Option<SiteStats> {
-        self.sites().into_iter().find(|s| s.name == name)
+        self.sites().into_iter().find(|s| s.matches(name))
     }
 
     /// Every thread that recorded, in the order they started recording.
@@ -248,5 +271,91 @@ impl Profile {
                 }
             })
             .collect()
+    }
+}
+
+impl NodeStats {
+    /// This node minus what `earlier` (the same node, copied before) had.
+    fn minus(&self, earlier: &NodeStats) -> NodeStats {
+        let slots = self
+            .slots
+            .iter()
+            .map(|s| match earlier.slots.iter().find(|e| e.call == s.call) {
+                Some(e) => SlotStats {
+                    call: s.call,
+                    calls: s.calls.saturating_sub(e.calls),
+                    ns: s.ns.saturating_sub(e.ns),
+                },
+                None => s.clone(),
+            })
+            .collect();
+        NodeStats {
+            frame: self.frame,
+            parent: self.parent,
+            episodes: self.episodes.saturating_sub(earlier.episodes),
+            wall_ns: self.wall_ns.saturating_sub(earlier.wall_ns),
+            slots,
+        }
+    }
+}
+
+impl Profile {
+    /// What was recorded between `earlier` and this snapshot: threads are matched by
+    /// identity and nodes by position (a thread's tree only grows), so the result is
+    /// exact even for threads that exited in between.
+    ///
+    /// ```
+    /// let before = yieldprof::snapshot();
+    /// yieldprof::spin();
+    /// let delta = yieldprof::snapshot().since(&before);
+    /// assert_eq!(delta.folded(yieldprof::Metric::Calls).len(), 1);
+    /// ```
+    pub fn since(&self, earlier: &Profile) -> Profile {
+        let threads = self
+            .threads
+            .iter()
+            .map(
+                |t| match earlier.threads.iter().find(|e| e.serial == t.serial) {
+                    Some(e) => ThreadProfile {
+                        nodes: t
+                            .nodes
+                            .iter()
+                            .enumerate()
+                            .map(|(i, n)| match e.nodes.get(i) {
+                                Some(old) => n.minus(old),
+                                None => n.clone(),
+                            })
+                            .collect(),
+                        overflowed: t.overflowed.saturating_sub(e.overflowed),
+                        ..t.clone()
+                    },
+                    None => t.clone(),
+                },
+            )
+            .collect();
+        Profile {
+            threads,
+            frames: self.frames.clone(),
+            calls: self.calls.clone(),
+        }
+    }
+
+    /// Wall time of the threads on which `site` ran.
+    pub(crate) fn wall_of_threads_running(&self, site: &SiteStats) -> u64 {
+        self.threads
+            .iter()
+            .filter(|t| {
+                t.nodes.iter().any(|n| {
+                    let f = &self.frames[n.frame as usize];
+                    f.kind == FrameKind::Wait && f.name == site.name && n.episodes > 0
+                })
+            })
+            .map(|t| t.nodes[0].wall_ns)
+            .sum()
+    }
+
+    /// Only the threads `keep` accepts (by serial number).
+    pub(crate) fn retain_threads(&mut self, keep: impl Fn(u64) -> bool) {
+        self.threads.retain(|t| keep(t.serial));
     }
 }

@@ -146,6 +146,8 @@ pub struct FrameInfo {
     pub kind: FrameKind,
     /// The frame name: `name = "..."`, else `module::function`.
     pub name: String,
+    /// The full path, `crate::module::function` (for `frame!`, the name).
+    pub path: String,
     /// Source file of the annotated function or `frame!`.
     pub file: &'static str,
     /// Its line.
@@ -184,12 +186,14 @@ fn table() -> &'static Mutex<Table> {
         t.frames.push(FrameInfo {
             kind: FrameKind::Thread,
             name: String::new(),
+            path: String::new(),
             file: "",
             line: 0,
         });
         t.frames.push(FrameInfo {
             kind: FrameKind::Overflow,
             name: "[overflow]".into(),
+            path: "[overflow]".into(),
             file: "",
             line: 0,
         });
@@ -257,6 +261,7 @@ impl EpisodeSite {
         FrameInfo {
             kind: FrameKind::Wait,
             name,
+            path: format!("{}::{}", self.module, self.function),
             file: self.file,
             line: self.line,
         }
@@ -268,6 +273,7 @@ impl WorkSite {
         FrameInfo {
             kind: FrameKind::Work,
             name: self.name.to_string(),
+            path: self.name.to_string(),
             file: self.file,
             line: self.line,
         }

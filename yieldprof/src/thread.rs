@@ -268,6 +268,11 @@ fn registry() -> MutexGuard<'static, Registry> {
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// This thread's serial number (registering the thread if it has not recorded yet).
+pub(crate) fn current_serial() -> Option<u64> {
+    with(|l| l.data.serial)
+}
+
 /// Every thread that ever recorded: live ones read in place, exited ones as kept.
 pub(crate) fn all_threads() -> Vec<ThreadProfile> {
     let (live, mut out) = {

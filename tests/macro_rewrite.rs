@@ -1,0 +1,275 @@
+//! What `#[instrument_wait]` records, checked through `yieldprof::snapshot()`.
+//! Every test annotates functions of its own, so tests running in parallel on the
+//! shared profile don't see each other's sites.
+
+use std::future::Future;
+use std::hint;
+use std::panic;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::thread;
+use std::time::Duration;
+use yieldprof::{CallStats, Kind, SiteStats};
+
+fn site(name: &str) -> SiteStats {
+    yieldprof::snapshot()
+        .site(name)
+        .unwrap_or_else(|| panic!("no wait site named {name}"))
+}
+
+/// `(kind, line, column, calls)` of each call site, in line order.
+fn calls(site: &SiteStats) -> Vec<(Kind, u32, u32, u64)> {
+    site.calls
+        .iter()
+        .map(|c: &CallStats| (c.site.kind, c.site.line, c.site.column, c.calls))
+        .collect()
+}
+
+/// Line and column of `call` on the source line that ends in `// @tag`.
+fn at(tag: &str, call: &str) -> (u32, u32) {
+    let marker = format!("// @{tag}");
+    let (i, text) = include_str!("macro_rewrite.rs")
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.ends_with(&marker))
+        .unwrap_or_else(|| panic!("no line tagged {tag}"));
+    let column = text.find(call).expect("the call is on its tagged line") + 1;
+    (i as u32 + 1, column as u32)
+}
+
+#[yieldprof::instrument_wait]
+fn every_kind(n: u32) -> i32 {
+    let mut rc = 0;
+    for _ in 0..n {
+        std::hint::spin_loop(); // @spin-std
+        core::hint::spin_loop(); // @spin-core
+        hint::spin_loop(); // @spin-hint
+        thread::yield_now(); // @yield-thread
+        rc += unsafe { libc::sched_yield() }; // @yield-libc
+    }
+    std::thread::sleep(Duration::ZERO); // @sleep-std
+    rc += unsafe { libc::usleep(1) }; // @sleep-usleep
+    thread::current().unpark();
+    thread::park(); // @park
+    thread::park_timeout(Duration::ZERO); // @park-timeout
+    rc
+}
+
+#[test]
+fn each_kind_is_counted_at_its_call_site() {
+    assert_eq!(every_kind(10), 0);
+    let s = site("macro_rewrite::every_kind");
+    assert_eq!(s.episodes, 1);
+    let expect = [
+        ("spin-std", "std::hint::spin_loop", Kind::Spin, 10),
+        ("spin-core", "core::hint::spin_loop", Kind::Spin, 10),
+        ("spin-hint", "hint::spin_loop", Kind::Spin, 10),
+        ("yield-thread", "thread::yield_now", Kind::Yield, 10),
+        ("yield-libc", "libc::sched_yield", Kind::Yield, 10),
+        ("sleep-std", "std::thread::sleep", Kind::Sleep, 1),
+        ("sleep-usleep", "libc::usleep", Kind::Sleep, 1),
+        ("park", "thread::park", Kind::Park, 1),
+        ("park-timeout", "thread::park_timeout", Kind::Park, 1),
+    ]
+    .map(|(tag, call, kind, n)| {
+        let (line, column) = at(tag, call);
+        (kind, line, column, n)
+    });
+    assert_eq!(calls(&s), expect);
+    assert_eq!(s.calls_of(Kind::Spin), 30);
+    assert_eq!(s.ns_of(Kind::Spin), 0);
+}
+
+#[yieldprof::instrument_wait]
+fn values_are_kept() -> (i32, bool, i32) {
+    let slept = unsafe { libc::usleep(0) };
+    // A rewritten call as an operand and in a condition.
+    let sum = unsafe { libc::sched_yield() } + 7;
+    let yielded = if unsafe { libc::sched_yield() } == 0 {
+        true
+    } else {
+        false
+    };
+    let unit: () = thread::park_timeout(Duration::ZERO);
+    let () = unit;
+    (slept, yielded, sum)
+}
+
+#[test]
+fn a_wrapped_call_keeps_its_value() {
+    assert_eq!(values_are_kept(), (0, true, 7));
+    let s = site("macro_rewrite::values_are_kept");
+    assert_eq!(s.calls_of(Kind::Sleep), 1);
+    assert_eq!(s.calls_of(Kind::Yield), 2);
+    assert_eq!(s.calls_of(Kind::Park), 1);
+}
+
+#[yieldprof::instrument_wait]
+fn returns_early(n: u32) -> Result<u32, String> {
+    if n == 0 {
+        return Ok(0);
+    }
+    let parsed: u32 = if n == 1 {
+        "x".parse().map_err(|_| "not a number".to_string())?
+    } else {
+        n
+    };
+    hint::spin_loop();
+    Ok(parsed)
+}
+
+#[yieldprof::instrument_wait]
+fn calls_early_returns() {
+    assert_eq!(returns_early(0), Ok(0));
+    assert!(returns_early(1).is_err());
+    assert_eq!(returns_early(2), Ok(2));
+    // Counted here only if each inner episode closed on its way out.
+    hint::spin_loop();
+    hint::spin_loop();
+}
+
+#[test]
+fn return_and_question_mark_close_the_episode() {
+    calls_early_returns();
+    let inner = site("macro_rewrite::returns_early");
+    assert_eq!(inner.episodes, 3);
+    assert_eq!(inner.calls_of(Kind::Spin), 1);
+    let outer = site("macro_rewrite::calls_early_returns");
+    assert_eq!(outer.episodes, 1);
+    assert_eq!(outer.calls_of(Kind::Spin), 2);
+}
+
+#[yieldprof::instrument_wait]
+fn panics_after_a_spin() {
+    hint::spin_loop();
+    panic!("inside an episode");
+}
+
+#[yieldprof::instrument_wait]
+fn catches_the_panic() {
+    let caught = panic::catch_unwind(panics_after_a_spin);
+    assert!(caught.is_err());
+    hint::spin_loop();
+}
+
+#[test]
+fn a_panic_closes_the_episode() {
+    catches_the_panic();
+    let inner = site("macro_rewrite::panics_after_a_spin");
+    assert_eq!(inner.episodes, 1);
+    assert_eq!(inner.calls_of(Kind::Spin), 1);
+    assert_eq!(
+        site("macro_rewrite::catches_the_panic").calls_of(Kind::Spin),
+        1
+    );
+}
+
+macro_rules! spin_in_macro {
+    () => {
+        std::hint::spin_loop()
+    };
+}
+
+#[yieldprof::instrument_wait]
+fn closures_items_and_macros() {
+    let spin = || std::hint::spin_loop(); // @closure
+    spin();
+    spin();
+    block_on(async { thread::yield_now() }); // @async-block
+    fn nested() {
+        std::hint::spin_loop();
+    }
+    nested();
+    spin_in_macro!();
+}
+
+#[test]
+fn closures_are_rewritten_nested_items_and_macros_are_not() {
+    closures_items_and_macros();
+    let s = site("macro_rewrite::closures_items_and_macros");
+    let (closure, closure_col) = at("closure", "std::hint::spin_loop");
+    let (block, block_col) = at("async-block", "thread::yield_now");
+    assert_eq!(
+        calls(&s),
+        [
+            (Kind::Spin, closure, closure_col, 2),
+            (Kind::Yield, block, block_col, 1)
+        ]
+    );
+}
+
+#[yieldprof::instrument_wait(name = "custom wait")]
+fn named() {
+    hint::spin_loop();
+}
+
+#[test]
+fn name_argument_names_the_frame() {
+    named();
+    let s = site("custom wait");
+    assert_eq!((s.episodes, s.calls_of(Kind::Spin)), (1, 1));
+    // The function's path still finds it.
+    assert_eq!(s.path, "macro_rewrite::named");
+    assert_eq!(site("macro_rewrite::named").name, "custom wait");
+}
+
+/// Pending once, then ready: a stand-in for an executor's yield.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+mod task {
+    pub fn yield_now() -> super::YieldOnce {
+        super::YieldOnce(false)
+    }
+}
+
+fn block_on<F: Future>(fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
+}
+
+#[yieldprof::instrument_wait]
+async fn awaits_yields(n: u32) -> Result<u32, std::num::ParseIntError> {
+    for _ in 0..n {
+        task::yield_now().await; // @async-yield
+    }
+    if n == 0 {
+        return Ok(0);
+    }
+    let parsed: u32 = "5".parse()?;
+    hint::spin_loop();
+    Ok(parsed + n)
+}
+
+#[test]
+fn async_fn_counts_awaited_yields_once_per_episode() {
+    assert_eq!(block_on(awaits_yields(3)), Ok(8));
+    assert_eq!(block_on(awaits_yields(0)), Ok(0));
+    let s = site("macro_rewrite::awaits_yields");
+    assert_eq!(s.episodes, 2);
+    let (line, column) = at("async-yield", "task::yield_now");
+    assert_eq!(
+        calls(&s)[0],
+        (Kind::AsyncYield, line, column, 3),
+        "{:?}",
+        s.calls
+    );
+    assert_eq!(s.calls_of(Kind::Spin), 1);
+    assert_eq!(s.ns_of(Kind::AsyncYield), 0);
+}

@@ -1,0 +1,6 @@
+#[yieldprof::instrument_wait(crate = "yieldprof")]
+fn wait() {}
+
+fn main() {
+    wait();
+}

@@ -1,0 +1,6 @@
+#[yieldprof::instrument_wait(name = "")]
+fn wait() {}
+
+fn main() {
+    wait();
+}

@@ -1,0 +1,7 @@
+// Every problem is reported at once, each at its own token.
+#[yieldprof::instrument_wait(name = "", name = "again")]
+const fn wait() {}
+
+fn main() {
+    wait();
+}

@@ -1,0 +1,6 @@
+#[yieldprof::instrument_wait(level = "debug")]
+fn wait() {}
+
+fn main() {
+    wait();
+}

@@ -1,0 +1,289 @@
+//! Budgets: limits on what wait sites and threads may cost, checked in tests.
+
+use crate::profile::{Profile, SiteStats, ThreadStats};
+use crate::site::Kind;
+use std::fmt;
+
+/// One limit. Counts are totals over the report; "per episode" figures divide by the
+/// site's episodes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Limit {
+    /// At most this many episodes.
+    Episodes(u64),
+    /// At most this many calls of a kind, in total.
+    Calls(Kind, u64),
+    /// At most this many calls of a kind per episode, on average.
+    CallsPerEpisode(Kind, f64),
+    /// At most this share (0..=1) of the wall time of the threads it ran on.
+    WallShare(f64),
+    /// Thread only: at most this share (0..=1) of its wall time waiting.
+    WaitShare(f64),
+}
+
+impl Limit {
+    fn describe(&self) -> String {
+        match self {
+            Limit::Episodes(_) => "episodes".into(),
+            Limit::Calls(k, _) => format!("{} calls", k.name()),
+            Limit::CallsPerEpisode(k, _) => format!("{} calls per episode", k.name()),
+            Limit::WallShare(_) => "share of thread wall time".into(),
+            Limit::WaitShare(_) => "share of wall time waiting".into(),
+        }
+    }
+
+    fn bound(&self) -> f64 {
+        match *self {
+            Limit::Episodes(n) | Limit::Calls(_, n) => n as f64,
+            Limit::CallsPerEpisode(_, x) | Limit::WallShare(x) | Limit::WaitShare(x) => x,
+        }
+    }
+}
+
+/// Limits for one wait site, built with [`Budget::site`].
+#[derive(Clone, Debug, Default)]
+pub struct SiteBudget {
+    limits: Vec<Limit>,
+}
+
+impl SiteBudget {
+    /// At most `n` episodes.
+    pub fn max_episodes(mut self, n: u64) -> Self {
+        self.limits.push(Limit::Episodes(n));
+        self
+    }
+
+    /// At most `n` calls of `kind` in total.
+    pub fn max_calls(mut self, kind: Kind, n: u64) -> Self {
+        self.limits.push(Limit::Calls(kind, n));
+        self
+    }
+
+    /// At most `n` calls of `kind` per episode, on average.
+    pub fn max_calls_per_episode(mut self, kind: Kind, n: f64) -> Self {
+        self.limits.push(Limit::CallsPerEpisode(kind, n));
+        self
+    }
+
+    /// At most `share` (0..=1) of the wall time of the threads the site ran on.
+    pub fn max_wall_share(mut self, share: f64) -> Self {
+        self.limits.push(Limit::WallShare(share));
+        self
+    }
+
+    /// Any limit, e.g. one built elsewhere.
+    pub fn limit(mut self, limit: Limit) -> Self {
+        self.limits.push(limit);
+        self
+    }
+}
+
+/// Limits for the threads of one name, built with [`Budget::thread`].
+#[derive(Clone, Debug, Default)]
+pub struct ThreadBudget {
+    limits: Vec<Limit>,
+}
+
+impl ThreadBudget {
+    /// At most `share` (0..=1) of the thread's wall time in wait episodes and calls.
+    pub fn max_wait_share(mut self, share: f64) -> Self {
+        self.limits.push(Limit::WaitShare(share));
+        self
+    }
+}
+
+/// What a test allows its wait sites and threads.
+///
+/// ```
+/// use yieldprof::{Budget, Kind, Session};
+///
+/// #[yieldprof::instrument_wait]
+/// fn take(ready: &std::sync::atomic::AtomicBool) {
+///     while !ready.load(std::sync::atomic::Ordering::Acquire) {
+///         std::thread::yield_now();
+///     }
+/// }
+///
+/// let session = Session::this_thread();
+/// take(&std::sync::atomic::AtomicBool::new(true));
+/// let report = session.finish();
+/// let budget = Budget::new().site("take", |s| s.max_calls_per_episode(Kind::Yield, 16.0));
+/// report.check(&budget).unwrap();
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Budget {
+    sites: Vec<(String, SiteBudget)>,
+    threads: Vec<(String, ThreadBudget)>,
+}
+
+impl Budget {
+    /// A budget with no limits.
+    pub fn new() -> Self {
+        Budget::default()
+    }
+
+    /// Limits for the site `name`: its frame name, full path, or a `::` tail of it.
+    /// A name no site answers to fails the check.
+    pub fn site(mut self, name: &str, f: impl FnOnce(SiteBudget) -> SiteBudget) -> Self {
+        self.sites
+            .push((name.to_string(), f(SiteBudget::default())));
+        self
+    }
+
+    /// Limits for every thread called `name`. A name no thread has fails the check.
+    pub fn thread(mut self, name: &str, f: impl FnOnce(ThreadBudget) -> ThreadBudget) -> Self {
+        self.threads
+            .push((name.to_string(), f(ThreadBudget::default())));
+        self
+    }
+
+    pub(crate) fn check(&self, profile: &Profile) -> Result<(), BudgetExceeded> {
+        let mut out = BudgetExceeded::default();
+        let sites = profile.sites();
+        let threads = profile.threads();
+        for (name, budget) in &self.sites {
+            let Some(site) = sites.iter().find(|s| s.matches(name)) else {
+                out.unknown.push(format!(
+                    "site `{name}` is not in the report (sites: {})",
+                    list(sites.iter().map(|s| s.name.as_str()))
+                ));
+                continue;
+            };
+            let subject = format!("site `{}` ({}:{})", site.name, site.file, site.line);
+            for limit in &budget.limits {
+                let measured = site_value(limit, site, profile);
+                out.compare(&subject, limit, measured);
+            }
+        }
+        for (name, budget) in &self.threads {
+            let matching: Vec<&ThreadStats> = threads.iter().filter(|t| &t.name == name).collect();
+            if matching.is_empty() {
+                out.unknown.push(format!(
+                    "thread `{name}` is not in the report (threads: {})",
+                    list(threads.iter().map(|t| t.name.as_str()))
+                ));
+            }
+            for t in matching {
+                let subject = format!("thread `{}` (tid {})", t.name, t.tid);
+                for limit in &budget.limits {
+                    let measured = match limit {
+                        Limit::WaitShare(_) => Some(ratio(t.wait_ns, t.wall_ns)),
+                        _ => None,
+                    };
+                    out.compare(&subject, limit, measured);
+                }
+            }
+        }
+        if out.violations.is_empty() && out.unknown.is_empty() {
+            Ok(())
+        } else {
+            Err(out)
+        }
+    }
+}
+
+fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+fn ratio(part: u64, whole: u64) -> f64 {
+    part as f64 / whole.max(1) as f64
+}
+
+/// The measured value of a site limit; `None` when the limit does not apply to sites.
+fn site_value(limit: &Limit, site: &SiteStats, profile: &Profile) -> Option<f64> {
+    let episodes = site.episodes.max(1) as f64;
+    Some(match *limit {
+        Limit::Episodes(_) => site.episodes as f64,
+        Limit::Calls(kind, _) => site.calls_of(kind) as f64,
+        Limit::CallsPerEpisode(kind, _) => site.calls_of(kind) as f64 / episodes,
+        Limit::WallShare(_) => ratio(site.wall_ns, profile.wall_of_threads_running(site)),
+        Limit::WaitShare(_) => return None,
+    })
+}
+
+/// One limit that was exceeded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Violation {
+    /// The site or thread, with its source location or tid.
+    pub subject: String,
+    /// The limit.
+    pub limit: Limit,
+    /// What was measured.
+    pub measured: f64,
+}
+
+/// Every limit a report exceeded, and every budget entry that named nothing.
+#[derive(Clone, Debug, Default)]
+pub struct BudgetExceeded {
+    /// Limits exceeded.
+    pub violations: Vec<Violation>,
+    /// Sites or threads named in the budget but absent from the report.
+    pub unknown: Vec<String>,
+    /// Limits that could not be checked, and why.
+    pub skipped: Vec<String>,
+}
+
+impl BudgetExceeded {
+    fn compare(&mut self, subject: &str, limit: &Limit, measured: Option<f64>) {
+        match measured {
+            Some(m) if m > limit.bound() => self.violations.push(Violation {
+                subject: subject.to_string(),
+                limit: *limit,
+                measured: m,
+            }),
+            Some(_) => {}
+            None => self.skipped.push(format!(
+                "{subject}: {} does not apply here",
+                limit.describe()
+            )),
+        }
+    }
+}
+
+/// Numbers as a person would write them: `17`, `0.25`, `16.5`.
+fn num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.4}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    }
+}
+
+impl fmt::Display for BudgetExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "wait budget exceeded: {} limit(s) over, {} unknown name(s)",
+            self.violations.len(),
+            self.unknown.len()
+        )?;
+        for v in &self.violations {
+            writeln!(
+                f,
+                "  {}: {} measured {}, limit {}",
+                v.subject,
+                v.limit.describe(),
+                num(v.measured),
+                num(v.limit.bound())
+            )?;
+        }
+        for u in &self.unknown {
+            writeln!(f, "  {u}")?;
+        }
+        for s in &self.skipped {
+            writeln!(f, "  note: {s}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for BudgetExceeded {}
