@@ -47,7 +47,9 @@ fn not_a_fn(item: TokenStream, err: Error) -> Error {
     let keyword = |input: ParseStream| {
         input.call(Attribute::parse_outer)?;
         input.parse::<Visibility>()?;
-        input.parse::<TokenTree>()
+        let keyword: TokenTree = input.parse()?;
+        input.parse::<TokenStream>()?;
+        Ok(keyword)
     };
     match keyword.parse2(item) {
         Ok(keyword) => Error::new_spanned(

@@ -1,0 +1,177 @@
+//! Budgets: a limit that holds passes, one exceeded by one fails naming the site, its
+//! source line, the measured value and the limit; unknown names are errors; tests
+//! running in parallel on different sites do not see each other.
+
+use yieldprof::{Budget, Kind, Session};
+
+/// Exactly `n` yields per episode.
+#[yieldprof::instrument_wait]
+fn yields(n: u32) {
+    for _ in 0..n {
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn a_budget_that_holds_passes() {
+    let session = Session::this_thread();
+    for _ in 0..10 {
+        yields(16);
+    }
+    let report = session.finish();
+    let budget = Budget::new().site("yields", |s| {
+        s.max_episodes(10)
+            .max_calls(Kind::Yield, 160)
+            .max_calls_per_episode(Kind::Yield, 16.0)
+            .max_calls(Kind::Sleep, 0)
+    });
+    assert_eq!(report.check(&budget).map_err(|e| e.to_string()), Ok(()));
+}
+
+#[test]
+fn a_budget_exceeded_by_one_names_site_line_measured_and_limit() {
+    let session = Session::this_thread();
+    for _ in 0..10 {
+        yields(16);
+    }
+    let err = session
+        .finish()
+        .check(&Budget::new().site("yields", |s| s.max_calls(Kind::Yield, 159).max_episodes(10)))
+        .expect_err("160 yields exceed 159");
+    assert_eq!(err.violations.len(), 1, "{err}");
+    assert_eq!(err.violations[0].measured, 160.0);
+    let msg = err.to_string();
+    assert!(msg.contains("site `budget::yields`"), "{msg}");
+    let line = include_str!("budget.rs")
+        .lines()
+        .position(|l| l.starts_with("fn yields("))
+        .unwrap()
+        + 1;
+    let at = [line - 1, line].map(|l| format!("tests/budget.rs:{l})"));
+    assert!(
+        at.iter().any(|a| msg.contains(a)),
+        "{msg} should name {at:?}"
+    );
+    assert!(msg.contains("yield calls measured 160, limit 159"), "{msg}");
+}
+
+#[test]
+fn every_violated_limit_is_listed() {
+    let session = Session::this_thread();
+    yields(3);
+    let err = session
+        .finish()
+        .check(&Budget::new().site("budget::yields", |s| {
+            s.max_episodes(0).max_calls_per_episode(Kind::Yield, 2.5)
+        }))
+        .unwrap_err();
+    let msg = err.to_string();
+    assert_eq!(err.violations.len(), 2, "{msg}");
+    assert!(msg.contains("episodes measured 1, limit 0"), "{msg}");
+    assert!(
+        msg.contains("yield calls per episode measured 3, limit 2.5"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn an_unknown_site_is_an_error_not_a_silent_pass() {
+    let session = Session::this_thread();
+    yields(1);
+    let err = session
+        .finish()
+        .check(&Budget::new().site("no_such_site", |s| s.max_episodes(100)))
+        .unwrap_err();
+    assert_eq!(err.unknown.len(), 1);
+    assert!(
+        err.to_string()
+            .contains("site `no_such_site` is not in the report"),
+        "{err}"
+    );
+}
+
+#[yieldprof::instrument_wait]
+fn parallel_a() {
+    std::thread::yield_now();
+}
+
+#[yieldprof::instrument_wait]
+fn parallel_b() {
+    std::thread::yield_now();
+}
+
+/// Two tests at once (plain `cargo test` runs them on separate threads), each with a
+/// whole-process session, each checking its own site's exact count.
+fn hammer(site: fn(), name: &str, rounds: u64) {
+    let session = Session::start();
+    for _ in 0..rounds {
+        site();
+    }
+    let report = session.finish();
+    let budget = Budget::new().site(name, |s| {
+        s.max_episodes(rounds).max_calls(Kind::Yield, rounds)
+    });
+    report.check(&budget).unwrap();
+    assert_eq!(report.site(name).unwrap().episodes, rounds);
+}
+
+#[test]
+fn parallel_test_a_sees_only_its_site() {
+    hammer(parallel_a, "parallel_a", 20_000);
+}
+
+#[test]
+fn parallel_test_b_sees_only_its_site() {
+    hammer(parallel_b, "parallel_b", 30_000);
+}
+
+#[test]
+fn a_thread_budget_limits_the_wait_share() {
+    let session = Session::this_thread();
+    std::thread::sleep(std::time::Duration::from_millis(1));
+    yields(1);
+    let report = session.finish();
+    let me = std::thread::current().name().unwrap().to_string();
+    assert!(report
+        .check(&Budget::new().thread(&me, |t| t.max_wait_share(1.0)))
+        .is_ok());
+    let err = report
+        .check(&Budget::new().thread(&me, |t| t.max_wait_share(0.0)))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("share of wall time waiting"),
+        "{err}"
+    );
+    let err = report
+        .check(&Budget::new().thread("nobody", |t| t.max_wait_share(0.5)))
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("thread `nobody` is not in the report"),
+        "{err}"
+    );
+}
+
+#[test]
+fn assert_budget_saves_the_failing_run_before_it_panics() {
+    let dir = std::env::temp_dir().join(format!("yieldprof-budget-{}", std::process::id()));
+    std::env::set_var("YIELDPROF_OUT", &dir);
+    let session = Session::this_thread();
+    yields(2);
+    let report = session.finish();
+    let panic = std::panic::catch_unwind(|| {
+        yieldprof::assert_budget!(
+            report,
+            Budget::new().site("yields", |s| s.max_calls(Kind::Yield, 1))
+        );
+    })
+    .expect_err("2 yields exceed 1");
+    let msg = panic.downcast_ref::<String>().unwrap();
+    assert!(msg.contains("yield calls measured 2, limit 1"), "{msg}");
+    let saved = dir
+        .join("budget-failures")
+        .join("assert_budget_saves_the_failing_run_before_it_panics.folded");
+    assert!(msg.contains("profile of the failing run"), "{msg}");
+    let folded = std::fs::read_to_string(&saved).expect("the folded file was written first");
+    assert!(folded.contains("budget::yields;[yield] "), "{folded}");
+}
