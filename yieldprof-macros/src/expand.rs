@@ -17,7 +17,7 @@ pub(crate) fn instrument_wait(args: TokenStream, item: TokenStream) -> TokenStre
     match (syn::parse2::<Args>(args), check(&func)) {
         (Ok(args), Ok(())) => expand(&args, func),
         (args, checked) => {
-            let errors = combine([checked.err(), args.err()].into_iter().flatten());
+            let errors = combine([args.err(), checked.err()].into_iter().flatten());
             with_error(item, errors.expect("one of the two failed"))
         }
     }

@@ -34,16 +34,38 @@ pub(crate) fn write_svg<W: Write>(
     out: W,
 ) -> io::Result<()> {
     let mut palette = palette();
+    let mut opts = options(metric, title);
+    opts.palette_map = Some(&mut palette);
+    opts.subtitle = subtitle;
+    render(&mut opts, lines, out)
+}
+
+/// Renders differential lines (`stack before after`): inferno colours each frame by
+/// how much it grew (red) or shrank (blue).
+pub(crate) fn write_diff_svg<W: Write>(
+    lines: &[String],
+    metric: Metric,
+    title: &str,
+    out: W,
+) -> io::Result<()> {
+    let mut opts = options(metric, title);
+    opts.subtitle = Some("width: after; red grew, blue shrank".into());
+    render(&mut opts, lines, out)
+}
+
+fn options(metric: Metric, title: &str) -> Options<'static> {
     let mut opts = Options::default();
     opts.colors = Palette::Basic(BasicPalette::Aqua);
-    opts.palette_map = Some(&mut palette);
     opts.title = title.to_string();
-    opts.subtitle = subtitle;
     opts.count_name = metric.unit().to_string();
+    opts
+}
+
+fn render<W: Write>(opts: &mut Options<'_>, lines: &[String], out: W) -> io::Result<()> {
     if lines.is_empty() {
         // inferno refuses an empty profile; an empty run still gets a readable file.
         let empty = ["[no samples] 1".to_string()];
-        return flamegraph::from_lines(&mut opts, empty.iter().map(String::as_str), out);
+        return flamegraph::from_lines(opts, empty.iter().map(String::as_str), out);
     }
-    flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
+    flamegraph::from_lines(opts, lines.iter().map(String::as_str), out)
 }

@@ -35,6 +35,14 @@ impl Metric {
         }
     }
 
+    /// The name `parse` accepts, also used in view file names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Wall => "wall",
+            Metric::Calls => "calls",
+        }
+    }
+
     /// Unit shown in the flame graph.
     pub(crate) fn unit(self) -> &'static str {
         match self {
@@ -98,6 +106,29 @@ impl Profile {
             }
         }
         out
+    }
+
+    /// The split view: the same stacks with a `wait` or `work` frame under each thread,
+    /// so each thread's two halves sit side by side in the graph.
+    ///
+    /// ```
+    /// yieldprof::frame!("serve");
+    /// yieldprof::yield_now();
+    /// let lines = yieldprof::snapshot().folded_split(yieldprof::Metric::Calls);
+    /// assert!(lines.iter().any(|l| l.contains(";wait;serve;[yield] ")));
+    /// ```
+    pub fn folded_split(&self, metric: Metric) -> Vec<String> {
+        let mut out: BTreeMap<String, u64> = BTreeMap::new();
+        for (stack, v) in self.fold(metric) {
+            let (thread, rest) = stack.split_once(';').unwrap_or((&stack, ""));
+            let half = if rest.ends_with("[work]") {
+                "work"
+            } else {
+                "wait"
+            };
+            *out.entry(format!("{thread};{half};{rest}")).or_insert(0) += v;
+        }
+        out.into_iter().map(|(s, v)| format!("{s} {v}")).collect()
     }
 
     /// Folded lines in inferno's format, sorted.

@@ -52,6 +52,7 @@ mod arena;
 mod budget;
 mod clock;
 mod config;
+mod diff;
 mod episode;
 mod flamegraph;
 mod fold;
@@ -65,6 +66,7 @@ mod wait;
 
 pub use budget::{Budget, BudgetExceeded, Limit, SiteBudget, ThreadBudget, Violation};
 pub use config::{is_enabled, set_enabled, DEFAULT_MAX_NODES};
+pub use diff::{diff, parse_folded, DiffError, Malformed};
 pub use fold::Metric;
 pub use output::{init, Guard, Options, WriteError};
 pub use profile::{snapshot, CallStats, Profile, SiteStats, ThreadStats};

@@ -40,6 +40,8 @@ pub struct Options {
     pub metric: Metric,
     /// Cap on calling-context nodes per thread; past it entries fold into `[overflow]`.
     pub max_nodes: u32,
+    /// Extra folded files, one per metric: `<name>.<metric>.folded`.
+    pub views: Vec<Metric>,
 }
 
 impl Options {
@@ -51,6 +53,7 @@ impl Options {
             name: default_name(),
             metric: Metric::Wall,
             max_nodes: config::DEFAULT_MAX_NODES,
+            views: Vec::new(),
         };
         if let Some(dir) = std::env::var_os("YIELDPROF_OUT").filter(|d| !d.is_empty()) {
             o.out_dir = dir.into();
@@ -90,6 +93,12 @@ impl Options {
     /// Sets the metric of the folded stacks and flame graph.
     pub fn metric(mut self, metric: Metric) -> Self {
         self.metric = metric;
+        self
+    }
+
+    /// Also writes `<name>.<metric>.folded` for `metric` (e.g. `calls`).
+    pub fn view(mut self, metric: Metric) -> Self {
+        self.views.push(metric);
         self
     }
 
@@ -200,19 +209,23 @@ impl Drop for Guard {
     fn drop(&mut self) {
         match self.write() {
             Ok(paths) => {
-                if let Some(first) = paths.first() {
-                    eprintln!(
-                        "yieldprof: wrote {}.{{folded,svg,txt}}",
-                        first.with_extension("").display()
-                    );
-                }
+                let names: Vec<String> = paths
+                    .iter()
+                    .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .collect();
+                eprintln!(
+                    "yieldprof: wrote {} in {}",
+                    names.join(", "),
+                    self.opts.out_dir.display()
+                );
             }
             Err(e) => eprintln!("yieldprof: {e}; the profile was not saved"),
         }
     }
 }
 
-/// Writes `<name>.folded`, `<name>.svg` and `<name>.txt` for `profile`.
+/// Writes `<name>.folded`, `<name>.svg`, `<name>.split.svg`, `<name>.txt` and the
+/// requested metric views for `profile`.
 pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<PathBuf>, WriteError> {
     let dir = &opts.out_dir;
     std::fs::create_dir_all(dir).map_err(|source| WriteError {
@@ -244,8 +257,27 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
             w,
         )
     })?;
+    let split = path("split.svg");
+    write_atomic(&split, |w| {
+        let title = format!("yieldprof: {} (wait | work)", opts.name);
+        flamegraph::write_svg(
+            &profile.folded_split(opts.metric),
+            opts.metric,
+            &title,
+            None,
+            w,
+        )
+    })?;
+    let mut written = vec![folded, svg, split];
+    for &metric in &opts.views {
+        let view = path(&format!("{}.folded", metric.name()));
+        let lines = profile.folded(metric);
+        write_atomic(&view, |w| lines.iter().try_for_each(|l| writeln!(w, "{l}")))?;
+        written.push(view);
+    }
     let txt = path("txt");
     let summary = profile.summary();
     write_atomic(&txt, |w| w.write_all(summary.as_bytes()))?;
-    Ok(vec![folded, svg, txt])
+    written.push(txt);
+    Ok(written)
 }

@@ -44,7 +44,10 @@ mod fake {
         }
 
         pub fn call(site: &'static CallSite) {
-            assert!(matches!(site.0, Kind::Spin | Kind::Yield | Kind::Sleep | Kind::Park));
+            assert!(matches!(
+                site.0,
+                Kind::Spin | Kind::Yield | Kind::Sleep | Kind::Park
+            ));
             CALLED.fetch_add(1, Ordering::Relaxed);
         }
 

@@ -6,7 +6,7 @@ fn renamed() {
 }
 
 mod reexport {
-    pub use ::yp as runtime;
+    pub use ::yieldprof as runtime;
 }
 
 #[yp::instrument_wait(crate = crate::reexport::runtime, name = "through a re-export")]

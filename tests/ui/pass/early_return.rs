@@ -33,9 +33,18 @@ fn main() {
     assert_eq!(outer(), 7);
     let profile = yieldprof::snapshot();
     let inner = profile.site("wait_for").unwrap();
-    assert_eq!((inner.episodes, inner.calls_of(yieldprof::Kind::Spin)), (2, 3));
+    assert_eq!(
+        (inner.episodes, inner.calls_of(yieldprof::Kind::Spin)),
+        (2, 3)
+    );
     let parse = profile.site("parse_then_wait").unwrap();
-    assert_eq!((parse.episodes, parse.calls_of(yieldprof::Kind::Yield)), (1, 0));
+    assert_eq!(
+        (parse.episodes, parse.calls_of(yieldprof::Kind::Yield)),
+        (1, 0)
+    );
     let outer = profile.site("outer").unwrap();
-    assert_eq!((outer.episodes, outer.calls_of(yieldprof::Kind::Spin)), (1, 1));
+    assert_eq!(
+        (outer.episodes, outer.calls_of(yieldprof::Kind::Spin)),
+        (1, 1)
+    );
 }

@@ -36,6 +36,18 @@ fn main() {
     assert_eq!(block_on(fut), 2);
     assert_eq!(block_on(shown()).to_string(), "done");
     let profile = yieldprof::snapshot();
-    assert_eq!(profile.site("evens").unwrap().calls_of(yieldprof::Kind::Yield), 1);
-    assert_eq!(profile.site("shown").unwrap().calls_of(yieldprof::Kind::Spin), 1);
+    assert_eq!(
+        profile
+            .site("evens")
+            .unwrap()
+            .calls_of(yieldprof::Kind::Yield),
+        1
+    );
+    assert_eq!(
+        profile
+            .site("shown")
+            .unwrap()
+            .calls_of(yieldprof::Kind::Spin),
+        1
+    );
 }

@@ -18,7 +18,13 @@ fn main() {
     survives();
     let profile = yieldprof::snapshot();
     let inner = profile.site("spins_then_panics").unwrap();
-    assert_eq!((inner.episodes, inner.calls_of(yieldprof::Kind::Spin)), (1, 1));
+    assert_eq!(
+        (inner.episodes, inner.calls_of(yieldprof::Kind::Spin)),
+        (1, 1)
+    );
     let outer = profile.site("survives").unwrap();
-    assert_eq!((outer.episodes, outer.calls_of(yieldprof::Kind::Spin)), (1, 2));
+    assert_eq!(
+        (outer.episodes, outer.calls_of(yieldprof::Kind::Spin)),
+        (1, 2)
+    );
 }

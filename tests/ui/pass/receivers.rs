@@ -110,10 +110,21 @@ fn main() {
 
     let profile = yieldprof::snapshot();
     for name in [
-        "by_value", "by_mut_value", "by_ref", "by_mut", "boxed", "pinned", "rc", "associated",
-        "async_ref", "provided", "wait",
+        "by_value",
+        "by_mut_value",
+        "by_ref",
+        "by_mut",
+        "boxed",
+        "pinned",
+        "rc",
+        "associated",
+        "async_ref",
+        "provided",
+        "wait",
     ] {
-        let s = profile.site(name).unwrap_or_else(|| panic!("no site {name}"));
+        let s = profile
+            .site(name)
+            .unwrap_or_else(|| panic!("no site {name}"));
         assert_eq!(s.calls_of(yieldprof::Kind::Spin), 1, "{name}");
     }
 }

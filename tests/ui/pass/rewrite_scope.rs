@@ -7,8 +7,6 @@ macro_rules! spin_twice {
     };
 }
 
-struct Helper;
-
 #[yieldprof::instrument_wait(name = "custom")]
 fn scoped() -> u32 {
     // Closures and async blocks are part of the body: rewritten.
@@ -22,6 +20,7 @@ fn scoped() -> u32 {
     fn nested() {
         std::hint::spin_loop();
     }
+    struct Helper;
     impl Helper {
         fn spin(&self) {
             std::hint::spin_loop();
