@@ -42,7 +42,7 @@ impl Parse for Arg {
         } else if lookahead.peek(Token![crate]) {
             let key: Token![crate] = input.parse()?;
             let path = value(input, &key, "crate = path::to::yieldprof", |input| {
-                // tracing-style `crate = "name"` would parse as nothing useful; say so.
+                // serde-style `crate = "..."` is a common guess; say what is expected instead.
                 if input.peek(LitStr) {
                     return Err(
                         input.error("expected a path, not a string: `crate = my_yieldprof`")

@@ -106,8 +106,8 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
     };
 
     let body = if sig.asyncness.is_some() {
-        // The episode spans the polls of the body's future; `return` and `?` inside
-        // the `async move` block leave it with the fn's own output type.
+        // The episode spans the polls of the body's future. `return` and `?` in the
+        // body now leave the `async move` block, whose output is the fn's output.
         quote! {
             #site
             #krate::__private::instrument(&__YIELDPROF_EPISODE, async move { #(#stmts)* }).await
