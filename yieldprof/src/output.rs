@@ -130,10 +130,9 @@ fn default_name() -> String {
 /// life of the program.
 ///
 /// ```no_run
-/// fn main() {
-///     let _guard = yieldprof::init();
-///     // ... the program ...
-/// } // target/yieldprof/<exe>.{folded,svg,txt} are written here
+/// let _guard = yieldprof::init();
+/// // ... the program ...
+/// drop(_guard); // target/yieldprof/<exe>.{folded,svg,split.svg,txt} are written here
 /// ```
 pub fn init() -> Guard {
     Options::from_env().init()
