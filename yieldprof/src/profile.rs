@@ -1,5 +1,6 @@
 //! Copies of what was recorded, and the per-site and per-thread views of them.
 
+use crate::clock;
 use crate::site::{self, CallInfo, FrameInfo, FrameKind, Kind};
 use crate::thread;
 
@@ -40,6 +41,16 @@ impl NodeStats {
 }
 
 impl ThreadProfile {
+    /// Threads record clock ticks; reports speak nanoseconds.
+    fn to_ns(&mut self, scale: clock::Scale) {
+        for n in &mut self.nodes {
+            n.wall_ns = scale.ns(n.wall_ns);
+            for s in &mut n.slots {
+                s.ns = scale.ns(s.ns);
+            }
+        }
+    }
+
     /// Wall time of each node's children, by node.
     pub(crate) fn child_wall(&self) -> Vec<u64> {
         let mut sums = vec![0u64; self.nodes.len()];
@@ -91,7 +102,11 @@ pub struct Profile {
 /// assert!(profile.threads().len() <= profile.threads().len());
 /// ```
 pub fn snapshot() -> Profile {
-    let threads = thread::all_threads();
+    let scale = clock::Scale::current();
+    let mut threads = thread::all_threads();
+    for t in &mut threads {
+        t.to_ns(scale);
+    }
     // Tables after threads, so every id a thread holds is in them.
     let (frames, calls) = site::tables();
     Profile {

@@ -26,6 +26,7 @@ pub(crate) fn bump(a: &AtomicU64, by: u64) {
     a.store(a.load(Relaxed).wrapping_add(by), Relaxed);
 }
 
+/// Durations here are clock ticks (see `clock`); reports convert them to ns.
 #[derive(Default)]
 pub(crate) struct Node {
     key: AtomicUsize,
