@@ -42,7 +42,7 @@ impl NodeStats {
 
 impl ThreadProfile {
     /// Threads record clock ticks; reports speak nanoseconds.
-    fn to_ns(&mut self, scale: clock::Scale) {
+    fn scale_to_ns(&mut self, scale: clock::Scale) {
         for n in &mut self.nodes {
             n.wall_ns = scale.ns(n.wall_ns);
             for s in &mut n.slots {
@@ -105,7 +105,7 @@ pub fn snapshot() -> Profile {
     let scale = clock::Scale::current();
     let mut threads = thread::all_threads();
     for t in &mut threads {
-        t.to_ns(scale);
+        t.scale_to_ns(scale);
     }
     // Tables after threads, so every id a thread holds is in them.
     let (frames, calls) = site::tables();
