@@ -126,7 +126,8 @@ fn the_folded_file_renders_with_inferno_unchanged() {
     // inferno's own folded-file reader (the code behind `inferno-flamegraph`).
     let mut svg = Vec::new();
     let mut opts = inferno::flamegraph::Options::default();
-    inferno::flamegraph::from_files(&mut opts, std::slice::from_ref(folded), &mut svg).expect("renders");
+    inferno::flamegraph::from_files(&mut opts, std::slice::from_ref(folded), &mut svg)
+        .expect("renders");
     let svg = String::from_utf8(svg).unwrap();
     assert!(svg.contains("rendered_wait"), "the frame is in the graph");
     assert!(svg.contains("[yield]"));

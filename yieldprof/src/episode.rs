@@ -73,6 +73,7 @@ impl Drop for EpisodeGuard {
             let n = l.data.node(self.node);
             if self.count {
                 bump(&n.episodes, 1);
+                n.durations.record(elapsed);
             }
             bump(&n.wall_ns, elapsed);
             l.current.set(self.prev);

@@ -56,6 +56,7 @@ mod diff;
 mod episode;
 mod flamegraph;
 mod fold;
+mod histogram;
 mod output;
 mod profile;
 mod session;
@@ -68,6 +69,7 @@ pub use budget::{Budget, BudgetExceeded, Limit, SiteBudget, ThreadBudget, Violat
 pub use config::{is_enabled, set_enabled, DEFAULT_MAX_NODES};
 pub use diff::{diff, parse_folded, DiffError, Malformed};
 pub use fold::Metric;
+pub use histogram::Histogram;
 pub use output::{init, Guard, Options, WriteError};
 pub use profile::{snapshot, CallStats, Profile, SiteStats, ThreadStats};
 pub use session::{Report, Session, SessionScope};

@@ -1,6 +1,7 @@
 //! Copies of what was recorded, and the per-site and per-thread views of them.
 
 use crate::clock;
+use crate::histogram::Histogram;
 use crate::site::{self, CallInfo, FrameInfo, FrameKind, Kind};
 use crate::thread;
 
@@ -11,6 +12,7 @@ pub(crate) struct NodeStats {
     pub(crate) parent: u32,
     pub(crate) episodes: u64,
     pub(crate) wall_ns: u64,
+    pub(crate) durations: Histogram,
     pub(crate) slots: Vec<SlotStats>,
 }
 
@@ -45,6 +47,7 @@ impl ThreadProfile {
     fn scale_to_ns(&mut self, scale: clock::Scale) {
         for n in &mut self.nodes {
             n.wall_ns = scale.ns(n.wall_ns);
+            n.durations.scale_to_ns(scale);
             for s in &mut n.slots {
                 s.ns = scale.ns(s.ns);
             }
@@ -144,6 +147,8 @@ pub struct SiteStats {
     pub wall_ns: u64,
     /// Wall time minus nested frames: the site's own waiting.
     pub self_ns: u64,
+    /// Episode durations (nested frames included).
+    pub durations: Histogram,
     /// Calls per call site, ordered by line.
     pub calls: Vec<CallStats>,
 }
@@ -224,8 +229,10 @@ impl Profile {
                     episodes: 0,
                     wall_ns: 0,
                     self_ns: 0,
+                    durations: Histogram::default(),
                     calls: Vec::new(),
                 });
+                s.durations.add(&n.durations);
                 s.episodes += n.episodes;
                 s.wall_ns += n.wall_ns;
                 s.self_ns += n.wall_ns.saturating_sub(child_wall[i]);
@@ -309,6 +316,7 @@ impl NodeStats {
             parent: self.parent,
             episodes: self.episodes.saturating_sub(earlier.episodes),
             wall_ns: self.wall_ns.saturating_sub(earlier.wall_ns),
+            durations: self.durations.minus(&earlier.durations),
             slots,
         }
     }

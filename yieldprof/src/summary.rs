@@ -104,6 +104,16 @@ impl Profile {
                 duration(site.spin_ns()),
                 duration(site.self_ns.saturating_sub(site.spin_ns()))
             );
+            let q = |x: Option<u64>| x.map_or("-".to_string(), duration);
+            let h = &site.durations;
+            let _ = writeln!(
+                s,
+                "    episode time: min {}, median {}, p99 {}, max {}",
+                q(h.min()),
+                q(h.quantile(0.5)),
+                q(h.quantile(0.99)),
+                q(h.max())
+            );
             for c in &site.calls {
                 let _ = writeln!(
                     s,

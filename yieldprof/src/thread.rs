@@ -6,6 +6,7 @@
 
 use crate::arena::Arena;
 use crate::clock;
+use crate::histogram::AtomicHistogram;
 use crate::profile::{NodeStats, SlotStats, ThreadProfile};
 use crate::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
 use std::cell::Cell;
@@ -37,6 +38,7 @@ pub(crate) struct Node {
     first_slot: AtomicU32,
     pub(crate) episodes: AtomicU64,
     pub(crate) wall_ns: AtomicU64,
+    pub(crate) durations: AtomicHistogram,
 }
 
 #[derive(Default)]
@@ -176,6 +178,7 @@ impl ThreadData {
                     parent: n.parent.load(Relaxed),
                     episodes: n.episodes.load(Relaxed),
                     wall_ns: n.wall_ns.load(Relaxed),
+                    durations: n.durations.load(),
                     slots: Vec::new(),
                 }
             })
