@@ -8,33 +8,39 @@
 //! - `--wait spin|backoff`: the consumer spins, or backs off spin ×64 → yield ×16 →
 //!   sleep 50 µs (seed 000 §5.4).
 //!
+//! `head` and `tail` are `yieldprof::Watched` and registered with `yieldprof::watch`,
+//! so the summary's "False sharing" section names the shared line in the packed layout
+//! (and the flame graph marks the wait sites that spin on it).
+//!
 //! Then it prints a comparison. Files go to `target/yieldprof/spsc-<layout>-<wait>.*`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use yieldprof::Watched;
 
 const CAPACITY: u64 = 1024;
 const MESSAGES: u64 = 2_000_000;
 
 /// Where the two indices live: the only difference between the layouts.
 trait Indices: Default + Send + Sync + 'static {
-    fn head(&self) -> &AtomicU64;
-    fn tail(&self) -> &AtomicU64;
+    fn head(&self) -> &Watched<AtomicU64>;
+    fn tail(&self) -> &Watched<AtomicU64>;
 }
 
-/// `head` and `tail` side by side: offsets 0 and 8 of one cache line.
+/// `head` and `tail` side by side: offsets 0 and 8 of one 64-B cache line.
 #[derive(Default)]
+#[repr(C, align(64))]
 struct Packed {
-    head: AtomicU64,
-    tail: AtomicU64,
+    head: Watched<AtomicU64>,
+    tail: Watched<AtomicU64>,
 }
 
 impl Indices for Packed {
-    fn head(&self) -> &AtomicU64 {
+    fn head(&self) -> &Watched<AtomicU64> {
         &self.head
     }
-    fn tail(&self) -> &AtomicU64 {
+    fn tail(&self) -> &Watched<AtomicU64> {
         &self.tail
     }
 }
@@ -42,7 +48,7 @@ impl Indices for Packed {
 /// 128 B per index: the adjacent-line prefetcher pairs 64-B lines.
 #[derive(Default)]
 #[repr(align(128))]
-struct Line(AtomicU64);
+struct Line(Watched<AtomicU64>);
 
 #[derive(Default)]
 struct Padded {
@@ -51,10 +57,10 @@ struct Padded {
 }
 
 impl Indices for Padded {
-    fn head(&self) -> &AtomicU64 {
+    fn head(&self) -> &Watched<AtomicU64> {
         &self.head.0
     }
-    fn tail(&self) -> &AtomicU64 {
+    fn tail(&self) -> &Watched<AtomicU64> {
         &self.tail.0
     }
 }
@@ -150,6 +156,8 @@ fn process(v: u64, rounds: u32) -> u64 {
 
 fn run<I: Indices>(backoff: bool, messages: u64) -> (Duration, u64) {
     let ring = Arc::new(Ring::<I>::new());
+    yieldprof::watch(ring.idx.head(), "head");
+    yieldprof::watch(ring.idx.tail(), "tail");
     let start = Instant::now();
     let producer = {
         let ring = ring.clone();

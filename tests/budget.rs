@@ -1,8 +1,9 @@
-//! Budgets: a limit that holds passes, one exceeded by one fails naming the site, its
-//! source line, the measured value and the limit; unknown names are errors; tests
-//! running in parallel on different sites do not see each other.
+//! Budgets, built in the test or declared on the attribute: a limit that holds passes,
+//! one exceeded by one fails naming the site, its source line, the measured value and
+//! the limit; unknown names are errors; tests running in parallel on different sites
+//! do not see each other.
 
-use yieldprof::{Budget, Kind, Session};
+use yieldprof::{Budget, Kind, Limit, Session};
 
 /// Exactly `n` yields per episode.
 #[yieldprof::instrument_wait]
@@ -174,4 +175,75 @@ fn assert_budget_saves_the_failing_run_before_it_panics() {
     assert!(msg.contains("profile of the failing run"), "{msg}");
     let folded = std::fs::read_to_string(&saved).expect("the folded file was written first");
     assert!(folded.contains("budget::yields;[yield] "), "{folded}");
+}
+
+/// Declares its budget on the attribute: `Report::check_declared` checks it.
+#[yieldprof::instrument_wait(budget(max_episodes = 10, max_yields = 160, yields_per_episode = 16))]
+fn declared_yields(n: u32) {
+    for _ in 0..n {
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn a_declared_budget_that_holds_passes() {
+    let session = Session::this_thread();
+    for _ in 0..10 {
+        declared_yields(16);
+    }
+    let report = session.finish();
+    let site = report.site("declared_yields").unwrap();
+    assert_eq!((site.episodes, site.calls_of(Kind::Yield)), (10, 160));
+    assert_eq!(
+        site.budget,
+        [
+            Limit::Episodes(10),
+            Limit::Calls(Kind::Yield, 160),
+            Limit::CallsPerEpisode(Kind::Yield, 16.0)
+        ]
+    );
+    assert_eq!(report.check_declared().map_err(|e| e.to_string()), Ok(()));
+}
+
+#[test]
+fn a_declared_budget_exceeded_by_one_names_site_line_measured_and_limit() {
+    let session = Session::this_thread();
+    for i in 0..10 {
+        declared_yields(if i == 0 { 17 } else { 16 });
+    }
+    let err = session
+        .finish()
+        .check_declared()
+        .expect_err("161 yields exceed 160");
+    let msg = err.to_string();
+    assert_eq!(err.violations.len(), 2, "{msg}");
+    let line = include_str!("budget.rs")
+        .lines()
+        .position(|l| l.starts_with("fn declared_yields("))
+        .unwrap()
+        + 1;
+    let site = format!("site `budget::declared_yields` (tests/budget.rs:{line})");
+    assert!(
+        msg.contains(&format!("{site}: yield calls measured 161, limit 160")),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&format!(
+            "{site}: yield calls per episode measured 16.1, limit 16"
+        )),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_report_without_declared_budgets_is_an_error_not_a_silent_pass() {
+    let session = Session::this_thread();
+    yields(1);
+    let err = session.finish().check_declared().unwrap_err();
+    assert_eq!((err.violations.len(), err.unknown.len()), (0, 1));
+    assert!(
+        err.to_string()
+            .contains("no site in the report declares a budget"),
+        "{err}"
+    );
 }

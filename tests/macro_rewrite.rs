@@ -273,3 +273,105 @@ fn async_fn_counts_awaited_yields_once_per_episode() {
     assert_eq!(s.calls_of(Kind::Spin), 1);
     assert_eq!(s.ns_of(Kind::AsyncYield), 0);
 }
+
+#[yieldprof::instrument_wait]
+fn spins_around_inner(n: u32) {
+    hint::spin_loop();
+    spins_inner(n);
+    for _ in 0..n {
+        hint::spin_loop();
+    }
+    // Closures and async blocks keep the per-call probe: they may run after the
+    // episode, or on another thread.
+    let spin = || hint::spin_loop();
+    spin();
+    block_on(async { hint::spin_loop() });
+}
+
+#[yieldprof::instrument_wait]
+fn spins_inner(n: u32) {
+    for _ in 0..2 * n {
+        hint::spin_loop();
+    }
+}
+
+/// The `[spin]` count of the folded stack `<this thread>;<frames>;[spin]`.
+fn spins_under(frames: &str) -> u64 {
+    let stack = format!("{};{frames};[spin] ", thread::current().name().unwrap());
+    yieldprof::snapshot()
+        .folded(yieldprof::Metric::Calls)
+        .iter()
+        .find_map(|l| l.strip_prefix(&stack).map(|n| n.parse().unwrap()))
+        .unwrap_or(0)
+}
+
+#[test]
+fn direct_spins_count_in_their_own_episode_when_nested() {
+    spins_around_inner(3);
+    let outer = "macro_rewrite::spins_around_inner";
+    let inner = "macro_rewrite::spins_inner";
+    assert_eq!(spins_under(&format!("{outer};{inner}")), 6);
+    assert_eq!(spins_under(outer), 1 + 3 + 1 + 1);
+    let s = site(outer);
+    assert_eq!(s.episodes, 1);
+    // One call site each: before, loop, closure, async block.
+    assert_eq!(
+        calls(&s).iter().map(|c| c.3).collect::<Vec<_>>(),
+        [1, 3, 1, 1]
+    );
+}
+
+#[yieldprof::instrument_wait]
+fn recurse_spinning(depth: u32) -> u32 {
+    hint::spin_loop();
+    if depth == 0 {
+        return 0;
+    }
+    let below = recurse_spinning(depth - 1);
+    hint::spin_loop();
+    hint::spin_loop();
+    below + 1
+}
+
+#[test]
+fn each_recursion_level_counts_its_own_spins() {
+    assert_eq!(recurse_spinning(2), 2);
+    let f = "macro_rewrite::recurse_spinning";
+    assert_eq!(spins_under(f), 3);
+    assert_eq!(spins_under(&format!("{f};{f}")), 3);
+    assert_eq!(spins_under(&format!("{f};{f};{f}")), 1);
+    let s = site(f);
+    assert_eq!((s.episodes, s.calls_of(Kind::Spin)), (3, 7));
+}
+
+#[yieldprof::instrument_wait]
+fn spins_then_fails(text: &str) -> Result<u32, std::num::ParseIntError> {
+    hint::spin_loop();
+    hint::spin_loop();
+    let n = text.parse::<u32>()?;
+    hint::spin_loop();
+    Ok(n)
+}
+
+#[test]
+fn spins_before_a_question_mark_are_counted() {
+    assert!(spins_then_fails("x").is_err());
+    assert_eq!(spins_then_fails("5"), Ok(5));
+    let s = site("macro_rewrite::spins_then_fails");
+    assert_eq!((s.episodes, s.calls_of(Kind::Spin)), (2, 5));
+}
+
+#[yieldprof::instrument_wait]
+fn spins_then_panics(n: u32) {
+    for _ in 0..n {
+        hint::spin_loop();
+    }
+    panic!("after {n} spins");
+}
+
+#[test]
+fn spins_before_a_panic_are_counted_while_unwinding() {
+    assert!(panic::catch_unwind(|| spins_then_panics(4)).is_err());
+    let s = site("macro_rewrite::spins_then_panics");
+    assert_eq!((s.episodes, s.calls_of(Kind::Spin)), (1, 4));
+}

@@ -1,25 +1,32 @@
 //! The arguments of `#[instrument_wait(...)]`.
 
+use crate::budget::{self, Entries, Limit};
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
-use syn::{Error, LitStr, Path, Token};
+use syn::token::Paren;
+use syn::{parenthesized, Error, LitStr, Path, Token};
 
 mod kw {
     syn::custom_keyword!(name);
+    syn::custom_keyword!(budget);
 }
 
-/// `name = "frame name"`, `crate = some::path`, each at most once.
+/// `name = "frame name"`, `crate = some::path`, `budget(limit = value, ...)`, each at
+/// most once.
 #[derive(Default)]
 pub(crate) struct Args {
     pub(crate) name: Option<LitStr>,
     pub(crate) krate: Option<Path>,
+    /// Empty when no budget is declared (`budget()` is an error).
+    pub(crate) budget: Vec<Limit>,
 }
 
 enum Arg {
     Name(kw::name, LitStr),
     Crate(Token![crate], Path),
+    Budget(kw::budget, Paren, Entries),
 }
 
 impl Arg {
@@ -28,6 +35,7 @@ impl Arg {
         match self {
             Arg::Name(k, _) => ("name", k.to_token_stream()),
             Arg::Crate(k, _) => ("crate", k.to_token_stream()),
+            Arg::Budget(k, _, _) => ("budget", k.to_token_stream()),
         }
     }
 }
@@ -51,15 +59,29 @@ impl Parse for Arg {
                 Path::parse_mod_style(input)
             })?;
             Ok(Arg::Crate(key, path))
+        } else if lookahead.peek(kw::budget) {
+            let key: kw::budget = input.parse()?;
+            if !input.peek(Paren) {
+                return Err(Error::new_spanned(
+                    key,
+                    format!("expected `{BUDGET_USAGE}`"),
+                ));
+            }
+            let content;
+            let paren = parenthesized!(content in input);
+            let entries = Entries::parse_terminated(&content)?;
+            Ok(Arg::Budget(key, paren, entries))
         } else {
             Err(lookahead.error())
         }
     }
 }
 
+const BUDGET_USAGE: &str = "budget(limit = value, ...)`, e.g. `budget(yields_per_episode = 16)";
+
 /// Parses `= value` after `key`. A missing `=` or value is reported at the key or the
 /// `=`: syn would point at the end of the input, i.e. the whole attribute.
-fn value<T>(
+pub(crate) fn value<T>(
     input: ParseStream,
     key: &dyn ToTokens,
     usage: &str,
@@ -100,6 +122,15 @@ impl Parse for Args {
                 }
                 Arg::Name(_, name) => args.name = Some(name),
                 Arg::Crate(_, path) => args.krate = Some(path),
+                Arg::Budget(key, paren, entries) if entries.is_empty() => {
+                    let mut tokens = key.to_token_stream();
+                    paren.surround(&mut tokens, |_| ());
+                    errors.push(Error::new_spanned(
+                        tokens,
+                        format!("`budget()` needs at least one limit: `{BUDGET_USAGE}`"),
+                    ));
+                }
+                Arg::Budget(_, _, entries) => args.budget = budget::check(entries, &mut errors),
             }
         }
         match crate::expand::combine(errors) {

@@ -1,7 +1,7 @@
 //! `#[instrument_wait]`: validation and code generation.
 
 use crate::attr::Args;
-use crate::rewrite::Rewrite;
+use crate::rewrite::{call_site, spins_local, Rewrite};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::ext::IdentExt;
@@ -82,7 +82,8 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
         sig,
         mut block,
     } = func;
-    Rewrite { krate: &krate }.visit_block_mut(&mut block);
+    let mut rewrite = Rewrite::new(&krate, sig.asyncness.is_none());
+    rewrite.visit_block_mut(&mut block);
     let stmts = &block.stmts;
 
     // syn keeps the body's `#![...]` with the outer attributes; they must stay first
@@ -98,11 +99,18 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
     let function = sig.ident.unraw().to_string();
     // The site's line is the `fn` name's, not the attribute's.
     let line = quote_spanned!(sig.ident.span()=> ::core::line!());
+    let budget = match args.budget.as_slice() {
+        [] => TokenStream::new(),
+        limits => {
+            let limits = limits.iter().map(|l| l.tokens(&krate));
+            quote!(.with_budget(&[#(#limits),*]))
+        }
+    };
     let site = quote! {
         static __YIELDPROF_EPISODE: #krate::__private::EpisodeSite =
             #krate::__private::EpisodeSite::new(
                 #name, ::core::module_path!(), #function, ::core::file!(), #line,
-            );
+            )#budget;
     };
 
     let body = if sig.asyncness.is_some() {
@@ -114,8 +122,10 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
         }
     } else {
         let guard = Ident::new("__yieldprof_episode", Span::mixed_site());
+        let spins = local_spins(&krate, &guard, &rewrite.spins);
         quote! {
             let #guard = { #site #krate::__private::enter(&__YIELDPROF_EPISODE) };
+            #spins
             #(#stmts)*
         }
     };
@@ -125,5 +135,22 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
             #(#inner)*
             #body
         }
+    }
+}
+
+/// The counters of the spins written directly in the body, one per call site. Declared
+/// after the guard, so they drop (and are added to the episode's node) before it closes.
+fn local_spins(krate: &TokenStream, guard: &Ident, spins: &[Span]) -> TokenStream {
+    if spins.is_empty() {
+        return TokenStream::new();
+    }
+    let n = spins.len();
+    let sites = spins.iter().map(|&span| call_site(krate, "Spin", span));
+    let local = spins_local();
+    quote! {
+        let #local = {
+            static __YIELDPROF_SPINS: [#krate::__private::CallSite; #n] = [#(#sites),*];
+            #krate::__private::SpinCounts::new(&#guard, &__YIELDPROF_SPINS)
+        };
     }
 }

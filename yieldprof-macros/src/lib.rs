@@ -10,6 +10,23 @@
 //! times each poll instead. A plain `fn` returning `impl Future` is a plain function
 //! here: its episode is the building of the future, not its polls.
 //!
+//! ```ignore
+//! fn wait_ready(flag: &AtomicBool) {
+//!     let __yieldprof_episode = { static EPISODE: EpisodeSite = ..; enter(&EPISODE) };
+//!     // Only when the body has direct spin calls, one counter per call site:
+//!     let __yieldprof_spins = {
+//!         static SPINS: [CallSite; 1] = [CallSite::new(Kind::Spin, file!(), line!(), column!())];
+//!         SpinCounts::new(&__yieldprof_episode, &SPINS)
+//!     };
+//!     while !flag.load(Ordering::Acquire) {
+//!         { __yieldprof_spins.hit(0); std::hint::spin_loop() }
+//!     }
+//! }
+//! ```
+//!
+//! (paths shortened; the generated code names `::yieldprof::__private::…` and hygienic
+//! locals that the body cannot see).
+//!
 //! ## What is rewritten in the body
 //!
 //! Calls to these paths, as written (a leading `::` and generic arguments are
@@ -32,6 +49,15 @@
 //! don't import `yieldprof::yield_now` by its bare name into an annotated function,
 //! or its calls count twice.
 //!
+//! A PAUSE costs about 10 ns, less than a probe's thread-local look-up, so spins
+//! written directly in a (non-`async`) body are counted differently: each call adds one
+//! to a counter on the episode's stack frame (a register, in a loop), and the counts
+//! go to the episode's node once, when it ends (on return, `?` or unwinding; nothing
+//! when recording is off). Spins in closures and async blocks, which may run after the
+//! episode or on another thread, and every other kind, go through the per-call probe.
+//! A call's own attributes (`#[cfg(..)]`) move to its wrapper, so a call compiled
+//! out takes its probe with it.
+//!
 //! Closures and async blocks in the body are rewritten too. Left alone:
 //! - nested items (`fn`, `impl`, `mod`, `trait`, `const`, `static` inside the body):
 //!   they are functions of their own and need their own annotation;
@@ -42,14 +68,30 @@
 //!
 //! - `name = "frame name"`: the episode's frame name, instead of `module::function`;
 //! - `crate = path`: where the runtime is, when `yieldprof` is renamed or re-exported
-//!   (`#[yp::instrument_wait(crate = yp)]`).
+//!   (`#[yp::instrument_wait(crate = yp)]`);
+//! - `budget(key = value, ...)`: limits the site declares, checked in tests by
+//!   `Report::check_declared()` (each key at most once, at least one):
 //!
-//! `const fn`s and items other than functions are rejected with an error at the
-//! offending token.
+//! | key | value | `yieldprof::Limit` |
+//! |---|---|---|
+//! | `max_episodes` | whole number | `Episodes` |
+//! | `max_spins`, `max_yields`, `max_sleeps`, `max_parks`, `max_async_yields` | whole number | `Calls(kind, n)`: in total |
+//! | `spins_per_episode`, `yields_per_episode`, `sleeps_per_episode`, `parks_per_episode`, `async_yields_per_episode` | number | `CallsPerEpisode(kind, x)`: on average |
+//! | `max_wall_share` | number from 0 to 1 | `WallShare`: of the wall time of the threads it ran on |
+//!
+//! ```ignore
+//! #[yieldprof::instrument_wait(budget(yields_per_episode = 16, max_wall_share = 0.3))]
+//! fn take(queue: &Queue) -> Item { /* ... */ }
+//! ```
+//!
+//! `const fn`s, items other than functions, unknown or repeated keys and bad values
+//! (negative, not a number, a fraction where a count is expected) are rejected with an
+//! error at the offending token.
 
 extern crate proc_macro;
 
 mod attr;
+mod budget;
 mod expand;
 mod rewrite;
 

@@ -1,6 +1,6 @@
 //! Wraps the wait calls in an instrumented body with a per-call-site probe.
 
-use proc_macro2::{Ident, Span, TokenStream};
+use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
@@ -35,7 +35,31 @@ const AWAITED: &[&str] = &["tokio::task::yield_now", "task::yield_now", "yield_n
 
 /// The visitor. `krate` is the path generated code names the runtime by.
 pub(crate) struct Rewrite<'a> {
-    pub(crate) krate: &'a TokenStream,
+    krate: &'a TokenStream,
+    /// Whether spins written directly in the body may be counted in the episode's
+    /// local `SpinCounts` (not in an `async fn`, whose body is a future).
+    local_spins: bool,
+    /// Inside a closure or async block: code that may run outside the episode's
+    /// stack frame (later, or on another thread).
+    nested: bool,
+    /// The spans of the spins counted locally, by index.
+    pub(crate) spins: Vec<Span>,
+}
+
+impl<'a> Rewrite<'a> {
+    pub(crate) fn new(krate: &'a TokenStream, local_spins: bool) -> Self {
+        Rewrite {
+            krate,
+            local_spins,
+            nested: false,
+            spins: Vec::new(),
+        }
+    }
+}
+
+/// The local that holds an episode's direct spin counts.
+pub(crate) fn spins_local() -> Ident {
+    Ident::new("__yieldprof_spins", Span::mixed_site())
 }
 
 impl VisitMut for Rewrite<'_> {
@@ -45,6 +69,11 @@ impl VisitMut for Rewrite<'_> {
 
     fn visit_expr_mut(&mut self, expr: &mut Expr) {
         match expr {
+            Expr::Closure(_) | Expr::Async(_) => {
+                let outer = std::mem::replace(&mut self.nested, true);
+                visit_mut::visit_expr_mut(self, expr);
+                self.nested = outer;
+            }
             Expr::Await(awaited) => {
                 let Expr::Call(call) = &mut *awaited.base else {
                     return visit_mut::visit_expr_await_mut(self, awaited);
@@ -61,7 +90,11 @@ impl VisitMut for Rewrite<'_> {
                 visit_mut::visit_expr_call_mut(self, call);
                 if let Some(&(_, kind)) = CALLS.iter().find(|(p, _)| path_is(&call.func, p)) {
                     let call = take(expr);
-                    *expr = self.timed(kind, call);
+                    *expr = if kind == "Spin" && self.local_spins && !self.nested {
+                        self.local_spin(call)
+                    } else {
+                        self.timed(kind, call)
+                    };
                 }
             }
             _ => visit_mut::visit_expr_mut(self, expr),
@@ -82,6 +115,15 @@ impl Rewrite<'_> {
         block(open, call)
     }
 
+    /// `{ spins.hit(i); <call> }`: the site is element `i` of the episode's static
+    /// array, built from `self.spins` once the whole body is visited.
+    fn local_spin(&mut self, call: Expr) -> Expr {
+        let i = Literal::usize_unsuffixed(self.spins.len());
+        self.spins.push(call.span());
+        let spins = spins_local();
+        block(parse_quote!(#spins.hit(#i);), call)
+    }
+
     /// `{ { static SITE; count(&SITE) } <base> }`, awaited as before.
     fn counted(&self, base: Expr) -> Expr {
         let krate = self.krate;
@@ -92,25 +134,37 @@ impl Rewrite<'_> {
         block(count, base)
     }
 
-    /// The call site's static. Only `file!`/`line!`/`column!` carry the call's span, so
-    /// they report where the user wrote the call; the rest stays macro-generated code,
-    /// which lints (e.g. clippy's `blocks_in_conditions`) leave alone.
+    /// The call site's static.
     fn site(&self, kind: &str, span: Span) -> TokenStream {
         let krate = self.krate;
-        let kind = Ident::new(kind, Span::call_site());
-        let location = quote_spanned!(span=> ::core::file!(), ::core::line!(), ::core::column!());
+        let site = call_site(krate, kind, span);
         quote! {
-            static __YIELDPROF_CALL: #krate::__private::CallSite =
-                #krate::__private::CallSite::new(#krate::__private::Kind::#kind, #location);
+            static __YIELDPROF_CALL: #krate::__private::CallSite = #site;
         }
     }
 }
 
+/// `CallSite::new(kind, file!(), line!(), column!())` for the call at `span`. Only
+/// `file!`/`line!`/`column!` carry the call's span, so they report where the user wrote
+/// the call; the rest stays macro-generated code, which lints (e.g. clippy's
+/// `blocks_in_conditions`) leave alone.
+pub(crate) fn call_site(krate: &TokenStream, kind: &str, span: Span) -> TokenStream {
+    let kind = Ident::new(kind, Span::call_site());
+    let location = quote_spanned!(span=> ::core::file!(), ::core::line!(), ::core::column!());
+    quote!(#krate::__private::CallSite::new(#krate::__private::Kind::#kind, #location))
+}
+
 /// `{ first; last }`, left to syn's printer so it adds parentheses where a block
 /// would otherwise end a statement (`{..} + 1;`, `let .. = {..} else`).
-fn block(first: Stmt, last: Expr) -> Expr {
+fn block(first: Stmt, mut last: Expr) -> Expr {
+    // The call's own attributes (`#[cfg(..)]` on its statement) move to the block, so
+    // a call compiled out takes its probe with it.
+    let attrs = match &mut last {
+        Expr::Call(call) => std::mem::take(&mut call.attrs),
+        _ => Vec::new(),
+    };
     Expr::Block(ExprBlock {
-        attrs: Vec::new(),
+        attrs,
         label: None,
         block: Block {
             brace_token: Default::default(),

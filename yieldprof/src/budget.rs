@@ -149,11 +149,7 @@ impl Budget {
                 ));
                 continue;
             };
-            let subject = format!("site `{}` ({}:{})", site.name, site.file, site.line);
-            for limit in &budget.limits {
-                let measured = site_value(limit, site, profile);
-                out.compare(&subject, limit, measured);
-            }
+            out.check_site(site, &budget.limits, profile);
         }
         for (name, budget) in &self.threads {
             let matching: Vec<&ThreadStats> = threads.iter().filter(|t| &t.name == name).collect();
@@ -174,12 +170,28 @@ impl Budget {
                 }
             }
         }
-        if out.violations.is_empty() && out.unknown.is_empty() {
-            Ok(())
-        } else {
-            Err(out)
-        }
+        out.into_result()
     }
+}
+
+/// Checks the limits every site of `profile` declared on its attribute. A report in
+/// which no site declares any fails: the site that should be checked did not run, or
+/// ran outside the session.
+pub(crate) fn check_declared(profile: &Profile) -> Result<(), BudgetExceeded> {
+    let mut out = BudgetExceeded::default();
+    let sites = profile.sites();
+    let declared: Vec<&SiteStats> = sites.iter().filter(|s| !s.budget.is_empty()).collect();
+    if declared.is_empty() {
+        out.unknown.push(format!(
+            "no site in the report declares a budget with `#[instrument_wait(budget(...))]` \
+             (sites: {})",
+            list(sites.iter().map(|s| s.name.as_str()))
+        ));
+    }
+    for site in declared {
+        out.check_site(site, site.budget, profile);
+    }
+    out.into_result()
 }
 
 fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
@@ -230,6 +242,21 @@ pub struct BudgetExceeded {
 }
 
 impl BudgetExceeded {
+    fn check_site(&mut self, site: &SiteStats, limits: &[Limit], profile: &Profile) {
+        let subject = format!("site `{}` ({}:{})", site.name, site.file, site.line);
+        for limit in limits {
+            self.compare(&subject, limit, site_value(limit, site, profile));
+        }
+    }
+
+    fn into_result(self) -> Result<(), BudgetExceeded> {
+        if self.violations.is_empty() && self.unknown.is_empty() {
+            Ok(())
+        } else {
+            Err(self)
+        }
+    }
+
     fn compare(&mut self, subject: &str, limit: &Limit, measured: Option<f64>) {
         match measured {
             Some(m) if m > limit.bound() => self.violations.push(Violation {

@@ -5,6 +5,7 @@
 
 use crate::clock;
 use crate::config;
+use crate::counters::Begin;
 use crate::site::{CallInfo, CallSite, EpisodeSite, FrameInfo, Kind, WorkSite};
 use crate::thread::{self, bump};
 use std::future::Future;
@@ -28,6 +29,10 @@ pub struct EpisodeGuard {
     node: u32,
     start: u64,
     count: bool,
+    // Wait episodes read counters (on a sample); business frames do not.
+    wait: bool,
+    // The counters at the start, when this episode is sampled.
+    sample: Option<Begin>,
     // The frame belongs to this thread's tree.
     _not_send: PhantomData<*const ()>,
 }
@@ -38,11 +43,13 @@ impl EpisodeGuard {
         node: NO_NODE,
         start: 0,
         count: false,
+        wait: false,
+        sample: None,
         _not_send: PhantomData,
     };
 
     #[inline(always)]
-    fn open(key: usize, info: impl FnOnce() -> FrameInfo) -> EpisodeGuard {
+    fn open(key: usize, wait: bool, info: impl FnOnce() -> FrameInfo) -> EpisodeGuard {
         if !on() {
             return EpisodeGuard::INACTIVE;
         }
@@ -50,15 +57,32 @@ impl EpisodeGuard {
             let prev = l.current.get();
             let node = l.data.child(prev, key, info);
             l.current.set(node);
+            // Read before the clock starts, so the episode's wall excludes the read.
+            let sample = if wait && l.counters.wants_sample() {
+                Some(l.counters.begin())
+            } else {
+                None
+            };
             EpisodeGuard {
                 prev,
                 node,
                 start: clock::now(),
                 count: true,
+                wait,
+                sample,
                 _not_send: PhantomData,
             }
         })
         .unwrap_or(EpisodeGuard::INACTIVE)
+    }
+}
+
+impl EpisodeGuard {
+    /// The node this guard closes; `None` when it records nothing.
+    #[cfg(feature = "enabled")]
+    #[inline(always)]
+    pub(crate) fn node(&self) -> Option<u32> {
+        (self.node != NO_NODE).then_some(self.node)
     }
 }
 
@@ -68,7 +92,8 @@ impl Drop for EpisodeGuard {
         if self.node == NO_NODE {
             return;
         }
-        let elapsed = clock::now().saturating_sub(self.start);
+        let end = clock::now();
+        let elapsed = end.saturating_sub(self.start);
         thread::with(|l| {
             let n = l.data.node(self.node);
             if self.count {
@@ -76,6 +101,12 @@ impl Drop for EpisodeGuard {
                 n.durations.record(elapsed);
             }
             bump(&n.wall_ns, elapsed);
+            if let Some(begin) = &self.sample {
+                l.counters
+                    .finish(&l.data.counters, &n.counts, begin, self.start, end);
+            } else if self.wait {
+                l.counters.earn(elapsed);
+            }
             l.current.set(self.prev);
         });
     }
@@ -85,14 +116,20 @@ impl Drop for EpisodeGuard {
 #[doc(hidden)]
 #[inline(always)]
 pub fn enter(site: &'static EpisodeSite) -> EpisodeGuard {
-    EpisodeGuard::open(site as *const EpisodeSite as usize, || site.info())
+    EpisodeGuard::open(site as *const EpisodeSite as usize, true, || site.info())
 }
 
 /// Opens a business frame for `frame!`.
 #[doc(hidden)]
 #[inline(always)]
 pub fn enter_work(site: &'static WorkSite) -> EpisodeGuard {
-    EpisodeGuard::open(site as *const WorkSite as usize, || site.info())
+    EpisodeGuard::open(site as *const WorkSite as usize, false, || site.info())
+}
+
+/// Opens a business frame for a `tracing` span; `key` is its callsite's address.
+#[cfg(feature = "tracing")]
+pub(crate) fn open_frame(key: usize, info: impl FnOnce() -> FrameInfo) -> EpisodeGuard {
+    EpisodeGuard::open(key, false, info)
 }
 
 /// Times one yield/sleep/park call when dropped; adds it to the current frame.

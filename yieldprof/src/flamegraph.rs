@@ -1,6 +1,7 @@
 //! Flame graphs (SVG, by inferno) with wait kinds in fixed colours.
 
 use crate::fold::Metric;
+use crate::sharing::FALSE_SHARING_MARK;
 use crate::site::Kind;
 use inferno::flamegraph::color::{BasicPalette, Palette, PaletteMap};
 use inferno::flamegraph::{self, Options};
@@ -34,6 +35,23 @@ pub(crate) fn write_svg<W: Write>(
     out: W,
 ) -> io::Result<()> {
     let mut palette = palette();
+    // Wait sites spinning on a falsely shared line stand out in purple.
+    let stacks = lines
+        .iter()
+        .filter_map(|l| l.rsplit_once(' '))
+        .map(|(s, _)| s);
+    for frame in stacks.flat_map(|s| s.split(';')) {
+        if frame.ends_with(FALSE_SHARING_MARK) {
+            palette.insert(
+                frame,
+                inferno::flamegraph::color::Color {
+                    r: 0xa0,
+                    g: 0x40,
+                    b: 0xe0,
+                },
+            );
+        }
+    }
     let mut opts = options(metric, title);
     opts.palette_map = Some(&mut palette);
     opts.subtitle = subtitle;

@@ -6,6 +6,7 @@
 //! so the file grows with unique stacks, never with episodes.
 
 use crate::profile::Profile;
+use crate::sharing::FALSE_SHARING_MARK;
 use crate::site::{FrameKind, Kind};
 use std::collections::BTreeMap;
 
@@ -66,6 +67,8 @@ impl Profile {
                 *out.entry(stack).or_insert(0) += v;
             }
         };
+        // Wait sites spinning on a falsely shared line get a marked frame name.
+        let marked = self.false_sharing_frames();
         for t in &self.threads {
             let child_wall = t.child_wall();
             let mut paths: Vec<String> = Vec::with_capacity(t.nodes.len());
@@ -74,7 +77,12 @@ impl Profile {
                 let path = if i == 0 {
                     clean(&t.name)
                 } else {
-                    format!("{};{}", paths[n.parent as usize], clean(&frame.name))
+                    let mark = if marked.contains(&n.frame) {
+                        FALSE_SHARING_MARK
+                    } else {
+                        ""
+                    };
+                    format!("{};{}{mark}", paths[n.parent as usize], clean(&frame.name))
                 };
                 let mut kinds = [0u64; Kind::ALL.len()];
                 for s in &n.slots {

@@ -46,35 +46,60 @@
 //! ## Costs and switches
 //!
 //! `YIELDPROF=0` turns recording off at run time (one relaxed load per probe); building
-//! without the default `enabled` feature compiles every probe to nothing.
+//! without the default `enabled` feature compiles every probe to nothing. A spin
+//! written directly in an annotated body (not in a closure) costs one add on a counter
+//! in the episode's stack frame, recorded when the episode ends
+//! (`cargo run --release --example spin_cost` measures it against a raw loop).
 
 mod arena;
 mod budget;
 mod clock;
 mod config;
+mod counters;
 mod diff;
 mod episode;
+mod findings;
 mod flamegraph;
 mod fold;
 mod histogram;
+mod layout;
 mod output;
+mod pprof;
+pub mod probe;
 mod profile;
 mod session;
+mod sharing;
 mod site;
+mod snapshots;
+mod spins;
 mod summary;
 mod thread;
+#[cfg(feature = "tracing")]
+pub mod tracing_bridge;
 mod wait;
+mod watch;
 
 pub use budget::{Budget, BudgetExceeded, Limit, SiteBudget, ThreadBudget, Violation};
 pub use config::{is_enabled, set_enabled, DEFAULT_MAX_NODES};
+pub use counters::{
+    capabilities, Availability, Capabilities, Count, CounterEvent, CounterSampling, CounterSource,
+    Counters, EventSource, EventStatus, Reason, AUTO_BUDGET_PERCENT, DEFAULT_FD_BUDGET,
+};
 pub use diff::{diff, parse_folded, DiffError, Malformed};
+pub use findings::{Costs, Finding, Fragmentation, Rule};
 pub use fold::Metric;
 pub use histogram::Histogram;
+pub use layout::SEPARATE_LINE_BYTES;
 pub use output::{init, Guard, Options, WriteError};
 pub use profile::{snapshot, CallStats, Profile, SiteStats, ThreadStats};
 pub use session::{Report, Session, SessionScope};
+pub use sharing::{
+    set_watch_sampling, LineVerdict, SpinningSite, ThreadAccess, Verdict, WordAccess, MAX_LINES,
+    MIN_INVALIDATIONS, OWNED_THREADS, SHARE_DIVISOR, WARMUP_ACCESSES,
+};
 pub use site::{CallInfo, FrameInfo, FrameKind, Kind};
 pub use wait::{park, park_timeout, sleep, spin, yield_now};
+pub use watch::{watch, WatchableAtomic, WatchableBits, WatchableInteger, Watched};
 pub use yieldprof_macros::instrument_wait;
 
 /// Opens a named business frame until the end of the enclosing block, so business work
@@ -126,13 +151,61 @@ macro_rules! assert_budget {
     };
 }
 
+/// Fails (panics) when two of the named fields of `Type` can share a 128-B line
+/// ([`SEPARATE_LINE_BYTES`]): two 64-B lines, the unit the adjacent-line prefetcher
+/// moves. It reads `core::mem::offset_of!`, the fields' sizes and `Type`'s alignment (a
+/// low alignment lets the value start anywhere in a line), so a test catches removed
+/// padding without running a thread. The message names the fields, their offsets and
+/// sizes, and the line size.
+///
+/// ```
+/// use std::sync::atomic::AtomicU64;
+///
+/// #[repr(align(128))]
+/// struct Padded(AtomicU64);
+///
+/// struct Ring {
+///     head: Padded,
+///     tail: Padded,
+/// }
+/// yieldprof::assert_separate_lines!(Ring, head, tail);
+/// ```
+///
+/// ```should_panic
+/// struct Packed {
+///     head: std::sync::atomic::AtomicU64,
+///     tail: std::sync::atomic::AtomicU64,
+/// }
+/// // panics: `head` (offset 0, 8 B) and `tail` (offset 8, 8 B) share a 128-B line
+/// yieldprof::assert_separate_lines!(Packed, head, tail);
+/// ```
+#[macro_export]
+macro_rules! assert_separate_lines {
+    ($ty:ty, $($field:tt),+ $(,)?) => {
+        $crate::__private::assert_separate_lines(
+            ::core::stringify!($ty),
+            ::core::mem::align_of::<$ty>(),
+            &[$((
+                ::core::stringify!($field),
+                ::core::mem::offset_of!($ty, $field),
+                $crate::__private::size_of_field(|v: &$ty| &v.$field),
+            )),+],
+        )
+    };
+}
+
 /// What `#[instrument_wait]` expands to. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::episode::{
-        call, count, enter, enter_work, instrument, CallGuard, EpisodeGuard, Instrumented,
-    };
+    pub use crate::budget::Limit;
+    pub use crate::episode::{call, count, enter_work, CallGuard, EpisodeGuard, Instrumented};
+    #[cfg(not(feature = "tracing"))]
+    pub use crate::episode::{enter, instrument};
+    pub use crate::layout::{assert_separate_lines, size_of_field};
     pub use crate::site::{CallSite, EpisodeSite, Kind, WorkSite};
+    pub use crate::spins::SpinCounts;
+    #[cfg(feature = "tracing")]
+    pub use crate::tracing_bridge::{enter, instrument, TracedEpisode};
 
     /// The body of `assert_budget!`.
     #[track_caller]

@@ -5,9 +5,11 @@
 //! and returned; it never panics and never changes the host's exit code.
 
 use crate::config;
+use crate::counters::{self, CounterSampling};
 use crate::flamegraph;
 use crate::fold::Metric;
 use crate::profile::{snapshot, Profile};
+use crate::snapshots::{self, Snapshotter};
 use crate::summary::{duration, percent};
 use crate::thread;
 use std::fmt;
@@ -22,6 +24,10 @@ use std::path::{Path, PathBuf};
 /// | `YIELDPROF_OUT` | output folder | `target/yieldprof` |
 /// | `YIELDPROF_METRIC` | `wall` or `calls`: the value in `.folded`/`.svg` | `wall` |
 /// | `YIELDPROF_MAX_NODES` | cap on calling-context nodes per thread | 4096 |
+/// | `YIELDPROF_COUNTERS_EVERY` | `auto`, `off` or `N`: read counters on 1 of N wait episodes | `auto` |
+/// | `YIELDPROF_FD_BUDGET` | perf-event fds for the whole process; past it, getrusage | 512 |
+/// | `YIELDPROF_SNAPSHOT_EVERY` | seconds between delta snapshots (continuous mode) | off |
+/// | `YIELDPROF_SNAPSHOT_KEEP` | snapshots kept in `<out_dir>/snapshots` | 60 |
 ///
 /// ```no_run
 /// let _guard = yieldprof::Options::from_env()
@@ -42,6 +48,14 @@ pub struct Options {
     pub max_nodes: u32,
     /// Extra folded files, one per metric: `<name>.<metric>.folded`.
     pub views: Vec<Metric>,
+    /// Which wait episodes have their counters read (context switches, perf events).
+    pub counters: CounterSampling,
+    /// Most perf-event fds the process may hold; threads past it use getrusage only.
+    pub fd_budget: usize,
+    /// Continuous mode: a delta snapshot every so often ([`Options::snapshot_every`]).
+    pub snapshot_every: Option<std::time::Duration>,
+    /// Snapshots kept ([`Options::keep_snapshots`]).
+    pub keep_snapshots: usize,
 }
 
 impl Options {
@@ -54,7 +68,12 @@ impl Options {
             metric: Metric::Wall,
             max_nodes: config::DEFAULT_MAX_NODES,
             views: Vec::new(),
+            counters: CounterSampling::from_env(),
+            fd_budget: counters::fd_budget_from_env(),
+            snapshot_every: None,
+            keep_snapshots: snapshots::DEFAULT_KEEP_SNAPSHOTS,
         };
+        snapshots::from_env(&mut o);
         if let Some(dir) = std::env::var_os("YIELDPROF_OUT").filter(|d| !d.is_empty()) {
             o.out_dir = dir.into();
         }
@@ -108,13 +127,35 @@ impl Options {
         self
     }
 
+    /// Sets which wait episodes have their counters read (for threads that start
+    /// recording afterwards); see [`CounterSampling`].
+    pub fn counters(mut self, sampling: CounterSampling) -> Self {
+        self.counters = sampling;
+        self
+    }
+
+    /// Sets the process-wide perf-event fd budget (capped at a quarter of the soft
+    /// `RLIMIT_NOFILE`); threads that find it spent count with getrusage only.
+    pub fn fd_budget(mut self, fds: usize) -> Self {
+        self.fd_budget = fds;
+        self
+    }
+
     /// Applies the options and starts the calling thread's clock; the returned guard
     /// writes the files when dropped (also while unwinding from a panic).
     pub fn init(self) -> Guard {
         config::set_max_nodes(self.max_nodes);
+        counters::set_sampling(self.counters);
+        counters::set_fd_budget(self.fd_budget);
         // The calling thread's `[work]` time counts from here.
         thread::with(|_| ());
-        Guard { opts: self }
+        let snapshots = self
+            .snapshot_every
+            .and_then(|every| Snapshotter::start(&self, every));
+        Guard {
+            opts: self,
+            snapshots,
+        }
     }
 }
 
@@ -142,7 +183,8 @@ pub fn init() -> Guard {
 #[must_use = "the profile is written when the guard drops; bind it with `let _guard = ...`"]
 #[derive(Debug)]
 pub struct Guard {
-    opts: Options,
+    pub(crate) opts: Options,
+    pub(crate) snapshots: Option<Snapshotter>,
 }
 
 /// A file that could not be written.
@@ -167,7 +209,7 @@ impl std::error::Error for WriteError {
 }
 
 /// Writes `path` through a temporary file in the same folder and a rename.
-fn write_atomic(
+pub(crate) fn write_atomic(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), WriteError> {
@@ -206,6 +248,8 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        // The last snapshot first: it ends where the whole-run files begin to be written.
+        drop(self.snapshots.take());
         match self.write() {
             Ok(paths) => {
                 let names: Vec<String> = paths
@@ -223,8 +267,8 @@ impl Drop for Guard {
     }
 }
 
-/// Writes `<name>.folded`, `<name>.svg`, `<name>.split.svg`, `<name>.txt` and the
-/// requested metric views for `profile`.
+/// Writes `<name>.folded`, `<name>.svg`, `<name>.split.svg`, `<name>.pb.gz` (pprof),
+/// `<name>.txt` and the requested metric views for `profile`.
 pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<PathBuf>, WriteError> {
     let dir = &opts.out_dir;
     std::fs::create_dir_all(dir).map_err(|source| WriteError {
@@ -267,7 +311,9 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
             w,
         )
     })?;
-    let mut written = vec![folded, svg, split];
+    let pb = path("pb.gz");
+    write_atomic(&pb, |w| profile.write_pprof(w))?;
+    let mut written = vec![folded, svg, split, pb];
     for &metric in &opts.views {
         let view = path(&format!("{}.folded", metric.name()));
         let lines = profile.folded(metric);

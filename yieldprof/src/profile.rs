@@ -1,6 +1,8 @@
 //! Copies of what was recorded, and the per-site and per-thread views of them.
 
+use crate::budget::Limit;
 use crate::clock;
+use crate::counters::{self, Acc, CounterSource, Counters, NodeSnap, ThreadSnap};
 use crate::histogram::Histogram;
 use crate::site::{self, CallInfo, FrameInfo, FrameKind, Kind};
 use crate::thread;
@@ -13,6 +15,7 @@ pub(crate) struct NodeStats {
     pub(crate) episodes: u64,
     pub(crate) wall_ns: u64,
     pub(crate) durations: Histogram,
+    pub(crate) counts: NodeSnap,
     pub(crate) slots: Vec<SlotStats>,
 }
 
@@ -33,6 +36,7 @@ pub(crate) struct ThreadProfile {
     pub(crate) exited: bool,
     pub(crate) overflowed: u64,
     pub(crate) nodes: Vec<NodeStats>,
+    pub(crate) counters: ThreadSnap,
 }
 
 impl NodeStats {
@@ -48,10 +52,12 @@ impl ThreadProfile {
         for n in &mut self.nodes {
             n.wall_ns = scale.ns(n.wall_ns);
             n.durations.scale_to_ns(scale);
+            n.counts.scale_to_ns(scale);
             for s in &mut n.slots {
                 s.ns = scale.ns(s.ns);
             }
         }
+        self.counters.scale_to_ns(scale);
     }
 
     /// Wall time of each node's children, by node.
@@ -131,7 +137,7 @@ pub struct CallStats {
 }
 
 /// A wait site (an `#[instrument_wait]` function), summed over threads and callers.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SiteStats {
     /// The frame name: `name = "..."`, else `module::function`.
     pub name: String,
@@ -141,6 +147,8 @@ pub struct SiteStats {
     pub file: &'static str,
     /// Line of the function.
     pub line: u32,
+    /// The limits declared with `#[instrument_wait(budget(...))]`; empty when none.
+    pub budget: &'static [Limit],
     /// Calls of the function.
     pub episodes: u64,
     /// Wall time of the episodes, nested frames included.
@@ -151,6 +159,9 @@ pub struct SiteStats {
     pub durations: Histogram,
     /// Calls per call site, ordered by line.
     pub calls: Vec<CallStats>,
+    /// Context switches and other counters over the episodes (nested frames included);
+    /// `Scaled` where estimated from sampled episodes, `NotAvailable` where not counted.
+    pub counters: Counters,
 }
 
 impl SiteStats {
@@ -208,12 +219,21 @@ pub struct ThreadStats {
     pub exited: bool,
     /// Frame entries folded into `[overflow]` because the node cap was reached.
     pub overflowed: u64,
+    /// Counter totals over the thread's life (perf ones from its first record on).
+    pub counters: Counters,
+    /// The part of `counters` spent in wait episodes; the rest is `[work]`'s.
+    pub counters_in_wait: Counters,
+    /// How the thread's counters were read.
+    pub counter_source: CounterSource,
+    /// Time the thread spent reading its counters.
+    pub counter_overhead_ns: u64,
 }
 
 impl Profile {
     /// Wait sites, costliest (wall time) first.
     pub fn sites(&self) -> Vec<SiteStats> {
         let mut by_frame: Vec<Option<SiteStats>> = vec![None; self.frames.len()];
+        let mut counts = vec![Acc::default(); self.frames.len()];
         for t in &self.threads {
             let child_wall = t.child_wall();
             for (i, n) in t.nodes.iter().enumerate() {
@@ -226,12 +246,15 @@ impl Profile {
                     path: f.path.clone(),
                     file: f.file,
                     line: f.line,
+                    budget: f.budget,
                     episodes: 0,
                     wall_ns: 0,
                     self_ns: 0,
                     durations: Histogram::default(),
                     calls: Vec::new(),
+                    counters: Counters::default(),
                 });
+                counts[n.frame as usize].add(&n.counts, n.wall_ns);
                 s.durations.add(&n.durations);
                 s.episodes += n.episodes;
                 s.wall_ns += n.wall_ns;
@@ -250,6 +273,11 @@ impl Profile {
                         }),
                     }
                 }
+            }
+        }
+        for (s, c) in by_frame.iter_mut().zip(&counts) {
+            if let Some(s) = s {
+                s.counters = c.counters();
             }
         }
         let mut sites: Vec<SiteStats> = by_frame.into_iter().flatten().collect();
@@ -282,6 +310,7 @@ impl Profile {
             .map(|t| {
                 let wall_ns = t.nodes[0].wall_ns;
                 let wait_ns = t.wait_ns(&self.frames).min(wall_ns);
+                let (counters, counters_in_wait) = counters::thread_counters(t, &self.frames);
                 ThreadStats {
                     name: t.name.clone(),
                     tid: t.tid,
@@ -290,6 +319,10 @@ impl Profile {
                     work_ns: wall_ns - wait_ns,
                     exited: t.exited,
                     overflowed: t.overflowed,
+                    counters,
+                    counters_in_wait,
+                    counter_source: t.counters.source,
+                    counter_overhead_ns: t.counters.overhead_ns,
                 }
             })
             .collect()
@@ -317,6 +350,7 @@ impl NodeStats {
             episodes: self.episodes.saturating_sub(earlier.episodes),
             wall_ns: self.wall_ns.saturating_sub(earlier.wall_ns),
             durations: self.durations.minus(&earlier.durations),
+            counts: self.counts.minus(&earlier.counts),
             slots,
         }
     }
@@ -350,6 +384,7 @@ impl Profile {
                             })
                             .collect(),
                         overflowed: t.overflowed.saturating_sub(e.overflowed),
+                        counters: t.counters.minus(&e.counters),
                         ..t.clone()
                     },
                     None => t.clone(),

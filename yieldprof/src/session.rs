@@ -13,7 +13,7 @@
 //! - For full isolation run tests with cargo-nextest, which gives each test its own
 //!   process.
 
-use crate::budget::{Budget, BudgetExceeded};
+use crate::budget::{self, Budget, BudgetExceeded};
 use crate::output::{self, Options, WriteError};
 use crate::profile::{snapshot, Profile};
 use crate::thread;
@@ -135,6 +135,48 @@ impl Report {
     /// Checks every limit of `budget`; the error lists each one exceeded.
     pub fn check(&self, budget: &Budget) -> Result<(), BudgetExceeded> {
         budget.check(&self.profile)
+    }
+
+    /// Checks the limits declared on the attribute, `#[instrument_wait(budget(...))]`,
+    /// of every site in the report; the error, as [`check`](Report::check)'s, lists each
+    /// limit exceeded with the site, its `file:line`, the measured value and the limit.
+    ///
+    /// | key | limit |
+    /// |---|---|
+    /// | `max_episodes = n` | [`Limit::Episodes`] |
+    /// | `max_spins`, `max_yields`, `max_sleeps`, `max_parks`, `max_async_yields` `= n` | [`Limit::Calls`], in total |
+    /// | `spins_per_episode`, `yields_per_episode`, `sleeps_per_episode`, `parks_per_episode`, `async_yields_per_episode` `= x` | [`Limit::CallsPerEpisode`], on average |
+    /// | `max_wall_share = x` (0 to 1) | [`Limit::WallShare`] |
+    ///
+    /// Counts are whole numbers; per-episode figures and shares may have a fraction.
+    /// A report in which no site declares a budget is an error, not a silent pass: the
+    /// function did not run, or ran on a thread outside the session.
+    ///
+    /// ```
+    /// #[yieldprof::instrument_wait(budget(max_episodes = 2, yields_per_episode = 1))]
+    /// fn take() {
+    ///     std::thread::yield_now();
+    /// }
+    ///
+    /// let session = yieldprof::Session::this_thread();
+    /// take();
+    /// take();
+    /// session.finish().check_declared().unwrap();
+    ///
+    /// let session = yieldprof::Session::this_thread();
+    /// take();
+    /// take();
+    /// take();
+    /// let err = session.finish().check_declared().unwrap_err();
+    /// assert!(err.to_string().contains("episodes measured 3, limit 2"), "{err}");
+    /// ```
+    ///
+    /// [`Limit::Episodes`]: crate::Limit::Episodes
+    /// [`Limit::Calls`]: crate::Limit::Calls
+    /// [`Limit::CallsPerEpisode`]: crate::Limit::CallsPerEpisode
+    /// [`Limit::WallShare`]: crate::Limit::WallShare
+    pub fn check_declared(&self) -> Result<(), BudgetExceeded> {
+        budget::check_declared(&self.profile)
     }
 
     /// Writes `<dir>/<name>.{folded,svg,txt}` for this report.

@@ -1,6 +1,7 @@
 //! Static descriptions of wait sites, call sites and business frames, and the
 //! process-wide table that gives each a small id the first time it is seen.
 
+use crate::budget::Limit;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
@@ -67,6 +68,7 @@ pub struct EpisodeSite {
     pub(crate) function: &'static str,
     pub(crate) file: &'static str,
     pub(crate) line: u32,
+    pub(crate) budget: &'static [Limit],
 }
 
 impl EpisodeSite {
@@ -84,7 +86,14 @@ impl EpisodeSite {
             function,
             file,
             line,
+            budget: &[],
         }
+    }
+
+    /// The limits of `budget(...)`, checked by
+    /// [`Report::check_declared`](crate::Report::check_declared).
+    pub const fn with_budget(self, budget: &'static [Limit]) -> Self {
+        EpisodeSite { budget, ..self }
     }
 }
 
@@ -140,7 +149,7 @@ pub enum FrameKind {
 }
 
 /// A frame as the report sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct FrameInfo {
     /// `FrameKind::Wait` frames are wait sites.
     pub kind: FrameKind,
@@ -152,6 +161,8 @@ pub struct FrameInfo {
     pub file: &'static str,
     /// Its line.
     pub line: u32,
+    /// The limits declared with `#[instrument_wait(budget(...))]`; empty when none.
+    pub budget: &'static [Limit],
 }
 
 /// A call site as the report sees it.
@@ -189,6 +200,7 @@ fn table() -> &'static Mutex<Table> {
             path: String::new(),
             file: "",
             line: 0,
+            budget: &[],
         });
         t.frames.push(FrameInfo {
             kind: FrameKind::Overflow,
@@ -196,6 +208,7 @@ fn table() -> &'static Mutex<Table> {
             path: "[overflow]".into(),
             file: "",
             line: 0,
+            budget: &[],
         });
         t.calls.push(CallInfo {
             kind: Kind::Spin,
@@ -264,6 +277,7 @@ impl EpisodeSite {
             path: format!("{}::{}", self.module, self.function),
             file: self.file,
             line: self.line,
+            budget: self.budget,
         }
     }
 }
@@ -276,6 +290,7 @@ impl WorkSite {
             path: self.name.to_string(),
             file: self.file,
             line: self.line,
+            budget: &[],
         }
     }
 }

@@ -27,6 +27,27 @@ pub(crate) fn percent(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// `text` as lines of at most 100 columns: the first starts with `first`, the
+/// rest with `rest`.
+fn wrap(text: &str, first: &str, rest: &str) -> String {
+    let mut out = first.to_string();
+    let mut col = first.len();
+    for (j, word) in text.split(' ').enumerate() {
+        let len = word.chars().count();
+        if j > 0 && col + 1 + len > 100 {
+            out.push('\n');
+            out.push_str(rest);
+            col = rest.len();
+        } else if j > 0 {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(word);
+        col += len;
+    }
+    out
+}
+
 /// The last `max` characters of `s`, marked with `…` when cut.
 fn tail(s: &str, max: usize) -> String {
     let n = s.chars().count();
@@ -57,6 +78,8 @@ impl Profile {
             duration(wall),
             percent(wait, wall)
         );
+        let costs = crate::Costs::current();
+        self.write_findings(&costs, &mut s);
         let _ = writeln!(s, "\nThreads");
         let _ = writeln!(
             s,
@@ -104,6 +127,14 @@ impl Profile {
                 duration(site.spin_ns()),
                 duration(site.self_ns.saturating_sub(site.spin_ns()))
             );
+            let frag = self.site_fragmentation(site, &costs);
+            let _ = writeln!(
+                s,
+                "    fragmentation: {:.0} episodes/s, {:.1}% of episode time in episodes < {}",
+                frag.episodes_per_s,
+                100.0 * frag.short_share,
+                duration(costs.switch_ns as u64)
+            );
             let q = |x: Option<u64>| x.map_or("-".to_string(), duration);
             let h = &site.durations;
             let _ = writeln!(
@@ -131,6 +162,125 @@ impl Profile {
                 );
             }
         }
+        self.write_sharing(&mut s);
+        self.write_counters(&mut s);
         s
+    }
+}
+
+impl Profile {
+    /// What to change, first: each finding with its evidence and fix.
+    fn write_findings(&self, costs: &crate::Costs, s: &mut String) {
+        let findings = self.findings(costs);
+        let _ = writeln!(s, "\nFindings ({})", findings.len());
+        if findings.is_empty() {
+            let _ = writeln!(s, "  none: no wait pattern here calls for a change");
+        }
+        for f in &findings {
+            let at = f
+                .location
+                .as_ref()
+                .map_or(String::new(), |l| format!(" ({l})"));
+            let _ = writeln!(s, "  [{}] {}{at}", f.rule.name(), f.subject);
+            let _ = writeln!(s, "{}", wrap(&f.evidence, "    evidence: ", "      "));
+            let _ = writeln!(s, "{}", wrap(&f.fix, "    fix: ", "      "));
+        }
+        let _ = writeln!(
+            s,
+            "  (costs from {}: spin {}, yield {}, switch {}, timer slack {}, {} cores)",
+            costs.source,
+            duration(costs.spin_ns as u64),
+            duration(costs.yield_ns as u64),
+            duration(costs.switch_ns as u64),
+            duration(costs.timer_slack_ns),
+            costs.cores
+        );
+    }
+
+    /// The counter sections: switches per wait site and per thread, then what this
+    /// process can count (missing counters print `n/a`, estimates `~N`).
+    fn write_counters(&self, s: &mut String) {
+        write_site_counters(&self.sites(), s);
+        write_thread_counters(&self.threads(), s);
+        let _ = write!(s, "\n{}", crate::counters::capabilities());
+    }
+}
+
+fn write_site_counters(sites: &[crate::SiteStats], s: &mut String) {
+    if sites.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nCounters per wait site (switches from getrusage; ~N estimated from sampled episodes)"
+    );
+    let _ = writeln!(
+        s,
+        "  {:<28} {:>8} {:>10} {:>11} {:>8} {:>9} {:>6} {:>8}",
+        "site", "sampled", "voluntary", "involuntary", "sw/ep", "perf cs", "migr", "faults"
+    );
+    for site in sites {
+        let c = &site.counters;
+        let per_episode = c
+            .switches()
+            .per(site.episodes)
+            .map_or("n/a".to_string(), |v| format!("{v:.1}"));
+        let _ = writeln!(
+            s,
+            "  {:<28} {:>8} {:>10} {:>11} {:>8} {:>9} {:>6} {:>8}",
+            tail(&site.name, 28),
+            c.sampled,
+            c.voluntary_switches,
+            c.involuntary_switches,
+            per_episode,
+            c.context_switches,
+            c.cpu_migrations,
+            c.page_faults
+        );
+        let hardware = [
+            ("cache-misses", c.cache_misses),
+            ("cache-refs", c.cache_references),
+            ("L1D-misses", c.l1d_read_misses),
+            ("instructions", c.instructions),
+            ("cycles", c.cycles),
+        ];
+        if hardware.iter().any(|(_, v)| v.value().is_some()) {
+            let line: Vec<String> = hardware.iter().map(|(n, v)| format!("{n} {v}")).collect();
+            let _ = writeln!(s, "    {}", line.join(", "));
+        }
+    }
+}
+
+fn write_thread_counters(threads: &[crate::ThreadStats], s: &mut String) {
+    if threads.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nThread counters (voluntary/involuntary switches; the part not in waits is [work]'s)"
+    );
+    let _ = writeln!(
+        s,
+        "  {:<28} {:<10} {:>10} {:>11} {:>15} {:>16}",
+        "thread", "source", "voluntary", "involuntary", "in waits", "counter cost"
+    );
+    for t in threads {
+        let w = &t.counters_in_wait;
+        let in_waits = format!("{}/{}", w.voluntary_switches, w.involuntary_switches);
+        let cost = format!(
+            "{} ({:.1}%)",
+            duration(t.counter_overhead_ns),
+            percent(t.counter_overhead_ns, t.wait_ns)
+        );
+        let _ = writeln!(
+            s,
+            "  {:<28} {:<10} {:>10} {:>11} {:>15} {:>16}",
+            tail(&t.name, 28),
+            t.counter_source,
+            t.counters.voluntary_switches,
+            t.counters.involuntary_switches,
+            in_waits,
+            cost
+        );
     }
 }

@@ -6,6 +6,7 @@
 
 use crate::arena::Arena;
 use crate::clock;
+use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters};
 use crate::histogram::AtomicHistogram;
 use crate::profile::{NodeStats, SlotStats, ThreadProfile};
 use crate::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
@@ -38,6 +39,7 @@ pub(crate) struct Node {
     first_slot: AtomicU32,
     pub(crate) episodes: AtomicU64,
     pub(crate) wall_ns: AtomicU64,
+    pub(crate) counts: NodeCounts,
     pub(crate) durations: AtomicHistogram,
 }
 
@@ -59,6 +61,7 @@ pub(crate) struct ThreadData {
     nodes: Arena<Node>,
     slots: Arena<Slot>,
     overflowed: AtomicU64,
+    pub(crate) counters: ThreadCounters,
 }
 
 impl ThreadData {
@@ -76,6 +79,7 @@ impl ThreadData {
             nodes: Arena::new(max_nodes),
             slots: Arena::new(max_nodes.saturating_mul(2)),
             overflowed: AtomicU64::new(0),
+            counters: ThreadCounters::default(),
         };
         for frame in [THREAD_FRAME, OVERFLOW_FRAME] {
             data.nodes.push(|n| n.frame.store(frame, Relaxed));
@@ -179,6 +183,7 @@ impl ThreadData {
                     episodes: n.episodes.load(Relaxed),
                     wall_ns: n.wall_ns.load(Relaxed),
                     durations: n.durations.load(),
+                    counts: self.counters.node(&n.counts),
                     slots: Vec::new(),
                 }
             })
@@ -205,6 +210,7 @@ impl ThreadData {
         }
         nodes[ROOT as usize].wall_ns = clock::now().saturating_sub(self.start_ns);
         nodes[ROOT as usize].episodes = 1;
+        nodes[ROOT as usize].counts = self.counters.root(nodes[ROOT as usize].wall_ns);
         ThreadProfile {
             serial: self.serial,
             tid: self.tid,
@@ -212,6 +218,7 @@ impl ThreadData {
             exited,
             overflowed: self.overflowed.load(Relaxed),
             nodes,
+            counters: self.counters.snapshot(),
         }
     }
 }
@@ -221,10 +228,12 @@ impl ThreadData {
 pub(crate) struct Local {
     pub(crate) data: Arc<ThreadData>,
     pub(crate) current: Cell<u32>,
+    pub(crate) counters: LocalCounters,
 }
 
 impl Drop for Local {
     fn drop(&mut self) {
+        self.counters.refresh(&self.data.counters);
         let done = self.data.snapshot(true);
         let mut r = registry();
         r.live.retain(|t| !Arc::ptr_eq(t, &self.data));
@@ -244,9 +253,12 @@ fn register() -> Local {
         r.live.push(data.clone());
         data
     };
+    // Outside the registry lock: opening perf counters takes a few syscalls.
+    let counters = LocalCounters::open(&data.counters);
     Local {
         data,
         current: Cell::new(ROOT),
+        counters,
     }
 }
 
@@ -277,8 +289,23 @@ pub(crate) fn current_serial() -> Option<u64> {
     with(|l| l.data.serial)
 }
 
+/// This thread's serial number and the frame id of its innermost open frame (the
+/// false-sharing detector attributes watched reads to wait sites with it).
+#[inline(always)]
+pub(crate) fn current_frame() -> Option<(u64, u32)> {
+    with(|l| {
+        let frame = l.data.node(l.current.get()).frame.load(Relaxed);
+        (l.data.serial, frame)
+    })
+}
+
 /// Every thread that ever recorded: live ones read in place, exited ones as kept.
 pub(crate) fn all_threads() -> Vec<ThreadProfile> {
+    // The calling thread's counter totals are brought up to now; others' are as of
+    // their last sampled episode.
+    if counters::open_here() {
+        with(|l| l.counters.refresh(&l.data.counters));
+    }
     let (live, mut out) = {
         let r = registry();
         (r.live.clone(), r.exited.clone())

@@ -8,6 +8,7 @@ mod fake {
         pub static ENTERED: AtomicU32 = AtomicU32::new(0);
         pub static CALLED: AtomicU32 = AtomicU32::new(0);
         pub static COUNTED: AtomicU32 = AtomicU32::new(0);
+        pub static SPUN: AtomicU32 = AtomicU32::new(0);
 
         pub struct EpisodeSite(pub Option<&'static str>, pub &'static str);
         impl EpisodeSite {
@@ -20,6 +21,15 @@ mod fake {
             ) -> Self {
                 EpisodeSite(name, function)
             }
+
+            pub const fn with_budget(self, budget: &'static [Limit]) -> Self {
+                assert!(matches!(budget, [Limit::Calls(Kind::Yield, 1)]));
+                self
+            }
+        }
+
+        pub enum Limit {
+            Calls(Kind, u64),
         }
 
         pub enum Kind {
@@ -51,6 +61,19 @@ mod fake {
             CALLED.fetch_add(1, Ordering::Relaxed);
         }
 
+        pub struct SpinCounts<const N: usize>;
+        impl<const N: usize> SpinCounts<N> {
+            pub fn new(_episode: &(), sites: &'static [CallSite; N]) -> Self {
+                assert!(sites.iter().all(|s| matches!(s.0, Kind::Spin)));
+                SpinCounts
+            }
+
+            pub fn hit(&self, i: usize) {
+                assert!(i < N);
+                SPUN.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+
         pub fn count(site: &'static CallSite) {
             assert!(matches!(site.0, Kind::AsyncYield));
             COUNTED.fetch_add(1, Ordering::Relaxed);
@@ -63,7 +86,7 @@ mod fake {
     }
 }
 
-#[yieldprof::instrument_wait(crate = fake, name = "fake")]
+#[yieldprof::instrument_wait(crate = fake, name = "fake", budget(max_yields = 1))]
 fn waits() {
     std::hint::spin_loop();
     std::thread::yield_now();
@@ -86,7 +109,8 @@ fn main() {
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     assert!(std::future::Future::poll(fut.as_mut(), &mut cx).is_ready());
     assert_eq!(fake::__private::ENTERED.load(Relaxed), 2);
-    assert_eq!(fake::__private::CALLED.load(Relaxed), 3);
+    assert_eq!(fake::__private::CALLED.load(Relaxed), 2);
+    assert_eq!(fake::__private::SPUN.load(Relaxed), 1);
     assert_eq!(fake::__private::COUNTED.load(Relaxed), 1);
     assert!(yieldprof::snapshot().sites().is_empty());
 }

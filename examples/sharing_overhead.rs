@@ -1,0 +1,210 @@
+//! What watching costs: the unpadded SPSC ring (`head`/`tail` at offsets 0/8, as in
+//! `examples/spsc.rs`) with its indices watched vs not watched.
+//!
+//! `cargo run --release --example sharing_overhead [-- --messages N --rounds R --work W]`
+//!
+//! Each configuration runs in its own process (the detector's state is global), `R`
+//! times interleaved, and the median time per configuration is compared:
+//!
+//! - `off`: the same `Watched` indices, never `watch`ed (one relaxed load per access);
+//! - `full`: watched, every access tracked;
+//! - `sampled`: watched, one access in 64 tracked after each thread's warm-up.
+//!
+//! `--work W` sets the hashing rounds per message on the producer (the demo uses 256;
+//! 0 measures the bare ring, the worst case). It also prints one thread's cost per
+//! tracked access on a line nobody else touches.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use yieldprof::Watched;
+
+const CAPACITY: u64 = 1024;
+const SAMPLE_EVERY: u32 = 64;
+
+#[repr(C, align(64))]
+#[derive(Default)]
+struct Packed {
+    head: Watched<AtomicU64>,
+    tail: Watched<AtomicU64>,
+}
+
+struct Ring {
+    idx: Packed,
+    slots: Box<[AtomicU64]>,
+}
+
+impl Ring {
+    fn try_push(&self, v: u64, head: &mut u64) -> bool {
+        let tail = self.idx.tail.load(Ordering::Relaxed);
+        if tail - *head == CAPACITY {
+            *head = self.idx.head.load(Ordering::Acquire);
+            if tail - *head == CAPACITY {
+                return false;
+            }
+        }
+        self.slots[(tail % CAPACITY) as usize].store(v, Ordering::Relaxed);
+        self.idx.tail.store(tail + 1, Ordering::Release);
+        true
+    }
+
+    fn try_pop(&self, tail: &mut u64) -> Option<u64> {
+        let head = self.idx.head.load(Ordering::Relaxed);
+        if head == *tail {
+            *tail = self.idx.tail.load(Ordering::Acquire);
+            if head == *tail {
+                return None;
+            }
+        }
+        let v = self.slots[(head % CAPACITY) as usize].load(Ordering::Relaxed);
+        self.idx.head.store(head + 1, Ordering::Release);
+        Some(v)
+    }
+
+    #[yieldprof::instrument_wait]
+    fn wait_for_space(&self) {
+        while self.idx.tail.load(Ordering::Relaxed) - self.idx.head.load(Ordering::Acquire)
+            == CAPACITY
+        {
+            std::hint::spin_loop();
+        }
+    }
+
+    #[yieldprof::instrument_wait]
+    fn wait_for_message(&self) {
+        let head = self.idx.head.load(Ordering::Relaxed);
+        while self.idx.tail.load(Ordering::Acquire) == head {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+fn process(v: u64, rounds: u32) -> u64 {
+    let mut h = v ^ 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..rounds {
+        h = h.rotate_left(5).wrapping_mul(0x0100_0000_01b3) ^ v;
+    }
+    h
+}
+
+fn ring_time(watched: bool, messages: u64, work: u32) -> Duration {
+    let ring = Arc::new(Ring {
+        idx: Packed::default(),
+        slots: (0..CAPACITY).map(|_| AtomicU64::new(0)).collect(),
+    });
+    if watched {
+        yieldprof::watch(&ring.idx.head, "head");
+        yieldprof::watch(&ring.idx.tail, "tail");
+    }
+    let start = Instant::now();
+    let producer = {
+        let ring = ring.clone();
+        std::thread::spawn(move || {
+            let mut head = 0;
+            for i in 0..messages {
+                let v = process(i, work);
+                while !ring.try_push(v, &mut head) {
+                    ring.wait_for_space();
+                }
+            }
+        })
+    };
+    let consumer = {
+        let ring = ring.clone();
+        std::thread::spawn(move || {
+            let (mut tail, mut sum, mut got) = (0, 0u64, 0);
+            while got < messages {
+                match ring.try_pop(&mut tail) {
+                    Some(v) => {
+                        sum = sum.wrapping_add(process(v, work / 4));
+                        got += 1;
+                    }
+                    None => ring.wait_for_message(),
+                }
+            }
+            sum
+        })
+    };
+    producer.join().expect("producer");
+    std::hint::black_box(consumer.join().expect("consumer"));
+    start.elapsed()
+}
+
+/// One thread storing to a watched line of its own: the CPU cost of tracking.
+fn per_access_ns(watched: bool) -> f64 {
+    let w: Box<Watched<AtomicU64>> = Box::new(Watched::new(0));
+    if watched {
+        yieldprof::watch(&*w, "private");
+    }
+    let n = 2_000_000u64;
+    let start = Instant::now();
+    for i in 0..n {
+        w.store(i, Ordering::Relaxed);
+        std::hint::black_box(w.load(Ordering::Relaxed));
+    }
+    start.elapsed().as_nanos() as f64 / (2 * n) as f64
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], flag: &str, default: T) -> T {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let messages = arg(&args, "--messages", 1_000_000u64);
+    let rounds = arg(&args, "--rounds", 5usize);
+    let work = arg(&args, "--work", 256u32);
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        let mode = args[i + 1].as_str();
+        if mode == "sampled" {
+            yieldprof::set_watch_sampling(SAMPLE_EVERY);
+        }
+        let t = ring_time(mode != "off", messages, work);
+        let access = per_access_ns(mode != "off");
+        println!("{} {access}", t.as_nanos());
+        return;
+    }
+    let exe = std::env::current_exe().expect("own path");
+    let modes = ["off", "full", "sampled"];
+    let mut ring: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    let mut access: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    for _ in 0..rounds {
+        for (m, mode) in modes.iter().enumerate() {
+            let out = std::process::Command::new(&exe)
+                .args(["--child", mode, "--messages", &messages.to_string()])
+                .args(["--work", &work.to_string()])
+                .env(
+                    "YIELDPROF_OUT",
+                    std::env::temp_dir().join("yieldprof-overhead"),
+                )
+                .output()
+                .expect("run a configuration");
+            assert!(out.status.success(), "{mode}: {out:?}");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let mut fields = text.split_whitespace().map(|f| f.parse::<f64>().unwrap());
+            ring[m].push(fields.next().unwrap() / 1e6);
+            access[m].push(fields.next().unwrap());
+        }
+    }
+    println!(
+        "unpadded SPSC ring, {messages} messages, work {work} rounds/message, median of {rounds}"
+    );
+    let off = median(ring[0].clone());
+    for (m, mode) in modes.iter().enumerate() {
+        let t = median(ring[m].clone());
+        println!(
+            "  {mode:<8} {t:>9.1} ms  {:>5.2}x off   one thread: {:>5.1} ns/access",
+            t / off,
+            median(access[m].clone())
+        );
+    }
+}

@@ -1,0 +1,281 @@
+//! Each finding fires on a workload crafted for it and stays quiet on a clean one.
+//! Every test uses sites of its own and a this-thread session, so they run in
+//! parallel without seeing each other.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use yieldprof::{Costs, Finding, Report, Rule, Session};
+
+fn findings(report: &Report, costs: &Costs, site: &str) -> Vec<Finding> {
+    report
+        .findings(costs)
+        .into_iter()
+        .filter(|f| f.subject.ends_with(site))
+        .collect()
+}
+
+fn rules(found: &[Finding]) -> Vec<Rule> {
+    found.iter().map(|f| f.rule).collect()
+}
+
+/// Tests that read the scheduler's behaviour run one at a time, so the others'
+/// busy threads don't take their cores.
+static SCHEDULER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn run(f: impl FnOnce()) -> Report {
+    let _one_at_a_time = SCHEDULER.lock().unwrap_or_else(|e| e.into_inner());
+    let session = Session::this_thread();
+    f();
+    session.finish()
+}
+
+#[yieldprof::instrument_wait]
+fn sleep_zero_loop() {
+    for _ in 0..100 {
+        std::thread::sleep(Duration::ZERO);
+    }
+}
+
+#[yieldprof::instrument_wait]
+fn sleep_long_loop() {
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn sleep_zero_is_flagged_as_a_no_op_and_a_real_sleep_is_not() {
+    let costs = Costs::current();
+    let r = run(sleep_zero_loop);
+    let found = findings(&r, &costs, "sleep_zero_loop");
+    assert_eq!(rules(&found), vec![Rule::SleepZeroIsNoOp], "{found:?}");
+    assert!(
+        found[0].evidence.starts_with("100 sleep calls"),
+        "{}",
+        found[0]
+    );
+    assert!(found[0]
+        .location
+        .as_deref()
+        .unwrap()
+        .starts_with("tests/findings.rs:"));
+    let r = run(sleep_long_loop);
+    assert_eq!(findings(&r, &costs, "sleep_long_loop"), vec![]);
+}
+
+#[yieldprof::instrument_wait]
+fn usleep_zero_loop() {
+    for _ in 0..20 {
+        // SAFETY: usleep has no preconditions.
+        unsafe { libc::usleep(0) };
+    }
+}
+
+#[test]
+fn usleep_zero_is_flagged_as_timer_slack_and_a_millisecond_sleep_is_not() {
+    let costs = Costs::current();
+    if costs.timer_slack_ns < 10_000 {
+        // The rule needs a slack larger than a bare syscall to see the rounding.
+        eprintln!(
+            "timer slack is {} ns here; rule not observable",
+            costs.timer_slack_ns
+        );
+        return;
+    }
+    let r = run(usleep_zero_loop);
+    let found = findings(&r, &costs, "usleep_zero_loop");
+    assert_eq!(rules(&found), vec![Rule::SleepRoundedToSlack], "{found:?}");
+    assert!(found[0].fix.contains("PR_SET_TIMERSLACK"));
+    let r = run(sleep_long_loop);
+    assert!(!rules(&findings(&r, &costs, "sleep_long_loop")).contains(&Rule::SleepRoundedToSlack));
+}
+
+#[yieldprof::instrument_wait]
+fn lonely_yields() {
+    for _ in 0..2_000 {
+        std::thread::yield_now();
+    }
+}
+
+/// Pins the calling thread to `core`.
+fn pin(core: usize) -> bool {
+    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET stays within it for small cores.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+#[test]
+fn yields_with_nobody_to_yield_to_are_flagged_and_contended_ones_are_not() {
+    let _one_at_a_time = SCHEDULER.lock().unwrap_or_else(|e| e.into_inner());
+    let costs = Costs::current();
+    let (started, stop) = (AtomicBool::new(false), AtomicBool::new(false));
+    let session = Session::this_thread();
+    session.scope(|s| {
+        s.spawn(|| {
+            // Alone on its core (any core but the busy thread's, when there are two).
+            pin(1);
+            lonely_yields();
+        });
+    });
+    let r = session.finish();
+    let found = findings(&r, &costs, "lonely_yields");
+    assert_eq!(rules(&found), vec![Rule::YieldWithoutSwitch], "{found:?}");
+    assert!(found[0].evidence.starts_with("2000 yields"), "{}", found[0]);
+
+    // Now a busy thread shares the yielding thread's core: the yields hand it over.
+    let session = Session::this_thread();
+    session.scope(|s| {
+        s.spawn(|| {
+            pin(0);
+            started.store(true, Ordering::Release);
+            while !stop.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        });
+        s.spawn(|| {
+            pin(0);
+            while !started.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            contended_yields();
+            stop.store(true, Ordering::Relaxed);
+        });
+    });
+    let r = session.finish();
+    let found = findings(&r, &costs, "contended_yields");
+    assert!(
+        !rules(&found).contains(&Rule::YieldWithoutSwitch),
+        "{found:?}"
+    );
+}
+
+#[yieldprof::instrument_wait]
+fn contended_yields() {
+    for _ in 0..2_000 {
+        std::thread::yield_now();
+    }
+}
+
+#[yieldprof::instrument_wait]
+fn spin_for(d: Duration) {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
+}
+
+#[yieldprof::instrument_wait]
+fn short_spin() {
+    for _ in 0..4 {
+        std::hint::spin_loop();
+    }
+}
+
+#[test]
+fn long_spin_only_episodes_are_flagged_and_short_ones_are_not() {
+    let costs = Costs::current();
+    let r = run(|| (0..20).for_each(|_| spin_for(Duration::from_micros(500))));
+    let found = findings(&r, &costs, "spin_for");
+    assert_eq!(rules(&found), vec![Rule::LongSpin], "{found:?}");
+    assert!(
+        found[0]
+            .fix
+            .contains(&format!("×{}", costs.spins_per_yield())),
+        "{}",
+        found[0]
+    );
+    let r = run(|| (0..20_000).for_each(|_| short_spin()));
+    assert_eq!(findings(&r, &costs, "short_spin"), vec![]);
+}
+
+#[test]
+fn spinning_on_a_single_core_is_flagged_only_there() {
+    let costs = Costs::current();
+    let r = run(|| (0..1_000).for_each(|_| short_spin()));
+    assert_eq!(
+        rules(&findings(&r, &costs.with_cores(1), "short_spin")),
+        vec![Rule::SingleCoreSpin]
+    );
+    assert_eq!(findings(&r, &costs.with_cores(2), "short_spin"), vec![]);
+}
+
+/// A backoff whose counter lives outside the wait, as a struct field would.
+#[yieldprof::instrument_wait]
+fn backoff_wait(rounds_spun: &mut u32, reset: bool, checks: u32) {
+    if reset {
+        *rounds_spun = 0;
+    }
+    for _ in 0..checks {
+        if *rounds_spun < 16 {
+            std::hint::spin_loop();
+            *rounds_spun += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+#[test]
+fn a_backoff_that_never_resets_is_flagged_and_one_that_resets_is_not() {
+    let costs = Costs::current();
+    let mut spun = 0;
+    let r = run(|| (0..200).for_each(|_| backoff_wait(&mut spun, false, 20)));
+    let found = findings(&r, &costs, "backoff_wait");
+    assert!(
+        rules(&found).contains(&Rule::BackoffNeverResets),
+        "{found:?}"
+    );
+    let f = found
+        .iter()
+        .find(|f| f.rule == Rule::BackoffNeverResets)
+        .unwrap();
+    assert!(f.evidence.starts_with("200 episodes made 16 spins"), "{f}");
+    let r = run(|| (0..200).for_each(|_| backoff_wait(&mut spun, true, 20)));
+    let found = findings(&r, &costs, "backoff_wait");
+    assert!(
+        !rules(&found).contains(&Rule::BackoffNeverResets),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn involuntary_switches_from_oversubscription_are_flagged_and_a_lone_thread_is_not() {
+    let _one_at_a_time = SCHEDULER.lock().unwrap_or_else(|e| e.into_inner());
+    let costs = Costs::current();
+    let oversubscribed = |f: &Finding| f.rule == Rule::Oversubscribed;
+    let session = Session::this_thread();
+    session.scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| {
+                pin(0);
+                yieldprof::frame!("crunch");
+                let end = Instant::now() + Duration::from_millis(500);
+                while Instant::now() < end {
+                    std::hint::black_box(0u64);
+                }
+            });
+        }
+    });
+    let report = session.finish();
+    let found = report.findings(&costs);
+    let over = found.iter().filter(|f| oversubscribed(f)).count();
+    assert!(
+        over >= 2,
+        "3 busy threads on one core: {found:?} {:?}",
+        report.threads()
+    );
+    // A thread that blocks to wait leaves the run queue: its switches are voluntary.
+    let session = Session::this_thread();
+    session.scope(|s| {
+        s.spawn(|| (0..100).for_each(|_| std::thread::sleep(Duration::from_millis(1))));
+    });
+    let found = session.finish().findings(&costs);
+    assert_eq!(
+        found.iter().filter(|f| oversubscribed(f)).count(),
+        0,
+        "{found:?}"
+    );
+}

@@ -1,0 +1,127 @@
+//! The false-sharing findings in the written profile: the summary's "False sharing"
+//! section and the marked wait-site frame in the folded stacks and the flame graph.
+//! One test: the report covers every line this process watched.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::Arc;
+use yieldprof::__private::{enter, EpisodeSite};
+use yieldprof::{Metric, Verdict, Watched};
+
+const TURNS: u64 = 2_000;
+
+/// `counter`, written by one thread, and `flag`, which another thread spins on in a
+/// wait episode: different words of one line.
+#[repr(C, align(64))]
+struct Shared {
+    counter: Watched<AtomicU64>,
+    flag: Watched<AtomicU64>,
+}
+
+static WAIT_FOR_FLAG: EpisodeSite = EpisodeSite::new(
+    Some("report::wait_for_flag"),
+    module_path!(),
+    "wait_for_flag",
+    file!(),
+    line!(),
+);
+
+#[test]
+fn the_summary_and_the_flame_graph_name_the_falsely_shared_line() {
+    yieldprof::set_watch_sampling(1);
+    let shared = Arc::new(Shared {
+        counter: Watched::new(0),
+        flag: Watched::new(0),
+    });
+    yieldprof::watch(&shared.counter, "counter");
+    yieldprof::watch(&shared.flag, "flag");
+    // Turns through an unwatched flag make the interleaving the same on any machine.
+    let turn = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..2)
+        .map(|me| {
+            let (shared, turn) = (shared.clone(), turn.clone());
+            std::thread::Builder::new()
+                .name(["writer", "spinner"][me].into())
+                .spawn(move || {
+                    for _ in 0..TURNS {
+                        while turn.load(Acquire) % 2 != me {
+                            std::thread::yield_now();
+                        }
+                        if me == 0 {
+                            shared.counter.fetch_add(1, Relaxed);
+                        } else {
+                            let _episode = enter(&WAIT_FOR_FLAG);
+                            std::hint::black_box(shared.flag.load(Acquire));
+                        }
+                        turn.fetch_add(1, Release);
+                    }
+                })
+                .unwrap()
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+
+    let profile = yieldprof::snapshot();
+    let lines = profile.sharing();
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_eq!(lines[0].verdict, Verdict::False);
+    // The spinner is the victim of every write after its first read.
+    assert_eq!(lines[0].false_invalidations, TURNS - 1);
+    assert_eq!(lines[0].wait_sites[0].name, "report::wait_for_flag");
+    assert_eq!(lines[0].wait_sites[0].reads, TURNS);
+
+    let summary = profile.summary();
+    let section = &summary[summary.find("\nFalse sharing (").expect(&summary)..];
+    let expected = [
+        "FALSE         64 B at 0x",
+        &format!("{} invalidations, 100% false, 0 contended", TURNS - 1),
+        "+0  counter",
+        "writer",
+        &format!("{TURNS:>12}"),
+        "+8  flag",
+        "spinner",
+        &format!("spun on by report::wait_for_flag ({TURNS} reads); cache misses there: "),
+        "fix: pad `counter` and `flag` to 128 B, e.g. `crossbeam_utils::CachePadded`",
+    ];
+    for e in expected {
+        assert!(section.contains(e), "missing {e:?} in\n{section}");
+    }
+    for line in summary.lines() {
+        assert!(line.chars().count() <= 100, "too wide: {line:?}");
+    }
+
+    let folded = profile.folded(Metric::Calls);
+    let wall = profile.folded(Metric::Wall);
+    assert!(
+        wall.iter()
+            .any(|l| l.starts_with("spinner;report::wait_for_flag [false-sharing];")),
+        "{wall:#?}"
+    );
+    assert!(
+        !folded
+            .iter()
+            .chain(&wall)
+            .any(|l| l.starts_with("writer;") && l.contains("[false")),
+        "only wait sites that spin on the line are marked"
+    );
+
+    let dir = std::env::temp_dir().join(format!("yieldprof-sharing-{}", std::process::id()));
+    let guard = yieldprof::Options::from_env()
+        .out_dir(&dir)
+        .name("sharing")
+        .init();
+    let paths = guard.write().expect("profile written");
+    let svg_path = paths
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "svg"))
+        .expect("an svg");
+    let svg = std::fs::read_to_string(svg_path).unwrap();
+    assert!(svg.contains("report::wait_for_flag [false-sharing]"));
+    assert!(
+        svg.contains("rgb(160,64,224)"),
+        "the marked frame is purple"
+    );
+    drop(guard);
+    let _ = std::fs::remove_dir_all(&dir);
+}
