@@ -62,6 +62,7 @@ mod findings;
 mod flamegraph;
 mod fold;
 mod histogram;
+mod json;
 mod layout;
 mod output;
 mod pprof;

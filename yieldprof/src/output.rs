@@ -320,6 +320,13 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
         write_atomic(&view, |w| lines.iter().try_for_each(|l| writeln!(w, "{l}")))?;
         written.push(view);
     }
+    let json = path("json");
+    let doc = profile.json(&crate::findings::Costs::current());
+    write_atomic(&json, |w| {
+        serde_json::to_writer_pretty(&mut *w, &doc)?;
+        writeln!(w)
+    })?;
+    written.push(json);
     let txt = path("txt");
     let summary = profile.summary();
     write_atomic(&txt, |w| w.write_all(summary.as_bytes()))?;

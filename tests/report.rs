@@ -1,0 +1,152 @@
+//! The written report: JSON with the summary's figures, a text summary within 100
+//! columns, the split view, metric views and a differential graph.
+
+use std::time::Duration;
+use yieldprof::{Kind, Metric, Options, Session};
+
+#[yieldprof::instrument_wait]
+fn report_wait() {
+    for _ in 0..50 {
+        std::hint::spin_loop();
+    }
+    for _ in 0..100 {
+        std::thread::sleep(Duration::ZERO);
+    }
+}
+
+fn dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("yieldprof-report-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[test]
+fn the_json_carries_the_same_figures_as_the_summary() {
+    let session = Session::this_thread();
+    for _ in 0..3 {
+        report_wait();
+    }
+    let report = session.finish();
+    let paths = report.write(dir("json"), "r").unwrap();
+    let json = paths
+        .iter()
+        .find(|p| p.extension().unwrap() == "json")
+        .unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    assert_eq!(v["schema"], "yieldprof/1");
+    let site = v["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "report::report_wait")
+        .unwrap();
+    assert_eq!(site["episodes"], 3);
+    let calls = site["calls"].as_array().unwrap();
+    let of = |kind: &str| {
+        calls
+            .iter()
+            .filter(|c| c["kind"] == kind)
+            .map(|c| c["calls"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert_eq!((of("spin"), of("sleep")), (150, 300));
+    assert_eq!(site["calls"][0]["per_episode"], 50.0);
+    let stats = report.site("report_wait").unwrap();
+    assert_eq!(stats.calls_of(Kind::Sleep), 300);
+    assert_eq!(site["wall_ns"], stats.wall_ns);
+    let rules: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert!(rules.contains(&"sleep-zero-is-no-op"), "{rules:?}");
+    // No PMU here: hardware counters are null, not 0, with a reason.
+    let caps = v["capabilities"]["events"].as_array().unwrap();
+    let misses = caps.iter().find(|e| e["event"] == "cache-misses").unwrap();
+    if misses["available"] == false {
+        assert!(misses["reason"].as_str().unwrap().len() > 5);
+        assert!(site["counters"]["cache-misses"].is_null());
+    }
+}
+
+#[test]
+fn the_text_summary_fits_in_100_columns() {
+    let session = Session::this_thread();
+    report_wait();
+    let text = session.finish().summary();
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 100,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+    assert!(text.contains("Findings"), "{text}");
+    assert!(
+        text.contains("[sleep-zero-is-no-op] report::report_wait"),
+        "{text}"
+    );
+}
+
+#[test]
+fn views_split_calls_and_diff_are_written() {
+    let d = dir("views");
+    report_wait();
+    let guard = Options::from_env()
+        .out_dir(&d)
+        .name("v")
+        .view(Metric::Calls)
+        .init();
+    let paths = guard.write().unwrap();
+    let names: Vec<String> = paths
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for want in [
+        "v.folded",
+        "v.svg",
+        "v.split.svg",
+        "v.calls.folded",
+        "v.json",
+        "v.txt",
+    ] {
+        assert!(
+            names.iter().any(|n| n == want),
+            "{want} missing from {names:?}"
+        );
+    }
+    let split = std::fs::read_to_string(d.join("v.split.svg")).unwrap();
+    assert!(
+        split.contains(">wait<") || split.contains("wait ("),
+        "a wait half in the split graph"
+    );
+    let calls = std::fs::read_to_string(d.join("v.calls.folded")).unwrap();
+    assert!(
+        calls
+            .lines()
+            .any(|l| l.ends_with("report::report_wait;[sleep] 100")),
+        "{calls}"
+    );
+    // A differential graph of this run against one with a second episode.
+    report_wait();
+    let later = Options::from_env().out_dir(&d).name("later").init();
+    later.write().unwrap();
+    let mut svg = Vec::new();
+    yieldprof::diff(&d.join("v.folded"), &d.join("later.folded"), &mut svg).unwrap();
+    let svg = String::from_utf8(svg).unwrap();
+    assert!(svg.contains("yieldprof diff: v → later") && svg.contains("report_wait"));
+}
+
+#[test]
+fn diff_reports_malformed_lines_with_their_numbers() {
+    let d = dir("bad");
+    std::fs::create_dir_all(&d).unwrap();
+    let bad = d.join("bad.folded");
+    std::fs::write(&bad, "main;[work] 10\nmain;oops\nmain;[spin] x\n").unwrap();
+    let err = yieldprof::diff(&bad, &bad, Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("line 2") && err.contains("line 3"), "{err}");
+}
