@@ -369,8 +369,38 @@ impl Profile {
     /// ```
     pub fn findings(&self, costs: &Costs) -> Vec<Finding> {
         let mut out = Vec::new();
-        for site in self.sites() {
-            site_findings(&site, costs, &mut out);
+        let sites = self.sites();
+        for site in &sites {
+            site_findings(site, costs, &mut out);
+        }
+        for line in self.sharing().iter().filter(|l| l.verdict.is_suspicious()) {
+            let fields: Vec<String> = line
+                .words
+                .iter()
+                .map(|w| format!("`{}` +{}", w.name, w.offset))
+                .collect();
+            for spinner in &line.wait_sites {
+                out.push(Finding {
+                    rule: Rule::FalseSharing,
+                    subject: spinner.name.clone(),
+                    location: sites.iter().find(|s| s.name == spinner.name).map(site_at),
+                    evidence: format!(
+                        "spins on the {}-B line at {:#x} ({}), {}: {} invalidations, {} between \
+                         different words; {} reads inside its episodes",
+                        line.size,
+                        line.address,
+                        fields.join(", "),
+                        line.verdict,
+                        line.invalidations,
+                        line.false_invalidations,
+                        spinner.reads
+                    ),
+                    fix: format!(
+                        "{}; tuning this site's spin is useless while its line ping-pongs",
+                        line.fix
+                    ),
+                });
+            }
         }
         for t in self.threads() {
             thread_findings(&t, costs, &mut out);

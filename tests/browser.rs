@@ -1,0 +1,123 @@
+//! The flame graph as a person sees it: headless Chromium renders the SVG, and the
+//! screenshot must show each wait kind in its colour. Chromium comes from Debian's
+//! `chromium` package (installed by .ci/run); without it this test says so and
+//! passes, unless YIELDPROF_INTEROP=1 (as in CI) makes a missing browser a failure.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+#[yieldprof::instrument_wait]
+fn spins_for(d: Duration) {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
+}
+
+#[yieldprof::instrument_wait]
+fn yields_for(d: Duration) {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        std::thread::yield_now();
+    }
+}
+
+#[yieldprof::instrument_wait]
+fn sleeps_for(d: Duration) {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+fn work_for(d: Duration) {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        std::hint::black_box(0u64);
+    }
+}
+
+fn browser() -> Option<&'static str> {
+    [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+    ]
+    .into_iter()
+    .find(|p| Path::new(p).exists())
+}
+
+/// Pixels of exactly `rgb` in an RGBA or RGB screenshot.
+fn count(png: &[u8], rgb: [u8; 3]) -> usize {
+    let decoder = png::Decoder::new(std::io::Cursor::new(png));
+    let mut reader = decoder.read_info().expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("a frame");
+    let step = info.color_type.samples();
+    buf[..info.buffer_size()]
+        .chunks(step)
+        .filter(|p| p[..3] == rgb)
+        .count()
+}
+
+#[test]
+fn chromium_shows_each_wait_kind_in_its_colour() {
+    let Some(chromium) = browser() else {
+        assert!(
+            std::env::var_os("YIELDPROF_INTEROP").is_none(),
+            "YIELDPROF_INTEROP=1 but no Chromium: apt-get install chromium"
+        );
+        eprintln!("skipped: no Chromium (apt-get install chromium)");
+        return;
+    };
+    let session = yieldprof::Session::this_thread();
+    let d = Duration::from_millis(40);
+    spins_for(d);
+    yields_for(d);
+    sleeps_for(d);
+    work_for(d);
+    let dir = std::env::temp_dir().join(format!("yieldprof-browser-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let paths = session.finish().write(&dir, "kinds").expect("written");
+    let svg = &paths[1];
+    let shot = dir.join("shot.png");
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1200,500",
+        ])
+        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", svg.display()))
+        .output()
+        .expect("chromium runs");
+    assert!(
+        shot.exists(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let png = std::fs::read(&shot).unwrap();
+    for (kind, rgb) in [
+        ("[spin] red", [0xe0, 0x20, 0x20]),
+        ("[yield] orange", [0xf0, 0x90, 0x20]),
+        ("[sleep] blue", [0x30, 0x70, 0xe0]),
+        ("[work] green", [0x40, 0xb0, 0x40]),
+    ] {
+        // Each kind is about a fifth of a 1200-px-wide graph, 16 px high.
+        let n = count(&png, rgb);
+        assert!(
+            n >= 1_000,
+            "{kind}: only {n} pixels of rgb{rgb:?} in {}",
+            shot.display()
+        );
+    }
+}
