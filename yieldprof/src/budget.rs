@@ -1,5 +1,6 @@
 //! Budgets: limits on what wait sites and threads may cost, checked in tests.
 
+use crate::counters::{capabilities, Availability, Count, CounterEvent};
 use crate::profile::{Profile, SiteStats, ThreadStats};
 use crate::site::Kind;
 use std::fmt;
@@ -19,6 +20,16 @@ pub enum Limit {
     WallShare(f64),
     /// Thread only: at most this share (0..=1) of its wall time waiting.
     WaitShare(f64),
+    /// At most this many voluntary context switches per episode (getrusage).
+    VoluntarySwitchesPerEpisode(f64),
+    /// At most this many involuntary context switches per episode (getrusage).
+    InvoluntarySwitchesPerEpisode(f64),
+    /// Thread only: at most this many involuntary context switches in all.
+    InvoluntarySwitches(u64),
+    /// At most this many hardware cache misses per episode (needs a PMU).
+    CacheMissesPerEpisode(f64),
+    /// No watched cache line may be FALSE, MIXED or ADJACENT-RISK.
+    NoFalseSharing,
 }
 
 impl Limit {
@@ -29,13 +40,24 @@ impl Limit {
             Limit::CallsPerEpisode(k, _) => format!("{} calls per episode", k.name()),
             Limit::WallShare(_) => "share of thread wall time".into(),
             Limit::WaitShare(_) => "share of wall time waiting".into(),
+            Limit::VoluntarySwitchesPerEpisode(_) => "voluntary switches per episode".into(),
+            Limit::InvoluntarySwitchesPerEpisode(_) => "involuntary switches per episode".into(),
+            Limit::InvoluntarySwitches(_) => "involuntary switches".into(),
+            Limit::CacheMissesPerEpisode(_) => "cache misses per episode".into(),
+            Limit::NoFalseSharing => "falsely shared lines".into(),
         }
     }
 
     fn bound(&self) -> f64 {
         match *self {
-            Limit::Episodes(n) | Limit::Calls(_, n) => n as f64,
-            Limit::CallsPerEpisode(_, x) | Limit::WallShare(x) | Limit::WaitShare(x) => x,
+            Limit::Episodes(n) | Limit::Calls(_, n) | Limit::InvoluntarySwitches(n) => n as f64,
+            Limit::CallsPerEpisode(_, x)
+            | Limit::WallShare(x)
+            | Limit::WaitShare(x)
+            | Limit::VoluntarySwitchesPerEpisode(x)
+            | Limit::InvoluntarySwitchesPerEpisode(x)
+            | Limit::CacheMissesPerEpisode(x) => x,
+            Limit::NoFalseSharing => 0.0,
         }
     }
 }
@@ -71,6 +93,26 @@ impl SiteBudget {
         self
     }
 
+    /// At most `n` voluntary context switches per episode.
+    pub fn max_voluntary_switches_per_episode(mut self, n: f64) -> Self {
+        self.limits.push(Limit::VoluntarySwitchesPerEpisode(n));
+        self
+    }
+
+    /// At most `n` involuntary context switches per episode (e.g. 0.001: fewer than
+    /// one per 1000 episodes).
+    pub fn max_involuntary_switches_per_episode(mut self, n: f64) -> Self {
+        self.limits.push(Limit::InvoluntarySwitchesPerEpisode(n));
+        self
+    }
+
+    /// At most `n` hardware cache misses per episode. Where the hardware has no
+    /// counters the limit is skipped with a note, unless [`Budget::require_counters`].
+    pub fn max_cache_misses_per_episode(mut self, n: f64) -> Self {
+        self.limits.push(Limit::CacheMissesPerEpisode(n));
+        self
+    }
+
     /// Any limit, e.g. one built elsewhere.
     pub fn limit(mut self, limit: Limit) -> Self {
         self.limits.push(limit);
@@ -85,6 +127,12 @@ pub struct ThreadBudget {
 }
 
 impl ThreadBudget {
+    /// At most `n` involuntary context switches in all.
+    pub fn max_involuntary_switches(mut self, n: u64) -> Self {
+        self.limits.push(Limit::InvoluntarySwitches(n));
+        self
+    }
+
     /// At most `share` (0..=1) of the thread's wall time in wait episodes and calls.
     pub fn max_wait_share(mut self, share: f64) -> Self {
         self.limits.push(Limit::WaitShare(share));
@@ -114,12 +162,28 @@ impl ThreadBudget {
 pub struct Budget {
     sites: Vec<(String, SiteBudget)>,
     threads: Vec<(String, ThreadBudget)>,
+    no_false_sharing: bool,
+    require_counters: bool,
 }
 
 impl Budget {
     /// A budget with no limits.
     pub fn new() -> Self {
         Budget::default()
+    }
+
+    /// No watched line may be falsely shared (FALSE, MIXED or ADJACENT-RISK; see
+    /// [`crate::Profile::sharing`]).
+    pub fn no_false_sharing(mut self) -> Self {
+        self.no_false_sharing = true;
+        self
+    }
+
+    /// A limit on a counter this machine cannot count fails the check, instead of
+    /// being skipped with a note.
+    pub fn require_counters(mut self) -> Self {
+        self.require_counters = true;
+        self
     }
 
     /// Limits for the site `name`: its frame name, full path, or a `::` tail of it.
@@ -138,7 +202,10 @@ impl Budget {
     }
 
     pub(crate) fn check(&self, profile: &Profile) -> Result<(), BudgetExceeded> {
-        let mut out = BudgetExceeded::default();
+        let mut out = BudgetExceeded {
+            require_counters: self.require_counters,
+            ..BudgetExceeded::default()
+        };
         let sites = profile.sites();
         let threads = profile.threads();
         for (name, budget) in &self.sites {
@@ -162,12 +229,29 @@ impl Budget {
             for t in matching {
                 let subject = format!("thread `{}` (tid {})", t.name, t.tid);
                 for limit in &budget.limits {
-                    let measured = match limit {
-                        Limit::WaitShare(_) => Some(ratio(t.wait_ns, t.wall_ns)),
-                        _ => None,
-                    };
-                    out.compare(&subject, limit, measured);
+                    out.compare(&subject, limit, thread_value(limit, t));
                 }
+            }
+        }
+        if self.no_false_sharing {
+            for line in profile
+                .sharing()
+                .iter()
+                .filter(|l| l.verdict.is_suspicious())
+            {
+                let fields: Vec<String> = line
+                    .words
+                    .iter()
+                    .map(|w| format!("`{}` +{}", w.name, w.offset))
+                    .collect();
+                let subject = format!(
+                    "{} line {:#x} ({}; {} invalidations)",
+                    line.verdict,
+                    line.address,
+                    fields.join(", "),
+                    line.invalidations
+                );
+                out.compare(&subject, &Limit::NoFalseSharing, Measured::Value(1.0));
             }
         }
         out.into_result()
@@ -208,15 +292,63 @@ fn ratio(part: u64, whole: u64) -> f64 {
 }
 
 /// The measured value of a site limit; `None` when the limit does not apply to sites.
-fn site_value(limit: &Limit, site: &SiteStats, profile: &Profile) -> Option<f64> {
+/// What a limit measured.
+enum Measured {
+    Value(f64),
+    /// The limit is for threads, not sites, or the other way round.
+    NotApplicable,
+    /// The counter it needs is not counted here.
+    Unavailable(CounterEvent),
+}
+
+fn counted(c: Count, episodes: u64, event: CounterEvent) -> Measured {
+    match c.per(episodes) {
+        Some(v) => Measured::Value(v),
+        None => Measured::Unavailable(event),
+    }
+}
+
+fn site_value(limit: &Limit, site: &SiteStats, profile: &Profile) -> Measured {
     let episodes = site.episodes.max(1) as f64;
-    Some(match *limit {
+    let c = &site.counters;
+    Measured::Value(match *limit {
         Limit::Episodes(_) => site.episodes as f64,
         Limit::Calls(kind, _) => site.calls_of(kind) as f64,
         Limit::CallsPerEpisode(kind, _) => site.calls_of(kind) as f64 / episodes,
         Limit::WallShare(_) => ratio(site.wall_ns, profile.wall_of_threads_running(site)),
-        Limit::WaitShare(_) => return None,
+        Limit::VoluntarySwitchesPerEpisode(_) => {
+            return counted(
+                c.voluntary_switches,
+                site.episodes,
+                CounterEvent::VoluntarySwitches,
+            )
+        }
+        Limit::InvoluntarySwitchesPerEpisode(_) => {
+            return counted(
+                c.involuntary_switches,
+                site.episodes,
+                CounterEvent::InvoluntarySwitches,
+            )
+        }
+        Limit::CacheMissesPerEpisode(_) => {
+            return counted(c.cache_misses, site.episodes, CounterEvent::CacheMisses)
+        }
+        Limit::WaitShare(_) | Limit::InvoluntarySwitches(_) | Limit::NoFalseSharing => {
+            return Measured::NotApplicable
+        }
     })
+}
+
+fn thread_value(limit: &Limit, t: &ThreadStats) -> Measured {
+    match *limit {
+        Limit::WaitShare(_) => Measured::Value(ratio(t.wait_ns, t.wall_ns)),
+        Limit::InvoluntarySwitches(_) => counted(
+            t.counters.involuntary_switches,
+            1,
+            CounterEvent::InvoluntarySwitches,
+        ),
+        _ => Measured::NotApplicable,
+    }
 }
 
 /// One limit that was exceeded.
@@ -237,8 +369,12 @@ pub struct BudgetExceeded {
     pub violations: Vec<Violation>,
     /// Sites or threads named in the budget but absent from the report.
     pub unknown: Vec<String>,
-    /// Limits that could not be checked, and why.
+    /// Limits that do not apply to what they were set on.
     pub skipped: Vec<String>,
+    /// Limits on counters not counted here, and why; failures with
+    /// [`Budget::require_counters`], notes otherwise.
+    pub unavailable: Vec<String>,
+    require_counters: bool,
 }
 
 impl BudgetExceeded {
@@ -250,25 +386,41 @@ impl BudgetExceeded {
     }
 
     fn into_result(self) -> Result<(), BudgetExceeded> {
-        if self.violations.is_empty() && self.unknown.is_empty() {
+        let missing = self.require_counters && !self.unavailable.is_empty();
+        if self.violations.is_empty() && self.unknown.is_empty() && !missing {
+            // A passing check still says what it could not check.
+            for u in &self.unavailable {
+                eprintln!("yieldprof budget note: {u}");
+            }
             Ok(())
         } else {
             Err(self)
         }
     }
 
-    fn compare(&mut self, subject: &str, limit: &Limit, measured: Option<f64>) {
+    fn compare(&mut self, subject: &str, limit: &Limit, measured: Measured) {
         match measured {
-            Some(m) if m > limit.bound() => self.violations.push(Violation {
+            Measured::Value(m) if m > limit.bound() => self.violations.push(Violation {
                 subject: subject.to_string(),
                 limit: *limit,
                 measured: m,
             }),
-            Some(_) => {}
-            None => self.skipped.push(format!(
+            Measured::Value(_) => {}
+            Measured::NotApplicable => self.skipped.push(format!(
                 "{subject}: {} does not apply here",
                 limit.describe()
             )),
+            Measured::Unavailable(event) => {
+                let why = match capabilities().get(event) {
+                    Availability::Unavailable(r) => r.to_string(),
+                    Availability::Available => "not sampled in this report".into(),
+                };
+                self.unavailable.push(format!(
+                    "{subject}: {} not checked: {} is n/a ({why})",
+                    limit.describe(),
+                    event.name()
+                ));
+            }
         }
     }
 }
@@ -305,6 +457,14 @@ impl fmt::Display for BudgetExceeded {
         }
         for u in &self.unknown {
             writeln!(f, "  {u}")?;
+        }
+        for u in &self.unavailable {
+            let tag = if self.require_counters {
+                "required"
+            } else {
+                "note"
+            };
+            writeln!(f, "  {tag}: {u}")?;
         }
         for s in &self.skipped {
             writeln!(f, "  note: {s}")?;
