@@ -189,13 +189,16 @@ pub fn run() -> Machine {
 pub fn run_for(per_measurement: Duration) -> Machine {
     let started = Instant::now();
     // A thread of its own: the pinning never touches the caller's affinity.
-    match std::thread::Builder::new()
+    let machine = match std::thread::Builder::new()
         .name("yieldprof-probe".into())
         .spawn(move || probe(per_measurement, started, true))
     {
         Ok(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
         Err(_) => probe(per_measurement, started, false),
-    }
+    };
+    // Later reports judge waits by these figures instead of a quick estimate.
+    crate::findings::Costs::from_machine(&machine).remember();
+    machine
 }
 
 fn probe(target: Duration, started: Instant, may_pin: bool) -> Machine {
@@ -229,7 +232,7 @@ fn probe(target: Duration, started: Instant, may_pin: bool) -> Machine {
     Machine {
         cores,
         pinned_core,
-        timer_slack_ns: timer_slack(),
+        timer_slack_ns: crate::findings::timer_slack_ns(),
         paranoid: counters::paranoid(),
         capabilities: counters::capabilities(),
         primitives,
@@ -249,12 +252,6 @@ fn pin(cpu: usize) -> bool {
     unsafe { libc::CPU_SET(cpu, &mut set) };
     // SAFETY: `set` is valid for its size; pid 0 is the calling thread.
     unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) == 0 }
-}
-
-fn timer_slack() -> Option<u64> {
-    // SAFETY: PR_GET_TIMERSLACK takes no pointer and returns the slack in ns.
-    let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
-    u64::try_from(slack).ok()
 }
 
 struct Usage {
@@ -445,11 +442,11 @@ impl fmt::Display for Machine {
             )?,
         }
         writeln!(f)?;
-        writeln!(
-            f,
+        let over = format!(
             "{:<20} {:^34} | {:^34}",
             "", "alone", "with a competitor on the core"
-        )?;
+        );
+        writeln!(f, "{}", over.trim_end())?;
         let head = format!(
             "{:>10} {:>8} {:>8} {:>5}",
             "per call", "vol/call", "inv/call", "CPU"
