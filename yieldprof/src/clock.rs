@@ -98,6 +98,10 @@ impl Scale {
         }
     }
 
+    pub(crate) fn ns_per_tick(self) -> f64 {
+        self.0
+    }
+
     pub(crate) fn ns(self, ticks: u64) -> u64 {
         (ticks as f64 * self.0) as u64
     }

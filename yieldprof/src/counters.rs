@@ -12,9 +12,11 @@
 //!   hardware group; deltas are then scaled by `time_enabled / time_running` and
 //!   marked as estimates.
 //!
-//! Cost: a read of every source costs ~0.5–2.7 µs (two syscalls; CONTEXT.md has the
-//! numbers), so counters are read on a sample of wait episodes, chosen when the episode
-//! opens (see [`CounterSampling`]). Per frame the counts are scaled by wall time:
+//! Cost: reading every source is two syscalls, ~0.5 µs on the build VM (getrusage
+//! ~0.14 µs, one perf group read ~0.39 µs) and up to ~1.3 µs elsewhere; a sampled
+//! episode reads twice. So counters are read on a sample of wait episodes, chosen when
+//! the episode opens (see [`CounterSampling`]); an episode that is not sampled costs a
+//! compare and an add. Per frame the counts are scaled by wall time:
 //! estimate = counted × wall of all episodes / wall of the sampled ones.
 //!
 //! File descriptors: each counter is one fd per thread, so the process holds at most
@@ -28,7 +30,7 @@ use crate::site::{FrameInfo, FrameKind};
 use crate::thread::bump;
 use perf_event::events::{Cache, CacheOp, CacheResult, Event as PerfEvent, Hardware, Software};
 use perf_event::{Builder, Counter, Group};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -614,9 +616,9 @@ pub enum CounterSampling {
     /// Read 1 of N wait episodes per thread (`Every(1)`: all of them).
     Every(u32),
     /// The default: read an episode whenever the thread's counter reads so far cost
-    /// less than [`AUTO_BUDGET_PERCENT`] % of its wait time. Every sleep or park
-    /// (≥ 50 µs here) is read; a 1 µs spin episode about 1 in 50. A thread's first
-    /// episode is always read.
+    /// less than [`AUTO_BUDGET_PERCENT`] % of its wait time. With ~1.1 µs per sampled
+    /// episode, every episode of 60 µs or more (any real sleep or park) is read, a
+    /// 1 µs spin episode about 1 in 60. A thread's first episode is always read.
     #[default]
     Auto,
 }
@@ -1191,6 +1193,9 @@ pub(crate) fn open_here() -> bool {
 /// A thread's own counter state: only the owner touches it.
 pub(crate) struct LocalCounters {
     credit: Cell<i64>,
+    // Readings of the sampled episodes still open, innermost last. Kept here rather
+    // than in each guard so that a guard stays a few words: every episode moves one.
+    open_samples: RefCell<Vec<Begin>>,
     policy: Policy,
     on: bool,
     base: [u64; 2],
@@ -1204,6 +1209,7 @@ impl LocalCounters {
         let policy = Policy::of(sampling);
         let mut local = LocalCounters {
             credit: Cell::new(policy.start()),
+            open_samples: RefCell::new(Vec::new()),
             policy,
             on: sampling != CounterSampling::Off,
             base: [0; 2],
@@ -1273,13 +1279,17 @@ impl LocalCounters {
         self.credit.get() >= 0
     }
 
-    /// Reads every source at a sampled episode's start.
+    /// Reads every source at a sampled episode's start; the returned index goes
+    /// back to [`LocalCounters::finish`].
     #[inline(never)]
-    pub(crate) fn begin(&self) -> Begin {
-        Begin {
+    pub(crate) fn begin(&self) -> u32 {
+        let begin = Begin {
             t0: clock::now(),
             reading: self.read(),
-        }
+        };
+        let mut open = self.open_samples.borrow_mut();
+        open.push(begin);
+        open.len() as u32 - 1
     }
 
     /// A wait episode that was not sampled closed after `elapsed` ns.
@@ -1296,11 +1306,21 @@ impl LocalCounters {
         &self,
         shared: &ThreadCounters,
         node: &NodeCounts,
-        begin: &Begin,
+        sample: u32,
         start: u64,
         end: u64,
     ) {
         let r = self.read();
+        let begin = {
+            let mut open = self.open_samples.borrow_mut();
+            let Some(&begin) = open.get(sample as usize) else {
+                return;
+            };
+            // Also drops readings of inner episodes whose guards were leaked.
+            open.truncate(sample as usize);
+            begin
+        };
+        let begin = &begin;
         // At least 1 ns, so a sampled episode always shows as counted time.
         let wall = end.saturating_sub(start).max(1);
         let b = &begin.reading;

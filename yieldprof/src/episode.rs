@@ -5,7 +5,6 @@
 
 use crate::clock;
 use crate::config;
-use crate::counters::Begin;
 use crate::site::{CallInfo, CallSite, EpisodeSite, FrameInfo, Kind, WorkSite};
 use crate::thread::{self, bump};
 use std::future::Future;
@@ -20,6 +19,7 @@ fn on() -> bool {
 }
 
 const NO_NODE: u32 = u32::MAX;
+const NO_SAMPLE: u32 = u32::MAX;
 
 /// Closes a frame when dropped: on return, on `?` and during a panic.
 #[doc(hidden)]
@@ -31,8 +31,8 @@ pub struct EpisodeGuard {
     count: bool,
     // Wait episodes read counters (on a sample); business frames do not.
     wait: bool,
-    // The counters at the start, when this episode is sampled.
-    sample: Option<Begin>,
+    // Index of this episode's opening counter reading, when it is sampled.
+    sample: u32,
     // The frame belongs to this thread's tree.
     _not_send: PhantomData<*const ()>,
 }
@@ -44,7 +44,7 @@ impl EpisodeGuard {
         start: 0,
         count: false,
         wait: false,
-        sample: None,
+        sample: NO_SAMPLE,
         _not_send: PhantomData,
     };
 
@@ -59,9 +59,9 @@ impl EpisodeGuard {
             l.current.set(node);
             // Read before the clock starts, so the episode's wall excludes the read.
             let sample = if wait && l.counters.wants_sample() {
-                Some(l.counters.begin())
+                l.counters.begin()
             } else {
-                None
+                NO_SAMPLE
             };
             EpisodeGuard {
                 prev,
@@ -73,7 +73,7 @@ impl EpisodeGuard {
                 _not_send: PhantomData,
             }
         })
-        .unwrap_or(EpisodeGuard::INACTIVE)
+        .unwrap_or_else(|| EpisodeGuard::INACTIVE)
     }
 }
 
@@ -89,9 +89,17 @@ impl EpisodeGuard {
 impl Drop for EpisodeGuard {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.node == NO_NODE {
-            return;
+        // Only the check is inlined at every call site, so an inactive guard (recording
+        // off) costs a compare and nothing else.
+        if self.node != NO_NODE {
+            self.close();
         }
+    }
+}
+
+impl EpisodeGuard {
+    #[inline(never)]
+    fn close(&mut self) {
         let end = clock::now();
         let elapsed = end.saturating_sub(self.start);
         thread::with(|l| {
@@ -101,9 +109,9 @@ impl Drop for EpisodeGuard {
                 n.durations.record(elapsed);
             }
             bump(&n.wall_ns, elapsed);
-            if let Some(begin) = &self.sample {
+            if self.sample != NO_SAMPLE {
                 l.counters
-                    .finish(&l.data.counters, &n.counts, begin, self.start, end);
+                    .finish(&l.data.counters, &n.counts, self.sample, self.start, end);
             } else if self.wait {
                 l.counters.earn(elapsed);
             }

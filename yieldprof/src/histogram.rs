@@ -39,66 +39,91 @@ impl AtomicHistogram {
     }
 
     pub(crate) fn load(&self) -> Histogram {
+        let buckets = (0..BUCKETS)
+            .filter_map(|b| {
+                let n = self.counts[b].load(Relaxed);
+                (n > 0).then(|| Bucket {
+                    index: b as u8,
+                    count: n,
+                    sum: self.sums[b].load(Relaxed),
+                })
+            })
+            .collect();
         Histogram {
-            counts: std::array::from_fn(|b| self.counts[b].load(Relaxed)),
-            sums: std::array::from_fn(|b| self.sums[b].load(Relaxed)),
-            upper: std::array::from_fn(upper_ticks),
+            buckets,
+            ns_per_tick: 1.0,
         }
     }
 }
 
+/// Longest duration bucket `b` holds (the last one holds the rest).
 fn upper_ticks(b: usize) -> u64 {
-    if b == BUCKETS - 1 {
-        u64::MAX
-    } else {
-        (2u64 << b) - 1
-    }
+    (2u64 << b) - 1
 }
 
-/// A copy of a histogram, in nanoseconds once a report has scaled it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Bucket {
+    index: u8,
+    count: u64,
+    sum: u64,
+}
+
+/// A copy of a histogram: only its non-empty buckets (a node rarely fills more than a
+/// few), in nanoseconds once a report has scaled it.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Histogram {
-    counts: [u64; BUCKETS],
-    sums: [u64; BUCKETS],
-    /// Longest duration each bucket can hold.
-    upper: [u64; BUCKETS],
-}
-
-impl Default for Histogram {
-    fn default() -> Self {
-        AtomicHistogram::default().load()
-    }
+    buckets: Vec<Bucket>,
+    /// Turns bucket bounds (in ticks) into ns; 1 until a report scales it; 0 (a default) counts as 1.
+    ns_per_tick: f64,
 }
 
 impl Histogram {
     pub(crate) fn scale_to_ns(&mut self, scale: Scale) {
-        for b in 0..BUCKETS {
-            self.sums[b] = scale.ns(self.sums[b]);
-            if b < BUCKETS - 1 {
-                self.upper[b] = scale.ns(self.upper[b]);
+        for b in &mut self.buckets {
+            b.sum = scale.ns(b.sum);
+        }
+        self.ns_per_tick = scale.ns_per_tick();
+    }
+
+    /// Adds `other`'s episodes, bucket by bucket.
+    pub(crate) fn add(&mut self, other: &Histogram) {
+        if self.buckets.is_empty() {
+            self.ns_per_tick = other.ns_per_tick;
+        }
+        for o in &other.buckets {
+            match self.buckets.binary_search_by_key(&o.index, |b| b.index) {
+                Ok(i) => {
+                    self.buckets[i].count += o.count;
+                    self.buckets[i].sum += o.sum;
+                }
+                Err(i) => self.buckets.insert(i, *o),
             }
         }
     }
 
-    pub(crate) fn add(&mut self, other: &Histogram) {
-        for b in 0..BUCKETS {
-            self.counts[b] += other.counts[b];
-            self.sums[b] += other.sums[b];
-        }
-    }
-
     pub(crate) fn minus(&self, earlier: &Histogram) -> Histogram {
-        let mut h = self.clone();
-        for b in 0..BUCKETS {
-            h.counts[b] = h.counts[b].saturating_sub(earlier.counts[b]);
-            h.sums[b] = h.sums[b].saturating_sub(earlier.sums[b]);
+        let buckets = self
+            .buckets
+            .iter()
+            .map(|b| match earlier.buckets.iter().find(|e| e.index == b.index) {
+                Some(e) => Bucket {
+                    index: b.index,
+                    count: b.count.saturating_sub(e.count),
+                    sum: b.sum.saturating_sub(e.sum),
+                },
+                None => *b,
+            })
+            .filter(|b| b.count > 0)
+            .collect();
+        Histogram {
+            buckets,
+            ns_per_tick: self.ns_per_tick,
         }
-        h
     }
 
     /// Episodes recorded.
     pub fn count(&self) -> u64 {
-        self.counts.iter().sum()
+        self.buckets.iter().map(|b| b.count).sum()
     }
 
     /// The duration below which a share `q` (0..=1) of episodes fall, as the mean of
@@ -109,19 +134,12 @@ impl Histogram {
     /// assert_eq!(h.quantile(0.5), None);
     /// ```
     pub fn quantile(&self, q: f64) -> Option<u64> {
-        let n = self.count();
-        if n == 0 {
-            return None;
-        }
-        let rank = ((q.clamp(0.0, 1.0) * n as f64).ceil() as u64).max(1);
+        let rank = ((q.clamp(0.0, 1.0) * self.count() as f64).ceil() as u64).max(1);
         let mut seen = 0;
-        for b in 0..BUCKETS {
-            seen += self.counts[b];
-            if seen >= rank {
-                return Some(self.sums[b] / self.counts[b]);
-            }
-        }
-        None
+        self.buckets.iter().find_map(|b| {
+            seen += b.count;
+            (seen >= rank).then(|| b.sum / b.count)
+        })
     }
 
     /// The shortest episode's bucket mean.
@@ -137,15 +155,18 @@ impl Histogram {
     /// Total duration of episodes in buckets that end below `ns`: the episodes that
     /// are surely shorter than `ns`.
     pub fn ns_below(&self, ns: u64) -> u64 {
-        (0..BUCKETS)
-            .take_while(|&b| self.upper[b] < ns)
-            .map(|b| self.sums[b])
+        let per_tick = if self.ns_per_tick > 0.0 { self.ns_per_tick } else { 1.0 };
+        self.buckets
+            .iter()
+            .filter(|b| (b.index as usize) < BUCKETS - 1)
+            .take_while(|b| (upper_ticks(b.index as usize) as f64 * per_tick) < ns as f64)
+            .map(|b| b.sum)
             .sum()
     }
 
     /// Total duration of every episode.
     pub fn total_ns(&self) -> u64 {
-        self.sums.iter().sum()
+        self.buckets.iter().map(|b| b.sum).sum()
     }
 }
 
