@@ -10,7 +10,6 @@ use crate::flamegraph;
 use crate::fold::Metric;
 use crate::profile::{snapshot, Profile};
 use crate::snapshots::{self, Snapshotter};
-use crate::summary::{duration, percent};
 use crate::thread;
 use std::fmt;
 use std::io::{self, Write};
@@ -281,14 +280,9 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     write_atomic(&folded, |w| {
         lines.iter().try_for_each(|l| writeln!(w, "{l}"))
     })?;
-    let threads = profile.threads();
-    let wall: u64 = threads.iter().map(|t| t.wall_ns).sum();
-    let wait: u64 = threads.iter().map(|t| t.wait_ns).sum();
     let subtitle = format!(
-        "{} threads, {} thread time, {:.1}% waiting (spin red, yield orange, sleep/park blue, work green)",
-        threads.len(),
-        duration(wall),
-        percent(wait, wall)
+        "{} (spin red, yield orange, sleep/park blue, work green)",
+        profile.headline()
     );
     let svg = path("svg");
     write_atomic(&svg, |w| {

@@ -60,6 +60,19 @@ fn tail(s: &str, max: usize) -> String {
 }
 
 impl Profile {
+    /// `3 threads, 1.20 s thread time, 18.0% waiting`: the totals at a glance.
+    pub fn headline(&self) -> String {
+        let threads = self.threads();
+        let wall: u64 = threads.iter().map(|t| t.wall_ns).sum();
+        let wait: u64 = threads.iter().map(|t| t.wait_ns).sum();
+        format!(
+            "{} threads, {} thread time, {:.1}% waiting",
+            threads.len(),
+            duration(wall),
+            percent(wait, wall)
+        )
+    }
+
     /// The text summary written to `<name>.txt`.
     ///
     /// ```
@@ -69,15 +82,7 @@ impl Profile {
     pub fn summary(&self) -> String {
         let mut s = String::new();
         let threads = self.threads();
-        let wall: u64 = threads.iter().map(|t| t.wall_ns).sum();
-        let wait: u64 = threads.iter().map(|t| t.wait_ns).sum();
-        let _ = writeln!(
-            s,
-            "yieldprof summary: {} threads, {} thread time, {:.1}% waiting",
-            threads.len(),
-            duration(wall),
-            percent(wait, wall)
-        );
+        let _ = writeln!(s, "yieldprof summary: {}", self.headline());
         let costs = crate::Costs::current();
         self.write_findings(&costs, &mut s);
         let _ = writeln!(s, "\nThreads");
