@@ -8,7 +8,8 @@
 //!
 //! - `off`: the same `Watched` indices, never `watch`ed (one relaxed load per access);
 //! - `full`: watched, every access tracked;
-//! - `sampled`: watched, one access in 64 tracked after each thread's warm-up.
+//! - `sampled`: watched, one access in `yieldprof::DEFAULT_WATCH_SAMPLING` (64) tracked
+//!   after each thread's warm-up (the default).
 //!
 //! `--work W` sets the hashing rounds per message on the producer (the demo uses 256;
 //! 0 measures the bare ring, the worst case). It also prints one thread's cost per
@@ -20,7 +21,6 @@ use std::time::{Duration, Instant};
 use yieldprof::Watched;
 
 const CAPACITY: u64 = 1024;
-const SAMPLE_EVERY: u32 = 64;
 
 #[repr(C, align(64))]
 #[derive(Default)]
@@ -165,9 +165,10 @@ fn main() {
     let work = arg(&args, "--work", 256u32);
     if let Some(i) = args.iter().position(|a| a == "--child") {
         let mode = args[i + 1].as_str();
-        if mode == "sampled" {
-            yieldprof::set_watch_sampling(SAMPLE_EVERY);
-        }
+        yieldprof::set_watch_sampling(match mode {
+            "full" => 1,
+            _ => yieldprof::DEFAULT_WATCH_SAMPLING,
+        });
         let t = ring_time(mode != "off", messages, work);
         let access = per_access_ns(mode != "off");
         println!("{} {access}", t.as_nanos());
@@ -182,10 +183,6 @@ fn main() {
             let out = std::process::Command::new(&exe)
                 .args(["--child", mode, "--messages", &messages.to_string()])
                 .args(["--work", &work.to_string()])
-                .env(
-                    "YIELDPROF_OUT",
-                    std::env::temp_dir().join("yieldprof-overhead"),
-                )
                 .output()
                 .expect("run a configuration");
             assert!(out.status.success(), "{mode}: {out:?}");

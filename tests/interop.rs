@@ -13,6 +13,7 @@
 //! `YIELDPROF_INTEROP=1` (set by .ci/run) a missing tool fails the test instead.
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -34,8 +35,14 @@ fn tool(program: &str, probe: &[&str], install: &str) -> Option<PathBuf> {
     if std::env::var("YIELDPROF_INTEROP").as_deref() == Ok("1") {
         panic!("`{program}` is required (YIELDPROF_INTEROP=1) but does not run: {install}");
     }
-    eprintln!("skipped: install {program}: {install}");
+    skipped(&format!("{program}: {install}"));
     None
+}
+
+/// Says so on the terminal: straight to stderr, which the test harness does not
+/// capture (`eprintln!` output would show only for failing tests).
+fn skipped(what: &str) {
+    let _ = writeln!(std::io::stderr(), "skipped: install {what}");
 }
 
 fn protoc() -> Option<PathBuf> {
@@ -88,6 +95,10 @@ struct Run {
     /// The same profile's stacks by number of calls.
     calls: BTreeMap<String, u64>,
     episodes: u64,
+    /// Counter totals of the run's threads, by pprof sample type name, for the
+    /// counters they count; `exact` if no figure was estimated.
+    counters: BTreeMap<&'static str, u64>,
+    exact: bool,
 }
 
 fn folded_map(lines: &str) -> BTreeMap<String, u64> {
@@ -119,6 +130,28 @@ fn the_run() -> &'static Run {
             _ => 0,
         };
         let calls = folded_map(&report.folded(Metric::Calls).join("\n"));
+        let mut counters = BTreeMap::new();
+        let mut exact = true;
+        for t in report.threads() {
+            for (name, count) in [
+                ("voluntary_switches", t.counters.voluntary_switches),
+                ("involuntary_switches", t.counters.involuntary_switches),
+                ("cache_misses", t.counters.cache_misses),
+            ] {
+                if let Some(v) = count.value() {
+                    *counters.entry(name).or_insert(0) += v;
+                }
+                exact &= !count.is_scaled();
+            }
+        }
+        for s in report.sites() {
+            exact &= ![
+                s.counters.voluntary_switches,
+                s.counters.involuntary_switches,
+            ]
+            .iter()
+            .any(|c| c.is_scaled());
+        }
         let site = report.site("interop_backoff").expect("the site ran");
         assert_eq!(
             (site.episodes, site.calls_of(Kind::Yield)),
@@ -130,6 +163,8 @@ fn the_run() -> &'static Run {
             folded_index,
             calls,
             episodes: site.episodes,
+            counters,
+            exact,
         }
     })
 }
@@ -261,7 +296,7 @@ fn decode_with_protoc(protoc: &Path, pb_gz: &Path) -> Decoded {
         .stderr(Stdio::piped())
         .spawn()
         .expect("protoc starts");
-    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &raw).unwrap();
+    child.stdin.take().unwrap().write_all(&raw).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
@@ -362,13 +397,32 @@ fn protoc_decodes_the_pprof_file_into_the_folded_stacks_and_totals() {
         .map(|t| (d.string(t.int("type")), d.string(t.int("unit"))))
         .collect();
     assert_eq!(
-        types,
+        types[..3],
         [
             ("wall", "nanoseconds"),
             ("calls", "count"),
             ("episodes", "count")
         ]
     );
+    // Then one type per counter the threads count, nothing for the others.
+    let counter_types: Vec<&str> = types[3..].iter().map(|t| t.0).collect();
+    let mut sorted = counter_types.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        run.counters.keys().copied().collect::<Vec<_>>(),
+        "{types:?}"
+    );
+    for (k, name) in counter_types.iter().enumerate() {
+        let sum: u64 = d.stacks(3 + k).values().sum();
+        // Each frame holds its own share: the shares add up to the threads' totals
+        // (more only where estimates of nested frames overlap).
+        if run.exact {
+            assert_eq!(sum, run.counters[name], "{name}");
+        } else {
+            assert!(sum >= run.counters[name], "{name}: {sum}");
+        }
+    }
     assert_eq!(d.string(d.profile.int("default_sample_type")), "wall");
     // Stack by stack, so the totals match too.
     assert_eq!(d.stacks(run.folded_index), run.folded);
@@ -401,21 +455,16 @@ fn go_tool_pprof_reads_the_pprof_file_with_the_same_totals() {
     let run = the_run();
     let pb = run.dir.join("interop.pb.gz");
     let raw = stdout_of(Command::new(&go).args(["tool", "pprof", "-raw"]).arg(&pb));
-    // `-raw`: a header naming the sample types, then `v1 v2 v3: loc ids` per sample.
+    // `-raw`: a header naming the sample types, then `v1 v2 v3 ...: loc ids` per sample.
     let samples = raw.split("\nSamples:\n").nth(1).expect("a Samples section");
     let mut lines = samples.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split_whitespace().collect();
     assert_eq!(
-        lines
-            .next()
-            .map(str::split_whitespace)
-            .map(Iterator::collect::<Vec<_>>),
-        Some(vec![
-            "wall/nanoseconds[dflt]",
-            "calls/count",
-            "episodes/count"
-        ])
+        header[..3],
+        ["wall/nanoseconds[dflt]", "calls/count", "episodes/count"]
     );
-    let mut sums = [0u64; 3];
+    assert_eq!(header.len(), 3 + run.counters.len(), "{header:?}");
+    let mut sums = vec![0u64; header.len()];
     for line in lines.take_while(|l| !l.starts_with("Locations")) {
         let Some((values, _)) = line.split_once(':') else {
             continue;
@@ -486,7 +535,7 @@ fn speedscope_imports_the_folded_and_pprof_files_with_the_same_totals() {
         if std::env::var("YIELDPROF_INTEROP").as_deref() == Ok("1") {
             panic!("speedscope is required (YIELDPROF_INTEROP=1) but not installed: {install}");
         }
-        eprintln!("skipped: install speedscope: {install}");
+        skipped(&format!("speedscope: {install}"));
         return;
     }
     let run = the_run();

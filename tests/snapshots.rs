@@ -102,6 +102,8 @@ fn delta_snapshots_add_up_to_the_whole_run() {
     // The whole-run file, written after the last snapshot, agrees.
     let whole = std::fs::read_to_string(dir.join("svc.folded")).unwrap();
     assert_eq!(calls_ending(&whole, leaf), 200);
+    let pprof = std::fs::read(dir.join("svc.pb.gz")).unwrap();
+    assert_eq!(pprof[..2], [0x1f, 0x8b], "gzip");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -149,6 +151,46 @@ fn snapshots_appear_while_the_program_runs() {
     }
     drop(guard);
     assert!(snapshot_count(&snaps) >= 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[yieldprof::instrument_wait]
+fn snapshot_restart_wait() {
+    std::thread::yield_now();
+}
+
+#[test]
+fn a_new_interval_goes_on_from_the_last_snapshot() {
+    let dir = temp_dir("snapshot-restart");
+    let guard = Options::from_env()
+        .out_dir(&dir)
+        .name("re")
+        .metric(Metric::Calls)
+        .init()
+        .snapshot_every(Duration::from_millis(15));
+    (0..30).for_each(|_| snapshot_restart_wait());
+    std::thread::sleep(Duration::from_millis(40));
+    let guard = guard.snapshot_every(Duration::from_millis(25));
+    (0..20).for_each(|_| snapshot_restart_wait());
+    std::thread::sleep(Duration::from_millis(40));
+    drop(guard);
+    let snaps = dir.join("snapshots");
+    let files = snapshot_files(&snaps, "re");
+    let n = files.len() as u64;
+    assert_eq!(
+        files.keys().copied().collect::<Vec<_>>(),
+        (1..=n).collect::<Vec<_>>()
+    );
+    let total: u64 = std::fs::read_dir(&snaps)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "folded"))
+        .map(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            calls_ending(&text, "snapshots::snapshot_restart_wait;[yield]")
+        })
+        .sum();
+    assert_eq!(total, 50);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -860,7 +860,7 @@ fn open_errors(source: EventSource, paranoid: Option<i32>) -> Vec<(CounterEvent,
     let events = events_of(source, |_| true);
     // The probe's fds are counted, not limited: a few, for microseconds, once.
     let _fds = FDS.reserve(1 + events.len(), usize::MAX);
-    let mut group = match Group::new() {
+    let mut group = match new_group() {
         Ok(g) => g,
         Err(err) => {
             let r = reason_of(&err, paranoid, source);
@@ -908,6 +908,22 @@ pub(crate) fn fit_group(
     }
     dropped.reverse();
     (events, dropped)
+}
+
+/// Every perf group starts here. For tests only: `YIELDPROF_TEST_PERF_ERRNO=N` (read
+/// once) makes it fail with errno N, for the refusals a test cannot cause for real
+/// (`EACCES` from `perf_event_paranoid` when the tests run as root, for one).
+fn new_group() -> std::io::Result<Group> {
+    static INJECTED: OnceLock<Option<i32>> = OnceLock::new();
+    let injected = INJECTED.get_or_init(|| {
+        std::env::var("YIELDPROF_TEST_PERF_ERRNO")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+    });
+    match *injected {
+        Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
+        None => Group::new(),
+    }
 }
 
 fn reason_of(err: &std::io::Error, paranoid: Option<i32>, source: EventSource) -> Reason {
@@ -1018,7 +1034,7 @@ struct PerfGroup {
 
 impl PerfGroup {
     fn open(events: &[CounterEvent], fds: Reservation) -> std::io::Result<PerfGroup> {
-        let mut group = Group::new()?;
+        let mut group = new_group()?;
         let mut members = Vec::with_capacity(events.len());
         let mut ids = [0; MAX_MEMBERS];
         let mut evs = [CounterEvent::ContextSwitches; MAX_MEMBERS];

@@ -105,14 +105,16 @@ impl Histogram {
         let buckets = self
             .buckets
             .iter()
-            .map(|b| match earlier.buckets.iter().find(|e| e.index == b.index) {
-                Some(e) => Bucket {
-                    index: b.index,
-                    count: b.count.saturating_sub(e.count),
-                    sum: b.sum.saturating_sub(e.sum),
+            .map(
+                |b| match earlier.buckets.iter().find(|e| e.index == b.index) {
+                    Some(e) => Bucket {
+                        index: b.index,
+                        count: b.count.saturating_sub(e.count),
+                        sum: b.sum.saturating_sub(e.sum),
+                    },
+                    None => *b,
                 },
-                None => *b,
-            })
+            )
             .filter(|b| b.count > 0)
             .collect();
         Histogram {
@@ -155,7 +157,11 @@ impl Histogram {
     /// Total duration of episodes in buckets that end below `ns`: the episodes that
     /// are surely shorter than `ns`.
     pub fn ns_below(&self, ns: u64) -> u64 {
-        let per_tick = if self.ns_per_tick > 0.0 { self.ns_per_tick } else { 1.0 };
+        let per_tick = if self.ns_per_tick > 0.0 {
+            self.ns_per_tick
+        } else {
+            1.0
+        };
         self.buckets
             .iter()
             .filter(|b| (b.index as usize) < BUCKETS - 1)

@@ -12,14 +12,16 @@
 //! `sleep`, `park`, `async-yield` or `work`). Threads with the same name share
 //! samples, as they share folded lines.
 //!
-//! The values are exact counts and durations, not statistical samples; `SAMPLE_TYPES`
-//! says what each one holds.
+//! The values are exact counts and durations, not statistical samples (counters are
+//! estimated when episodes are sampled, as in the summary); `SAMPLE_TYPES` says what
+//! each one holds. A counter no thread counts is left out.
 //!
 //! The messages are declared below with prost's derive, with the field numbers of the
 //! published `profile.proto`: no protoc and no build script at build time.
 
-use crate::profile::{NodeStats, Profile, SlotStats};
-use crate::site::FrameKind;
+use crate::counters::{Acc, CounterEvent};
+use crate::profile::{NodeStats, Profile, SlotStats, ThreadProfile};
+use crate::site::{FrameInfo, FrameKind};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
@@ -140,57 +142,133 @@ enum Part<'a> {
     /// The calls made at one call site, directly in a frame.
     Calls(&'a SlotStats),
     /// A frame's own time outside its children and its timed calls (`[spin]` for a
-    /// wait site, `[work]` otherwise), and its entries.
+    /// wait site, `[work]` otherwise), its entries, and its own share of the counters
+    /// (by sample type; 0 for the others).
     Own {
         node: &'a NodeStats,
         rest_ns: u64,
         wait: bool,
+        counters: &'a [u64],
     },
 }
 
-/// A sample type: its name and unit in the profile, and its value for one part.
+/// Where a sample type's values come from.
+#[derive(Clone, Copy)]
+enum Source {
+    /// Nanoseconds: the folded `wall` values.
+    Wall,
+    /// Spin/yield/sleep/park calls: the folded `calls` values.
+    Calls,
+    /// Entries of a wait site, on its `[spin]` leaf: a site's flat total is its
+    /// episode count.
+    Episodes,
+    /// A counter, on each frame's own leaf (`[spin]`, `[work]`): what the frame
+    /// counted minus what the wait frames nested in it counted. Estimated like the
+    /// summary's when episodes are sampled. Present only if some thread counts it.
+    Counter(CounterEvent),
+}
+
+/// A sample type: its name and unit in the profile, and where its values come from.
 struct SampleType {
     name: &'static str,
     unit: &'static str,
-    value: fn(&Part<'_>) -> u64,
+    source: Source,
 }
 
-/// The sample types, in the order of each sample's values. A figure kept per frame
-/// (a `NodeStats` field) is one more entry, with
-/// `value: |p| match p { Part::Own { node, .. } => node.figure, Part::Calls(_) => 0 }`.
-///
-/// - `wall` (nanoseconds, the default): the folded `wall` values.
-/// - `calls` (count): spin/yield/sleep/park calls, the folded `calls` values.
-/// - `episodes` (count): entries of a wait site, on its `[spin]` leaf; the flat
-///   total of a site is its episode count.
+/// The sample types, in the order of each sample's values; another counter is one
+/// more entry.
 const SAMPLE_TYPES: &[SampleType] = &[
     SampleType {
         name: "wall",
         unit: "nanoseconds",
-        value: |p| match p {
-            Part::Calls(s) => s.ns,
-            Part::Own { rest_ns, .. } => *rest_ns,
-        },
+        source: Source::Wall,
     },
     SampleType {
         name: "calls",
         unit: "count",
-        value: |p| match p {
-            Part::Calls(s) => s.calls,
-            Part::Own { .. } => 0,
-        },
+        source: Source::Calls,
     },
     SampleType {
         name: "episodes",
         unit: "count",
-        value: |p| match p {
-            Part::Own {
-                node, wait: true, ..
-            } => node.episodes,
-            _ => 0,
-        },
+        source: Source::Episodes,
+    },
+    SampleType {
+        name: "voluntary_switches",
+        unit: "count",
+        source: Source::Counter(CounterEvent::VoluntarySwitches),
+    },
+    SampleType {
+        name: "involuntary_switches",
+        unit: "count",
+        source: Source::Counter(CounterEvent::InvoluntarySwitches),
+    },
+    SampleType {
+        name: "cache_misses",
+        unit: "count",
+        source: Source::Counter(CounterEvent::CacheMisses),
     },
 ];
+
+impl SampleType {
+    /// The value of `part`; `index` is this type's place in [`SAMPLE_TYPES`].
+    fn value(&self, index: usize, part: &Part<'_>) -> u64 {
+        match (self.source, part) {
+            (Source::Wall, Part::Calls(s)) => s.ns,
+            (Source::Wall, Part::Own { rest_ns, .. }) => *rest_ns,
+            (Source::Calls, Part::Calls(s)) => s.calls,
+            (
+                Source::Episodes,
+                Part::Own {
+                    node, wait: true, ..
+                },
+            ) => node.episodes,
+            (Source::Counter(_), Part::Own { counters, .. }) => counters[index],
+            _ => 0,
+        }
+    }
+}
+
+/// A node's counter figure for `event`: wait frames and the thread root count
+/// (the root over the thread's life); other frames, and events not counted, `None`.
+fn counted(t: &ThreadProfile, i: usize, frames: &[FrameInfo], event: CounterEvent) -> Option<u64> {
+    let n = &t.nodes[i];
+    if i != 0 && frames[n.frame as usize].kind != FrameKind::Wait {
+        return None;
+    }
+    let mut acc = Acc::default();
+    acc.add(&n.counts, n.wall_ns);
+    acc.counters().get(event).value()
+}
+
+/// Per node, per sample type: the node's own share of each counter (see
+/// [`Source::Counter`]); only the types in `active` are filled in.
+fn own_counters(t: &ThreadProfile, frames: &[FrameInfo], active: &[bool]) -> Vec<Vec<u64>> {
+    let mut own = vec![vec![0u64; SAMPLE_TYPES.len()]; t.nodes.len()];
+    for (k, ty) in SAMPLE_TYPES.iter().enumerate() {
+        let Source::Counter(event) = ty.source else {
+            continue;
+        };
+        if !active[k] {
+            continue;
+        }
+        let figure: Vec<Option<u64>> = (0..t.nodes.len())
+            .map(|i| counted(t, i, frames, event))
+            .collect();
+        // What counted frames below each node hold, passed up through frames that
+        // count nothing themselves. Children come after their parents.
+        let mut below = vec![0u64; t.nodes.len()];
+        for i in (1..t.nodes.len()).rev() {
+            let up = figure[i].unwrap_or(below[i]);
+            let parent = t.nodes[i].parent as usize;
+            below[parent] = below[parent].saturating_add(up);
+        }
+        for (i, f) in figure.iter().enumerate() {
+            own[i][k] = f.map_or(0, |v| v.saturating_sub(below[i]));
+        }
+    }
+    own
+}
 
 /// The time span a profile covers.
 #[derive(Clone, Copy, Debug)]
@@ -224,18 +302,21 @@ struct Builder {
     functions: HashMap<[i64; 4], u64>,
     locations: HashMap<(u64, u32, u32), u64>,
     samples: HashMap<(Vec<u64>, i64, i64), usize>,
+    /// Which of [`SAMPLE_TYPES`] this profile has.
+    active: Vec<bool>,
 }
 
 const MAPPING: u64 = 1;
 
 impl Builder {
-    fn new() -> Builder {
+    fn new(active: Vec<bool>) -> Builder {
         let mut b = Builder {
             out: pb::Profile::default(),
             strings: HashMap::new(),
             functions: HashMap::new(),
             locations: HashMap::new(),
             samples: HashMap::new(),
+            active,
         };
         // pprof requires string 0 to be "": it stands for "not set" everywhere.
         b.string("");
@@ -306,7 +387,9 @@ impl Builder {
     fn sample(&mut self, leaves: &[u64], stack: &[u64], thread: i64, kind: &str, part: &Part<'_>) {
         let values: Vec<i64> = SAMPLE_TYPES
             .iter()
-            .map(|t| (t.value)(part).min(i64::MAX as u64) as i64)
+            .enumerate()
+            .filter(|(k, _)| self.active[*k])
+            .map(|(k, t)| t.value(k, part).min(i64::MAX as u64) as i64)
             .collect();
         if values.iter().all(|&v| v == 0) {
             return;
@@ -344,10 +427,24 @@ impl Builder {
 
 /// The profile as a pprof message.
 fn encode(profile: &Profile, window: Window) -> pb::Profile {
-    let mut b = Builder::new();
+    // A counter no thread counts (no PMU for cache misses, counters off) is left out
+    // rather than shown as zeros.
+    let active: Vec<bool> = SAMPLE_TYPES
+        .iter()
+        .map(|t| match t.source {
+            Source::Counter(e) => profile
+                .threads
+                .iter()
+                .any(|th| counted(th, 0, &profile.frames, e).is_some()),
+            _ => true,
+        })
+        .collect();
+    let mut b = Builder::new(active.clone());
     b.out.sample_type = SAMPLE_TYPES
         .iter()
-        .map(|t| b.value_type(t.name, t.unit))
+        .zip(&active)
+        .filter(|(_, on)| **on)
+        .map(|(t, _)| b.value_type(t.name, t.unit))
         .collect();
     b.out.period_type = Some(b.value_type("wall", "nanoseconds"));
     b.out.period = 1;
@@ -376,6 +473,7 @@ fn encode(profile: &Profile, window: Window) -> pb::Profile {
 
     for t in &profile.threads {
         let child_wall = t.child_wall();
+        let counters = own_counters(t, &profile.frames, &active);
         let thread = b.string(&t.name);
         // Per node: the locations from it down to the root, leaf first.
         let mut stacks: Vec<Vec<u64>> = Vec::with_capacity(t.nodes.len());
@@ -400,6 +498,7 @@ fn encode(profile: &Profile, window: Window) -> pb::Profile {
                 node: n,
                 rest_ns,
                 wait: frame.kind == FrameKind::Wait,
+                counters: &counters[i],
             };
             let own_leaf = match frame.kind {
                 FrameKind::Wait => Some(("[spin]", "spin")),
@@ -446,8 +545,9 @@ pub(crate) fn write<W: Write>(profile: &Profile, window: Window, out: W) -> io::
 impl Profile {
     /// Writes the profile in pprof's format (gzipped `perftools.profiles.Profile`),
     /// the file `init()` saves as `<name>.pb.gz`: for `go tool pprof`, Pyroscope and
-    /// Parca. Sample types `wall` (ns, the default), `calls` and `episodes`; labels
-    /// `thread` and `kind`. The stacks are those of [`Profile::folded`].
+    /// Parca. Sample types `wall` (ns, the default), `calls` and `episodes`, then
+    /// `voluntary_switches`, `involuntary_switches` and `cache_misses` where counted;
+    /// labels `thread` and `kind`. The stacks are those of [`Profile::folded`].
     ///
     /// ```
     /// yieldprof::yield_now();

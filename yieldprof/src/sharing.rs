@@ -42,18 +42,22 @@
 //! ## Costs and limits
 //!
 //! The history is one word per line, written only when it changes (a thread re-reading
-//! what it already read only loads it), so it ping-pongs about as often as the real
-//! line. Counters each thread writes sit in its own 128-B block of the line's slot, and
-//! slots never share a block, so the profiler adds no false sharing of its own. The
-//! table is fixed ([`MAX_LINES`] lines, first [`OWNED_THREADS`] threads of a line with
-//! their own counters, the rest pooled): no lock and no allocation on the hot path.
+//! what it already read only loads it, and a read of a word the thread itself writes
+//! is published with its next access), so it ping-pongs about as often as the real
+//! line: tracking every access roughly doubles the coherence traffic of a watched line.
+//! Counters each thread writes sit in its own 128-B block of the line's slot, and slots
+//! never share a block, so the profiler adds no false sharing of its own. The table is
+//! fixed ([`MAX_LINES`] lines, first [`OWNED_THREADS`] threads of a line with their own
+//! counters, the rest pooled): no lock and no allocation on the hot path.
 //! [`set_watch_sampling`](crate::set_watch_sampling) tracks one access in `n` on average
 //! (random gaps, so loop shapes cannot alias) after each thread's first
-//! [`WARMUP_ACCESSES`]; the bounds then apply to tracked events.
+//! [`WARMUP_ACCESSES`]; [`DEFAULT_WATCH_SAMPLING`] is the default `n`. The bounds apply
+//! to tracked events.
 //!
 //! Sub-word atomics sharing one 8-B word count as the same word. The history sees the
 //! order in which tracked accesses reached it, close to but not exactly the order of
-//! the accesses themselves.
+//! the accesses themselves. A thread's last read of a word it writes, if nothing of
+//! that thread's follows it, is not published.
 
 use crate::config;
 use crate::counters::Count;
@@ -87,6 +91,10 @@ pub const MIN_INVALIDATIONS: u64 = 32;
 pub const SHARE_DIVISOR: u64 = 4;
 /// Accesses each thread has tracked in full before sampling starts.
 pub const WARMUP_ACCESSES: u32 = 10_000;
+/// One access in this many is tracked (after the warm-up) unless
+/// [`set_watch_sampling`] or `YIELDPROF_WATCH_SAMPLE` says otherwise: full tracking
+/// doubles the coherence traffic of the watched lines (see the README's overhead table).
+pub const DEFAULT_WATCH_SAMPLING: u32 = 64;
 
 /// Appended to the flame-graph frame of a wait site that spins on a FALSE or MIXED line.
 pub(crate) const FALSE_SHARING_MARK: &str = " [false-sharing]";
@@ -177,77 +185,93 @@ impl Hot {
 
     /// Applies one tracked access by thread `tid` (never 0) to `word` (0..8).
     pub(crate) fn observe(&self, tid: u16, word: usize, write: bool) {
-        let bit = 1u8 << word;
+        self.observe_with(tid, 1 << word, write, 0, false);
+    }
+
+    /// [`Hot::observe`] for the word(s) in `bits` (one bit for a write), with `pending`:
+    /// reads this thread made earlier and has not published. With `defer`, a read that
+    /// would change the history is left to the caller to publish later (returns
+    /// `true`), so a thread's read of its own word just before writing it costs no
+    /// shared write.
+    fn observe_with(&self, tid: u16, bits: u8, write: bool, pending: u8, defer: bool) -> bool {
         let mut h = self.history.load(Relaxed);
         // Under contention the history is best effort: give up rather than spin.
         for _ in 0..4 {
             let entries = decode(h);
+            let own = entries.iter().position(|e| e.tid == tid);
+            let touched = |i: usize| entries[i].read | entries[i].write;
             let mut invalidation = None;
             let next = if write {
                 let mut victim = false;
-                let mut touched = false;
+                let mut needed = false;
                 let mut contended = false;
                 for e in entries.iter().filter(|e| e.tid != 0 && e.tid != tid) {
                     victim = true;
-                    touched |= (e.read | e.write) & bit != 0;
-                    contended |= e.write & bit != 0;
+                    needed |= (e.read | e.write) & bits != 0;
+                    contended |= e.write & bits != 0;
                 }
                 if victim {
-                    invalidation = Some((touched, contended));
-                    [Entry::wrote(tid, bit), Entry::EMPTY]
+                    invalidation = Some((needed, contended));
+                    // Reads before this write no longer matter: the history restarts.
+                    [Entry::wrote(tid, bits), Entry::EMPTY]
                 } else {
-                    let own = entries.iter().find(|e| e.tid == tid).copied();
-                    let own = own.unwrap_or(Entry::wrote(tid, 0));
-                    if own.write & bit != 0 {
-                        return;
+                    let mine = own.map_or(Entry::wrote(tid, 0), |i| entries[i]);
+                    if mine.write & bits != 0 && (mine.read | mine.write) & pending == pending {
+                        return false;
                     }
-                    [
-                        Entry {
-                            write: own.write | bit,
-                            ..own
-                        },
-                        Entry::EMPTY,
-                    ]
+                    let mine = Entry {
+                        read: mine.read | pending,
+                        write: mine.write | bits,
+                        ..mine
+                    };
+                    [mine, Entry::EMPTY]
                 }
-            } else if let Some(i) = entries.iter().position(|e| e.tid == tid) {
-                if (entries[i].read | entries[i].write) & bit != 0 {
-                    return;
-                }
-                let mut next = entries;
-                next[i].read |= bit;
-                next
-            } else if let Some(i) = entries.iter().position(|e| e.tid == 0) {
-                let mut next = entries;
-                next[i] = Entry {
-                    tid,
-                    read: bit,
-                    write: 0,
-                };
-                next
             } else {
-                // Two other threads are already in: the next write counts anyway.
-                return;
+                let bits = bits | pending;
+                match own {
+                    Some(i) if touched(i) & bits == bits => return false,
+                    _ if defer => return true,
+                    Some(i) => {
+                        let mut next = entries;
+                        next[i].read |= bits;
+                        next
+                    }
+                    None => match entries.iter().position(|e| e.tid == 0) {
+                        Some(i) => {
+                            let mut next = entries;
+                            next[i] = Entry {
+                                tid,
+                                read: bits,
+                                write: 0,
+                            };
+                            next
+                        }
+                        // Two other threads are already in: the next write counts anyway.
+                        None => return false,
+                    },
+                }
             };
             match self
                 .history
                 .compare_exchange_weak(h, encode(next), Relaxed, Relaxed)
             {
                 Ok(_) => {
-                    if let Some((touched, contended)) = invalidation {
+                    if let Some((needed, contended)) = invalidation {
                         self.invalidations.fetch_add(1, Relaxed);
-                        self.by_word[word].fetch_add(1, Relaxed);
-                        if !touched {
+                        self.by_word[bits.trailing_zeros() as usize].fetch_add(1, Relaxed);
+                        if !needed {
                             self.false_inv.fetch_add(1, Relaxed);
                         }
                         if contended {
                             self.contended.fetch_add(1, Relaxed);
                         }
                     }
-                    return;
+                    return false;
                 }
                 Err(now) => h = now,
             }
         }
+        false
     }
 }
 
@@ -441,6 +465,8 @@ thread_local! {
     static SAMPLER: Sampler = const {
         Sampler { left: Cell::new(0), warm: Cell::new(WARMUP_ACCESSES), rng: Cell::new(0) }
     };
+    /// Own-word reads not yet in a history: slot + 1 (0 = none) and word bits.
+    static PENDING: Cell<(u32, u8)> = const { Cell::new((0, 0)) };
     /// Which frame ids are wait sites, as far as this thread has needed to know.
     static WAIT_FRAMES: RefCell<Vec<bool>> = const { RefCell::new(Vec::new()) };
 }
@@ -530,7 +556,29 @@ fn track(addr: usize, write: bool) {
         counts.note_frame(frame, owned);
     }
     let tid = tid16(serial);
-    slot.hot.observe(tid, word, write);
+    // A read of a word this thread writes is typically followed by its write (a load
+    // and store of its own index, a CAS loop): it waits, unpublished, for the next
+    // access, which then does one shared write for both.
+    let own_word = !write && owned && counts.rw[word][1].load(Relaxed) > 0;
+    let (pending_slot, pending) = PENDING.get();
+    let pending = if pending_slot == i as u32 + 1 {
+        pending
+    } else {
+        if pending_slot != 0 {
+            TABLE[pending_slot as usize - 1]
+                .hot
+                .observe_with(tid, 0, false, pending, false);
+        }
+        0
+    };
+    let deferred = slot
+        .hot
+        .observe_with(tid, 1 << word, write, pending, own_word);
+    PENDING.set(if deferred {
+        (i as u32 + 1, pending | 1 << word)
+    } else {
+        (0, 0)
+    });
     let partner = slot.meta.partner.load(Relaxed);
     if partner != 0 {
         let half = (line / LINE) & 1;
@@ -543,9 +591,11 @@ fn track(addr: usize, write: bool) {
     }
 }
 
-/// Sets the sampling rate of watched accesses: `1` tracks every one (the default),
-/// `n` one in `n` on average after each thread's first [`WARMUP_ACCESSES`]. Also set
-/// by `YIELDPROF_WATCH_SAMPLE=n` at the first [`watch`](crate::watch).
+/// Sets the sampling rate of watched accesses: `1` tracks every one, `n` one in `n` on
+/// average after each thread's first [`WARMUP_ACCESSES`] (default
+/// [`DEFAULT_WATCH_SAMPLING`], or `YIELDPROF_WATCH_SAMPLE=n`, read at the first
+/// [`watch`](crate::watch)). Bounds of the rule apply to tracked events, so a lower
+/// rate needs a longer run for a verdict.
 ///
 /// ```
 /// yieldprof::set_watch_sampling(16);
@@ -763,7 +813,7 @@ pub(crate) fn register(addr: usize, size: usize, name: &str) {
         let every = std::env::var("YIELDPROF_WATCH_SAMPLE")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(1);
+            .unwrap_or(DEFAULT_WATCH_SAMPLING);
         set_watch_sampling(every);
     }
     // What was counted on these lines belongs to whatever was watched there before.
@@ -1198,7 +1248,11 @@ impl Profile {
             );
             if !l.verdict.is_suspicious() {
                 let names: Vec<&str> = l.words.iter().map(|w| w.name.as_str()).collect();
-                let _ = writeln!(s, "    fields: {}", names.join(", "));
+                let _ = writeln!(
+                    s,
+                    "{}",
+                    cut(&format!("    fields: {}", names.join(", ")), WIDTH)
+                );
                 continue;
             }
             let _ = writeln!(
@@ -1236,15 +1290,15 @@ impl Profile {
                 let _ = writeln!(s, "    no wait site spins on it");
             }
             for w in &l.wait_sites {
-                let _ = writeln!(
-                    s,
-                    "    spun on by {} ({} reads); cache misses there: {}",
-                    cut(&w.name, 40),
+                let rest = format!(
+                    " ({} reads); cache misses there: {}",
                     w.reads,
                     misses_text(site_cache_misses(&sites, &w.name))
                 );
+                let room = WIDTH.saturating_sub("    spun on by ".len() + rest.chars().count());
+                let _ = writeln!(s, "    spun on by {}{rest}", cut(&w.name, room.max(8)));
             }
-            let _ = writeln!(s, "    fix: {}", l.fix);
+            wrap(s, "    fix: ", &l.fix);
         }
     }
 }
@@ -1264,6 +1318,32 @@ fn misses_text(misses: Option<Count>) -> String {
         Some(n) => n.to_string(),
         None => "n/a (no PMU)".into(),
     }
+}
+
+/// Columns the summary stays within.
+const WIDTH: usize = 100;
+
+/// Appends `text` after `first`, wrapped at spaces to [`WIDTH`] columns, continuation
+/// lines indented like the text.
+fn wrap(s: &mut String, first: &str, text: &str) {
+    let indent = " ".repeat(first.chars().count());
+    let mut line = first.to_string();
+    let mut empty = true;
+    for word in text.split(' ') {
+        if !empty && line.chars().count() + 1 + word.chars().count() > WIDTH {
+            s.push_str(&line);
+            s.push('\n');
+            line = indent.clone();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    s.push_str(&line);
+    s.push('\n');
 }
 
 /// At most `max` characters of `s`, marked with `…` when cut.
@@ -1387,6 +1467,19 @@ mod tests {
         h.observe(C, 2, false);
         h.observe(A, 0, true);
         assert_eq!(counts(&h), (1, 1, 0));
+    }
+
+    #[test]
+    fn long_fix_texts_wrap_within_the_summary_width() {
+        let mut s = String::new();
+        let names: Vec<String> = (0..12).map(|i| format!("counters_of_worker_{i}")).collect();
+        let fix = fix_text(Verdict::False, &[], &[]).replace("the fields", &name_list(&names));
+        wrap(&mut s, "    fix: ", &fix);
+        assert!(s.lines().count() > 1);
+        assert!(s.lines().all(|l| l.chars().count() <= WIDTH), "{s}");
+        assert!(s.lines().skip(1).all(|l| l.starts_with("         ")), "{s}");
+        let words: Vec<&str> = s.split_whitespace().skip(1).collect();
+        assert_eq!(words, fix.split(' ').collect::<Vec<_>>());
     }
 
     #[test]

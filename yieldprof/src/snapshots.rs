@@ -26,14 +26,22 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// How many snapshots are kept by default.
 pub(crate) const DEFAULT_KEEP_SNAPSHOTS: usize = 60;
 
-/// Intervals shorter than this are raised to it: a snapshot costs a few milliseconds.
+/// Intervals shorter than this are raised to it: each snapshot copies every thread's
+/// tree and writes, and syncs, two files.
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
 
 impl Options {
-    /// Also writes a delta snapshot (folded and pprof) every `every`, from a
-    /// background thread, and a last one when the guard drops. Intervals under 10 ms
-    /// are raised to 10 ms. `YIELDPROF_SNAPSHOT_EVERY` (seconds) sets it from the
-    /// environment.
+    /// Continuous mode: also writes a snapshot (folded and pprof) every `every`, from
+    /// a background thread named `yieldprof-snapshots`, and a last one when the guard
+    /// drops. Each holds only what was recorded since the previous one (the first:
+    /// everything before it), so a backend that sums them gets the whole run.
+    ///
+    /// Files: [`snapshot_dir`](Options::snapshot_dir)`/<name>.<UTC time>-<n>.{folded,pb.gz}`,
+    /// e.g. `svc.20261202T151023.120Z-000007.pb.gz`, in the order taken; only the
+    /// newest [`keep_snapshots`](Options::keep_snapshots) are kept. A failed write is
+    /// reported on stderr (once until the error changes), never stops the program, and
+    /// the next snapshot covers the missed interval. Intervals under 10 ms are raised to
+    /// 10 ms. `YIELDPROF_SNAPSHOT_EVERY` (seconds) sets it from the environment.
     ///
     /// ```no_run
     /// use std::time::Duration;
@@ -112,10 +120,12 @@ impl Guard {
     /// # std::fs::remove_dir_all(&dir).unwrap();
     /// ```
     pub fn snapshot_every(mut self, every: Duration) -> Guard {
-        // The old writer finishes its interval first, so no time is lost or doubled.
-        drop(self.snapshots.take());
+        // The running writer takes its last snapshot and hands its state on, so the
+        // next delta starts where that one ended: nothing lost or counted twice.
+        let writer = self.snapshots.take().and_then(Snapshotter::finish);
         self.opts.snapshot_every = Some(every);
-        self.snapshots = Snapshotter::start(&self.opts, every);
+        let writer = writer.unwrap_or_else(|| Writer::new(self.opts.clone()));
+        self.snapshots = Snapshotter::resume(writer, every);
         self
     }
 }
@@ -123,20 +133,22 @@ impl Guard {
 /// The background writer; stops (after a last snapshot) when dropped.
 #[derive(Debug)]
 pub(crate) struct Snapshotter {
-    stop: Option<Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    stop: Sender<()>,
+    thread: Option<JoinHandle<Writer>>,
 }
 
 impl Snapshotter {
     /// Starts the writer; `None` (and a message) if the thread cannot be created.
     pub(crate) fn start(opts: &Options, every: Duration) -> Option<Snapshotter> {
+        Snapshotter::resume(Writer::new(opts.clone()), every)
+    }
+
+    fn resume(mut writer: Writer, every: Duration) -> Option<Snapshotter> {
         let (stop, stopped) = mpsc::channel();
-        let opts = opts.clone();
         let every = every.max(MIN_INTERVAL);
         let spawned = std::thread::Builder::new()
             .name("yieldprof-snapshots".into())
             .spawn(move || {
-                let mut writer = Writer::new(opts);
                 let mut next = Instant::now() + every;
                 loop {
                     let wait = next.saturating_duration_since(Instant::now());
@@ -145,7 +157,7 @@ impl Snapshotter {
                         !matches!(stopped.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
                     writer.take();
                     if last {
-                        return;
+                        return writer;
                     }
                     next += every;
                     // Behind schedule (a slow disk, a suspended process): skip ahead
@@ -158,7 +170,7 @@ impl Snapshotter {
             });
         match spawned {
             Ok(thread) => Some(Snapshotter {
-                stop: Some(stop),
+                stop,
                 thread: Some(thread),
             }),
             Err(e) => {
@@ -167,18 +179,28 @@ impl Snapshotter {
             }
         }
     }
+
+    /// Stops the writer after a last snapshot; its state, to go on from.
+    fn finish(mut self) -> Option<Writer> {
+        self.stop_and_join()
+    }
+
+    fn stop_and_join(&mut self) -> Option<Writer> {
+        let thread = self.thread.take()?;
+        let _ = self.stop.send(());
+        match thread.join() {
+            Ok(writer) => Some(writer),
+            Err(_) => {
+                eprintln!("yieldprof: the snapshot thread panicked; the last snapshot is missing");
+                None
+            }
+        }
+    }
 }
 
 impl Drop for Snapshotter {
     fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            if thread.join().is_err() {
-                eprintln!("yieldprof: the snapshot thread panicked; the last snapshot is missing");
-            }
-        }
+        self.stop_and_join();
     }
 }
 

@@ -4,7 +4,7 @@
 //! with relaxed load+store pairs on atomics (no read-modify-write, no lock); a report
 //! reads the same atomics from another thread while the owner runs on.
 
-use crate::arena::Arena;
+use crate::arena::{Arena, Link};
 use crate::clock;
 use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters};
 use crate::histogram::AtomicHistogram;
@@ -34,9 +34,9 @@ pub(crate) struct Node {
     key: AtomicUsize,
     frame: AtomicU32,
     parent: AtomicU32,
-    first_child: AtomicU32,
-    next_sibling: AtomicU32,
-    first_slot: AtomicU32,
+    first_child: Link,
+    next_sibling: Link,
+    first_slot: Link,
     pub(crate) episodes: AtomicU64,
     pub(crate) wall_ns: AtomicU64,
     pub(crate) counts: NodeCounts,
@@ -47,7 +47,7 @@ pub(crate) struct Node {
 pub(crate) struct Slot {
     key: AtomicUsize,
     call: AtomicU32,
-    next: AtomicU32,
+    next: Link,
     pub(crate) calls: AtomicU64,
     pub(crate) ns: AtomicU64,
 }
@@ -104,13 +104,13 @@ impl ThreadData {
             return OVERFLOW;
         }
         let p = self.node(parent);
-        let mut c = p.first_child.load(Relaxed);
+        let mut c = p.first_child.own();
         while c != ROOT {
             let n = self.node(c);
             if n.key.load(Relaxed) == key {
                 return c;
             }
-            c = n.next_sibling.load(Relaxed);
+            c = n.next_sibling.own();
         }
         self.new_child(parent, key, info)
     }
@@ -123,11 +123,11 @@ impl ThreadData {
             n.key.store(key, Relaxed);
             n.frame.store(frame, Relaxed);
             n.parent.store(parent, Relaxed);
-            n.next_sibling.store(p.first_child.load(Relaxed), Relaxed);
+            n.next_sibling.set(p.first_child.own());
         });
         match pushed {
             Some(i) => {
-                p.first_child.store(i, Relaxed);
+                p.first_child.set(i);
                 i
             }
             None => {
@@ -141,13 +141,13 @@ impl ThreadData {
     #[inline]
     pub(crate) fn slot_of(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
         let n = self.node(node);
-        let mut s = n.first_slot.load(Relaxed);
+        let mut s = n.first_slot.own();
         while s != OVERFLOW_SLOT {
             let slot = self.slot(s);
             if slot.key.load(Relaxed) == key {
                 return s;
             }
-            s = slot.next.load(Relaxed);
+            s = slot.next.own();
         }
         self.new_slot(node, key, info)
     }
@@ -159,11 +159,11 @@ impl ThreadData {
         let pushed = self.slots.push(|s| {
             s.key.store(key, Relaxed);
             s.call.store(call, Relaxed);
-            s.next.store(n.first_slot.load(Relaxed), Relaxed);
+            s.next.set(n.first_slot.own());
         });
         match pushed {
             Some(i) => {
-                n.first_slot.store(i, Relaxed);
+                n.first_slot.set(i);
                 i
             }
             None => OVERFLOW_SLOT,
@@ -189,7 +189,8 @@ impl ThreadData {
             })
             .collect();
         for i in 0..n_nodes {
-            let mut s = self.node(i).first_slot.load(Relaxed);
+            // Links, not `len`, say which slots a reader may touch: see `Link`.
+            let mut s = self.node(i).first_slot.read();
             while s != OVERFLOW_SLOT {
                 let slot = self.slot(s);
                 nodes[i as usize].slots.push(SlotStats {
@@ -197,7 +198,7 @@ impl ThreadData {
                     calls: slot.calls.load(Relaxed),
                     ns: slot.ns.load(Relaxed),
                 });
-                s = slot.next.load(Relaxed);
+                s = slot.next.read();
             }
         }
         let lost = self.slot(OVERFLOW_SLOT);
