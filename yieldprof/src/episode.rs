@@ -53,7 +53,8 @@ impl EpisodeGuard {
         if !on() {
             return EpisodeGuard::INACTIVE;
         }
-        thread::with(|l| {
+        // A match, not `unwrap_or`: that would build and drop a second guard.
+        let opened = thread::with(|l| {
             let prev = l.current.get();
             let node = l.data.child(prev, key, info);
             l.current.set(node);
@@ -72,8 +73,11 @@ impl EpisodeGuard {
                 sample,
                 _not_send: PhantomData,
             }
-        })
-        .unwrap_or_else(|| EpisodeGuard::INACTIVE)
+        });
+        match opened {
+            Some(guard) => guard,
+            None => EpisodeGuard::INACTIVE,
+        }
     }
 }
 
