@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use yieldprof::Watched;
 
 const CAPACITY: u64 = 1024;
-const MESSAGES: u64 = 2_000_000;
+const MESSAGES: u64 = 1_000_000;
 
 /// Where the two indices live: the only difference between the layouts.
 trait Indices: Default + Send + Sync + 'static {
@@ -208,7 +208,8 @@ fn arg(args: &[String], flag: &str) -> Option<String> {
         .and_then(|i| args.get(i + 1).cloned())
 }
 
-/// One configuration in this process.
+/// One configuration in this process: runs the ring, prints `RESULT <msg/s>`, and
+/// writes `spsc-<layout>-<wait>.*` when the guard drops.
 fn child(layout: &str, wait: &str, messages: u64) {
     let _guard = yieldprof::Options::from_env()
         .name(format!("spsc-{layout}-{wait}"))
@@ -218,29 +219,52 @@ fn child(layout: &str, wait: &str, messages: u64) {
         "padded" => run::<Padded>(backoff, messages),
         _ => run::<Packed>(backoff, messages),
     };
-    let rate = messages as f64 / elapsed.as_secs_f64();
-    let profile = yieldprof::snapshot();
-    let waiting: Vec<String> = profile
-        .threads()
-        .iter()
-        .filter(|t| t.name == "producer" || t.name == "consumer")
-        .map(|t| {
-            format!(
-                "{} {:.0}%",
-                t.name,
-                100.0 * t.wait_ns as f64 / t.wall_ns.max(1) as f64
-            )
-        })
-        .collect();
     println!(
-        "RESULT {layout:<7} {wait:<8} {:>10.0} msg/s  {:>8.1} ms  waiting: {}  (checksum {sum:x})",
-        rate,
-        elapsed.as_secs_f64() * 1e3,
-        waiting.join(", ")
+        "RESULT {:.0} {sum:x}",
+        messages as f64 / elapsed.as_secs_f64()
     );
-    if std::env::var_os("SPSC_QUIET").is_none() {
-        print!("{}", profile.summary());
-    }
+}
+
+/// What the comparison table shows of one configuration, read from its JSON.
+fn row(layout: &str, wait: &str, rate: f64, json: &serde_json::Value) -> String {
+    let consumer = json["threads"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "consumer"));
+    let share = |key: &str| consumer.map_or(0.0, |c| c[key].as_f64().unwrap_or(0.0));
+    let sum = |f: &dyn Fn(&serde_json::Value) -> u64| -> u64 {
+        json["sites"]
+            .as_array()
+            .map_or(0, |s| s.iter().map(f).sum())
+    };
+    let spin_ms = sum(&|s| s["spin_ns"].as_u64().unwrap_or(0)) as f64 / 1e6;
+    let calls = |kind: &str| {
+        sum(&|s| {
+            s["calls"].as_array().map_or(0, |c| {
+                c.iter()
+                    .filter(|c| c["kind"] == kind)
+                    .map(|c| c["calls"].as_u64().unwrap_or(0))
+                    .sum()
+            })
+        })
+    };
+    let mut rules: Vec<&str> = json["findings"]
+        .as_array()
+        .map(|f| f.iter().filter_map(|f| f["rule"].as_str()).collect())
+        .unwrap_or_default();
+    rules.dedup();
+    format!(
+        "{layout:<7} {wait:<8} {:>9.2}M {:>8.0}% {:>10.0} {:>8} {:>7}  {}",
+        rate / 1e6,
+        100.0 * share("wait_share"),
+        spin_ms,
+        calls("yield"),
+        calls("sleep"),
+        if rules.is_empty() {
+            "-".to_string()
+        } else {
+            rules.join(", ")
+        }
+    )
 }
 
 fn main() {
@@ -253,21 +277,62 @@ fn main() {
         return;
     }
     let exe = std::env::current_exe().expect("own path");
-    println!("SPSC ring, {messages} messages, producer and consumer on two threads\n");
+    let out = yieldprof::Options::from_env().out_dir;
+    println!("SPSC ring, {messages} messages, producer and consumer on two threads");
+    let mut rows = Vec::new();
     for (layout, wait) in [
         ("packed", "spin"),
         ("padded", "spin"),
         ("packed", "backoff"),
         ("padded", "backoff"),
     ] {
-        let quiet = !(layout == "packed" && wait == "spin");
-        let mut cmd = std::process::Command::new(&exe);
-        cmd.args(["--layout", layout, "--wait", wait, "--messages"])
-            .arg(messages.to_string());
-        if quiet {
-            cmd.env("SPSC_QUIET", "1");
+        let run = std::process::Command::new(&exe)
+            .args(["--layout", layout, "--wait", wait, "--messages"])
+            .arg(messages.to_string())
+            .output()
+            .expect("run a configuration");
+        assert!(
+            run.status.success(),
+            "{layout}/{wait} failed: {}",
+            run.status
+        );
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        let rate: f64 = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("RESULT "))
+            .and_then(|r| r.split(' ').next()?.parse().ok())
+            .expect("the child prints its rate");
+        let name = format!("spsc-{layout}-{wait}");
+        let text = std::fs::read_to_string(out.join(format!("{name}.json"))).expect("json");
+        let json: serde_json::Value = serde_json::from_str(&text).expect("valid json");
+        if (layout, wait) == ("packed", "spin") {
+            let summary = std::fs::read_to_string(out.join(format!("{name}.txt")));
+            println!("\n{}", summary.unwrap_or_default());
         }
-        let status = cmd.status().expect("run a configuration");
-        assert!(status.success(), "{layout}/{wait} failed: {status}");
+        rows.push(row(layout, wait, rate, &json));
+    }
+    println!("Comparison (consumer's wait share; spin = CPU burnt spinning in wait sites)");
+    println!(
+        "{:<7} {:<8} {:>10} {:>9} {:>10} {:>8} {:>7}  findings",
+        "layout", "wait", "msg/s", "waiting", "spin ms", "yields", "sleeps"
+    );
+    rows.iter().for_each(|r| println!("{r}"));
+    let diff = out.join("spsc-diff-packed-vs-padded.svg");
+    let svg = std::fs::File::create(&diff).map_err(|e| e.to_string());
+    let made = svg.and_then(|f| {
+        yieldprof::diff(
+            &out.join("spsc-packed-spin.folded"),
+            &out.join("spsc-padded-spin.folded"),
+            std::io::BufWriter::new(f),
+        )
+        .map_err(|e| e.to_string())
+    });
+    match made {
+        Ok(()) => println!(
+            "\nfiles: {}/spsc-*.{{svg,split.svg,folded,json,txt,pb.gz}}, diff {}",
+            out.display(),
+            diff.display()
+        ),
+        Err(e) => eprintln!("differential graph not written: {e}"),
     }
 }

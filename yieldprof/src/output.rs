@@ -7,10 +7,10 @@
 use crate::config;
 use crate::counters::{self, CounterSampling};
 use crate::flamegraph;
+use crate::flush::Registration;
 use crate::fold::Metric;
 use crate::profile::{snapshot, Profile};
 use crate::snapshots::{self, Snapshotter};
-use crate::thread;
 use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 /// | `YIELDPROF_FD_BUDGET` | perf-event fds for the whole process; past it, getrusage | 512 |
 /// | `YIELDPROF_SNAPSHOT_EVERY` | seconds between delta snapshots (continuous mode) | off |
 /// | `YIELDPROF_SNAPSHOT_KEEP` | snapshots kept in `<out_dir>/snapshots` | 60 |
+/// | `YIELDPROF_WRITE_AT_EXIT` | `1`: also write when the process calls `exit()` ([`Options::write_at_exit`]) | off |
 ///
 /// ```no_run
 /// let _guard = yieldprof::Options::from_env()
@@ -55,6 +56,8 @@ pub struct Options {
     pub snapshot_every: Option<std::time::Duration>,
     /// Snapshots kept ([`Options::keep_snapshots`]).
     pub keep_snapshots: usize,
+    /// Also write when the process calls `exit()` ([`Options::write_at_exit`]).
+    pub write_at_exit: bool,
 }
 
 impl Options {
@@ -71,6 +74,10 @@ impl Options {
             fd_budget: counters::fd_budget_from_env(),
             snapshot_every: None,
             keep_snapshots: snapshots::DEFAULT_KEEP_SNAPSHOTS,
+            write_at_exit: matches!(
+                std::env::var("YIELDPROF_WRITE_AT_EXIT").as_deref(),
+                Ok("1" | "on" | "true" | "yes")
+            ),
         };
         snapshots::from_env(&mut o);
         if let Some(dir) = std::env::var_os("YIELDPROF_OUT").filter(|d| !d.is_empty()) {
@@ -140,18 +147,21 @@ impl Options {
         self
     }
 
-    /// Applies the options and starts the calling thread's clock; the returned guard
-    /// writes the files when dropped (also while unwinding from a panic).
-    pub fn init(self) -> Guard {
+    /// Applies the options; the returned guard writes the files when dropped (also while unwinding from a panic). In a child
+    /// made with `fork()` the name becomes `<name>.<pid>` (see [`Guard`]).
+    pub fn init(mut self) -> Guard {
+        self.name = crate::fork::name_here(self.name);
         config::set_max_nodes(self.max_nodes);
         counters::set_sampling(self.counters);
         counters::set_fd_budget(self.fd_budget);
-        // The calling thread's `[work]` time counts from here.
-        thread::with(|_| ());
+        // The calling thread is not registered here: a thread shows in the profile
+        // once it records something, so a `main` that only spawns and joins does not
+        // fill a third of the graph with `[work]`.
         let snapshots = self
             .snapshot_every
             .and_then(|every| Snapshotter::start(&self, every));
         Guard {
+            registration: Registration::new(&self),
             opts: self,
             snapshots,
         }
@@ -179,11 +189,22 @@ pub fn init() -> Guard {
 }
 
 /// Writes the profile when dropped. See [`init`].
+///
+/// When it does not drop: `std::process::exit` and `abort()` skip destructors; call
+/// [`flush`](crate::flush) first or opt in to [`Options::write_at_exit`]. A panic
+/// unwinds through it, so the files are written then too (not with `panic = "abort"`).
+///
+/// Across `fork()`: the child's copy of the guard writes nothing when it drops, so the
+/// parent's files are never overwritten or doubled; a guard the child makes with
+/// [`init`] writes `<name>.<child pid>.*` with what the child recorded since the fork.
 #[must_use = "the profile is written when the guard drops; bind it with `let _guard = ...`"]
 #[derive(Debug)]
 pub struct Guard {
     pub(crate) opts: Options,
     pub(crate) snapshots: Option<Snapshotter>,
+    // Dropped after `drop` has written: `flush()` and the exit hook see the guard
+    // until its files are out.
+    pub(crate) registration: Registration,
 }
 
 /// A file that could not be written.
@@ -239,14 +260,22 @@ impl Guard {
         &self.opts
     }
 
-    /// Writes the files now from a fresh snapshot; returns the paths written.
+    /// Writes the files now from a fresh snapshot; returns the paths written. In a
+    /// forked child they are `<name>.<child pid>.*`.
     pub fn write(&self) -> Result<Vec<PathBuf>, WriteError> {
-        write_profile(&snapshot(), &self.opts)
+        let opts = crate::fork::options_here(&self.opts, self.registration.pid);
+        write_profile(&snapshot(), &opts)
     }
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        if !self.registration.is_own() {
+            // A forked child's copy: the parent writes these files, and the snapshot
+            // thread is the parent's (joining it here would wait forever).
+            std::mem::forget(self.snapshots.take());
+            return;
+        }
         // The last snapshot first: it ends where the whole-run files begin to be written.
         drop(self.snapshots.take());
         match self.write() {
