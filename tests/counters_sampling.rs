@@ -54,7 +54,9 @@ fn one_in_four_is_read_and_scaled_and_off_reads_nothing() {
     let Count::Exact(total) = t.counters.voluntary_switches else {
         panic!("{:?}", t.counters);
     };
-    assert!(total >= 100, "{total}");
+    // A 1-µs sleep whose timer fires before the thread reaches schedule() does not
+    // switch (seen under load, ~1 in 500): allow a few.
+    assert!(total >= 95, "{total}");
     assert_eq!(t.counters.sampled, 25);
 
     drop(guard);

@@ -6,8 +6,9 @@
 //! warm-up is the only time it allocates.
 //!
 //! The protocol is checked with loom (`RUSTFLAGS="--cfg loom" cargo test -p yieldprof
-//! --lib --release arena`): under `cfg(loom)` the atomics and the chunk cells are loom's,
-//! and chunks hold 2 elements so the models cross chunk boundaries.
+//! --lib --target-dir target/loom arena::loom_models`): under `cfg(loom)` the atomics
+//! and the chunk cells are loom's, and chunks hold 2 elements so the models cross chunk
+//! boundaries. Nothing else works in such a build: loom's atomics panic outside a model.
 
 #[cfg(not(loom))]
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -66,7 +66,9 @@ mod diff;
 mod episode;
 mod findings;
 mod flamegraph;
+mod flush;
 mod fold;
+mod fork;
 mod histogram;
 mod json;
 mod layout;
@@ -94,6 +96,7 @@ pub use counters::{
 };
 pub use diff::{diff, parse_folded, DiffError, Malformed};
 pub use findings::{Costs, Finding, Fragmentation, Rule};
+pub use flush::flush;
 pub use fold::Metric;
 pub use histogram::Histogram;
 pub use layout::SEPARATE_LINE_BYTES;

@@ -356,6 +356,27 @@ impl NodeStats {
     }
 }
 
+impl ThreadProfile {
+    /// This thread minus `earlier`, a copy of the same thread: nodes match by position
+    /// since a thread's tree only grows.
+    pub(crate) fn since(&self, earlier: &ThreadProfile) -> ThreadProfile {
+        ThreadProfile {
+            nodes: self
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| match earlier.nodes.get(i) {
+                    Some(old) => n.minus(old),
+                    None => n.clone(),
+                })
+                .collect(),
+            overflowed: self.overflowed.saturating_sub(earlier.overflowed),
+            counters: self.counters.minus(&earlier.counters),
+            ..self.clone()
+        }
+    }
+}
+
 impl Profile {
     /// What was recorded between `earlier` and this snapshot: threads are matched by
     /// identity and nodes by position (a thread's tree only grows), so the result is
@@ -373,20 +394,7 @@ impl Profile {
             .iter()
             .map(
                 |t| match earlier.threads.iter().find(|e| e.serial == t.serial) {
-                    Some(e) => ThreadProfile {
-                        nodes: t
-                            .nodes
-                            .iter()
-                            .enumerate()
-                            .map(|(i, n)| match e.nodes.get(i) {
-                                Some(old) => n.minus(old),
-                                None => n.clone(),
-                            })
-                            .collect(),
-                        overflowed: t.overflowed.saturating_sub(e.overflowed),
-                        counters: t.counters.minus(&e.counters),
-                        ..t.clone()
-                    },
+                    Some(e) => t.since(e),
                     None => t.clone(),
                 },
             )

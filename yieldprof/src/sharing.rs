@@ -41,10 +41,14 @@
 //!
 //! ## Costs and limits
 //!
-//! The history is one word per line, written only when it changes (a thread re-reading
-//! what it already read only loads it, and a read of a word the thread itself writes
-//! is published with its next access), so it ping-pongs about as often as the real
-//! line: tracking every access roughly doubles the coherence traffic of a watched line.
+//! The history is one word per line, written with a plain store (a locked instruction
+//! would stall the thread for the whole line transfer, which the program's own plain
+//! accesses mostly hide) and only when it changes: a thread re-reading what it already
+//! read only loads it, and a read of a word the thread itself writes is published with
+//! its next access. So it ping-pongs about as often as the real line: tracking every
+//! access roughly doubles the coherence traffic of a watched line. Two threads updating
+//! it at the same instant may lose one update; the history models the order, it does
+//! not serialize it.
 //! Counters each thread writes sit in its own 128-B block of the line's slot, and slots
 //! never share a block, so the profiler adds no false sharing of its own. The table is
 //! fixed ([`MAX_LINES`] lines, first [`OWNED_THREADS`] threads of a line with their own
@@ -52,7 +56,8 @@
 //! [`set_watch_sampling`](crate::set_watch_sampling) tracks one access in `n` on average
 //! (random gaps, so loop shapes cannot alias) after each thread's first
 //! [`WARMUP_ACCESSES`]; [`DEFAULT_WATCH_SAMPLING`] is the default `n`. The bounds apply
-//! to tracked events.
+//! to tracked events. Sampling shifts the split toward true sharing: a victim's tracked
+//! words then span the window since the last *tracked* write, longer than the real one.
 //!
 //! Sub-word atomics sharing one 8-B word count as the same word. The history sees the
 //! order in which tracked accesses reached it, close to but not exactly the order of
@@ -111,16 +116,30 @@ const fn zeros<const N: usize>() -> [AtomicU64; N] {
     [const { AtomicU64::new(0) }; N]
 }
 
-/// What one history keeps: the threads that touched a line (or block) since its last
-/// write, and the bookkeeping of the invalidations it saw.
-#[repr(C, align(128))]
-pub(crate) struct Hot {
-    history: AtomicU64,
+/// Invalidations counted, by kind and by the word (the line, for a block) whose write
+/// caused them.
+struct Tally {
     invalidations: AtomicU64,
     false_inv: AtomicU64,
     contended: AtomicU64,
-    /// Invalidations by the word (the line, for a block) whose write caused them.
     by_word: [AtomicU64; WORDS],
+}
+
+/// What an invalidation was: whether a victim needed the written word, and whether one
+/// had written it too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Invalidation {
+    needed: bool,
+    contended: bool,
+}
+
+/// One history: the threads that touched a line (or block) since its last write. Its
+/// own tally serves blocks; a line's invalidations are tallied by each writer in its
+/// own counters, so counting costs no shared read-modify-write.
+#[repr(C, align(128))]
+pub(crate) struct Hot {
+    history: AtomicU64,
+    tally: Tally,
 }
 
 /// Read-mostly: written when a line is registered and when a thread first touches it.
@@ -138,6 +157,8 @@ struct PerThread {
     rw: [[AtomicU64; 2]; WORDS],
     frames: [AtomicU32; FRAMES],
     frame_reads: [AtomicU64; FRAMES],
+    /// Invalidations this thread's writes caused.
+    tally: Tally,
 }
 
 #[repr(C)]
@@ -149,10 +170,9 @@ struct Slot {
     threads: [PerThread; BLOCKS],
 }
 
-impl Hot {
-    pub(crate) const fn new() -> Hot {
-        Hot {
-            history: AtomicU64::new(0),
+impl Tally {
+    const fn new() -> Tally {
+        Tally {
             invalidations: AtomicU64::new(0),
             false_inv: AtomicU64::new(0),
             contended: AtomicU64::new(0),
@@ -160,17 +180,20 @@ impl Hot {
         }
     }
 
-    fn reset(&self) {
-        for a in [
-            &self.history,
-            &self.invalidations,
-            &self.false_inv,
-            &self.contended,
-        ]
-        .into_iter()
-        .chain(&self.by_word)
-        {
-            a.store(0, Relaxed);
+    fn all(&self) -> impl Iterator<Item = &AtomicU64> {
+        [&self.invalidations, &self.false_inv, &self.contended]
+            .into_iter()
+            .chain(&self.by_word)
+    }
+
+    fn count(&self, word: usize, i: Invalidation, owned: bool) {
+        add(&self.invalidations, owned);
+        add(&self.by_word[word], owned);
+        if !i.needed {
+            add(&self.false_inv, owned);
+        }
+        if i.contended {
+            add(&self.contended, owned);
         }
     }
 
@@ -182,96 +205,93 @@ impl Hot {
             by_word: std::array::from_fn(|i| self.by_word[i].load(Relaxed)),
         }
     }
+}
 
-    /// Applies one tracked access by thread `tid` (never 0) to `word` (0..8).
-    pub(crate) fn observe(&self, tid: u16, word: usize, write: bool) {
-        self.observe_with(tid, 1 << word, write, 0, false);
+impl Hot {
+    pub(crate) const fn new() -> Hot {
+        Hot {
+            history: AtomicU64::new(0),
+            tally: Tally::new(),
+        }
     }
 
-    /// [`Hot::observe`] for the word(s) in `bits` (one bit for a write), with `pending`:
-    /// reads this thread made earlier and has not published. With `defer`, a read that
-    /// would change the history is left to the caller to publish later (returns
-    /// `true`), so a thread's read of its own word just before writing it costs no
-    /// shared write.
-    fn observe_with(&self, tid: u16, bits: u8, write: bool, pending: u8, defer: bool) -> bool {
-        let mut h = self.history.load(Relaxed);
-        // Under contention the history is best effort: give up rather than spin.
-        for _ in 0..4 {
-            let entries = decode(h);
-            let own = entries.iter().position(|e| e.tid == tid);
-            let touched = |i: usize| entries[i].read | entries[i].write;
-            let mut invalidation = None;
-            let next = if write {
-                let mut victim = false;
-                let mut needed = false;
-                let mut contended = false;
-                for e in entries.iter().filter(|e| e.tid != 0 && e.tid != tid) {
-                    victim = true;
-                    needed |= (e.read | e.write) & bits != 0;
-                    contended |= e.write & bits != 0;
-                }
-                if victim {
-                    invalidation = Some((needed, contended));
-                    // Reads before this write no longer matter: the history restarts.
-                    [Entry::wrote(tid, bits), Entry::EMPTY]
-                } else {
-                    let mine = own.map_or(Entry::wrote(tid, 0), |i| entries[i]);
-                    if mine.write & bits != 0 && (mine.read | mine.write) & pending == pending {
-                        return false;
-                    }
-                    let mine = Entry {
-                        read: mine.read | pending,
-                        write: mine.write | bits,
-                        ..mine
-                    };
-                    [mine, Entry::EMPTY]
-                }
+    fn reset(&self) {
+        self.history.store(0, Relaxed);
+        for a in self.tally.all() {
+            a.store(0, Relaxed);
+        }
+    }
+
+    /// Applies one tracked access by thread `tid` (never 0) to `word` (0..8), counting
+    /// an invalidation in this history's own tally.
+    pub(crate) fn observe(&self, tid: u16, word: usize, write: bool) {
+        if let Some(i) = self.observe_with(tid, 1 << word, write, 0) {
+            self.tally.count(word, i, false);
+        }
+    }
+
+    /// The history part of [`Hot::observe`], for the word(s) in `bits` (one bit for a
+    /// write), with `pending`: reads this thread made earlier and has not published.
+    fn observe_with(&self, tid: u16, bits: u8, write: bool, pending: u8) -> Option<Invalidation> {
+        let entries = decode(self.history.load(Relaxed));
+        let own = entries.iter().position(|e| e.tid == tid);
+        let touched = |i: usize| entries[i].read | entries[i].write;
+        let mut invalidation = None;
+        let next = if write {
+            let mut victim = false;
+            let mut needed = false;
+            let mut contended = false;
+            for e in entries.iter().filter(|e| e.tid != 0 && e.tid != tid) {
+                victim = true;
+                needed |= (e.read | e.write) & bits != 0;
+                contended |= e.write & bits != 0;
+            }
+            if victim {
+                invalidation = Some(Invalidation { needed, contended });
+                // Reads before this write no longer matter: the history restarts.
+                [Entry::wrote(tid, bits), Entry::EMPTY]
             } else {
-                let bits = bits | pending;
-                match own {
-                    Some(i) if touched(i) & bits == bits => return false,
-                    _ if defer => return true,
+                let mine = own.map_or(Entry::wrote(tid, 0), |i| entries[i]);
+                if mine.write & bits != 0 && (mine.read | mine.write) & pending == pending {
+                    return None;
+                }
+                let mine = Entry {
+                    read: mine.read | pending,
+                    write: mine.write | bits,
+                    ..mine
+                };
+                [mine, Entry::EMPTY]
+            }
+        } else {
+            let bits = bits | pending;
+            match own {
+                Some(i) if touched(i) & bits == bits => return None,
+                Some(i) => {
+                    let mut next = entries;
+                    next[i].read |= bits;
+                    next
+                }
+                None => match entries.iter().position(|e| e.tid == 0) {
                     Some(i) => {
                         let mut next = entries;
-                        next[i].read |= bits;
+                        next[i] = Entry {
+                            tid,
+                            read: bits,
+                            write: 0,
+                        };
                         next
                     }
-                    None => match entries.iter().position(|e| e.tid == 0) {
-                        Some(i) => {
-                            let mut next = entries;
-                            next[i] = Entry {
-                                tid,
-                                read: bits,
-                                write: 0,
-                            };
-                            next
-                        }
-                        // Two other threads are already in: the next write counts anyway.
-                        None => return false,
-                    },
-                }
-            };
-            match self
-                .history
-                .compare_exchange_weak(h, encode(next), Relaxed, Relaxed)
-            {
-                Ok(_) => {
-                    if let Some((needed, contended)) = invalidation {
-                        self.invalidations.fetch_add(1, Relaxed);
-                        self.by_word[bits.trailing_zeros() as usize].fetch_add(1, Relaxed);
-                        if !needed {
-                            self.false_inv.fetch_add(1, Relaxed);
-                        }
-                        if contended {
-                            self.contended.fetch_add(1, Relaxed);
-                        }
-                    }
-                    return false;
-                }
-                Err(now) => h = now,
+                    // Two other threads are already in: the next write counts anyway.
+                    None => return None,
+                },
             }
-        }
-        false
+        };
+        // A plain store, not a compare-exchange: a locked instruction would stall this
+        // thread for the whole transfer of the line, which the program's own plain
+        // loads and stores mostly hide. Two threads updating at the same instant may
+        // lose one update; the history is a model of the order, not a lock.
+        self.history.store(encode(next), Relaxed);
+        invalidation
     }
 }
 
@@ -339,11 +359,13 @@ impl PerThread {
             rw: [const { zeros() }; WORDS],
             frames: [const { AtomicU32::new(0) }; FRAMES],
             frame_reads: zeros(),
+            tally: Tally::new(),
         }
     }
 
     fn reset(&self) {
-        for a in self.rw.iter().flatten().chain(&self.frame_reads) {
+        let counts = self.rw.iter().flatten().chain(&self.frame_reads);
+        for a in counts.chain(self.tally.all()) {
             a.store(0, Relaxed);
         }
         for f in &self.frames {
@@ -556,29 +578,30 @@ fn track(addr: usize, write: bool) {
         counts.note_frame(frame, owned);
     }
     let tid = tid16(serial);
-    // A read of a word this thread writes is typically followed by its write (a load
-    // and store of its own index, a CAS loop): it waits, unpublished, for the next
-    // access, which then does one shared write for both.
-    let own_word = !write && owned && counts.rw[word][1].load(Relaxed) > 0;
     let (pending_slot, pending) = PENDING.get();
     let pending = if pending_slot == i as u32 + 1 {
         pending
     } else {
         if pending_slot != 0 {
+            // A read never invalidates: nothing to count.
             TABLE[pending_slot as usize - 1]
                 .hot
-                .observe_with(tid, 0, false, pending, false);
+                .observe_with(tid, 0, false, pending);
         }
         0
     };
-    let deferred = slot
-        .hot
-        .observe_with(tid, 1 << word, write, pending, own_word);
-    PENDING.set(if deferred {
-        (i as u32 + 1, pending | 1 << word)
+    // A read of a word this thread writes is typically followed by its write (a load
+    // and store of its own index, a CAS loop): it waits, unpublished and without
+    // touching the shared history, for the thread's next access, which then does one
+    // shared write for both.
+    if !write && owned && counts.rw[word][1].load(Relaxed) > 0 {
+        PENDING.set((i as u32 + 1, pending | 1 << word));
     } else {
-        (0, 0)
-    });
+        if let Some(inv) = slot.hot.observe_with(tid, 1 << word, write, pending) {
+            counts.tally.count(word, inv, owned);
+        }
+        PENDING.set((0, 0));
+    }
     let partner = slot.meta.partner.load(Relaxed);
     if partner != 0 {
         let half = (line / LINE) & 1;
@@ -709,8 +732,17 @@ impl Registry {
                 })
             }),
             frames,
-            hot: s.hot.record(),
-            pair: s.pair.record(),
+            hot: s
+                .threads
+                .iter()
+                .map(|t| t.tally.record())
+                .fold(HotRecord::default(), |a, b| HotRecord {
+                    invalidations: a.invalidations + b.invalidations,
+                    false_inv: a.false_inv + b.false_inv,
+                    contended: a.contended + b.contended,
+                    by_word: std::array::from_fn(|w| a.by_word[w] + b.by_word[w]),
+                }),
+            pair: s.pair.tally.record(),
             sample_every: sample_every(),
         }
     }
@@ -860,6 +892,18 @@ fn records() -> Vec<LineRecord> {
 }
 
 /// How a watched line (or 128-B block) is shared.
+///
+/// Each watched 64-B line keeps a two-entry history of the threads that touched it since
+/// its last write, with the 8-B words each read and wrote. A tracked write by thread `T`
+/// to word `w` while the history holds another thread `U` is an *invalidation*: *false*
+/// when no such `U` touched `w` (padding would remove it; a reader spinning on another
+/// word is such a victim), else *true*, and also *contended* when a `U` wrote `w`. With
+/// `N` invalidations, a line is [`Quiet`](Verdict::Quiet) below [`MIN_INVALIDATIONS`];
+/// [`False`](Verdict::False) when the false ones reach both `MIN_INVALIDATIONS` and
+/// `N /` [`SHARE_DIVISOR`]; [`Mixed`](Verdict::Mixed) when the contended ones do too;
+/// [`True`](Verdict::True) otherwise. Two watched lines of one 128-B block keep the
+/// same history with the line as the word: [`AdjacentRisk`](Verdict::AdjacentRisk)
+/// when the block passes the FALSE bounds and neither line is FALSE or MIXED.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Verdict {
@@ -935,7 +979,7 @@ pub struct SpinningSite {
 }
 
 /// The detector's finding for one watched line, or for a 128-B block with
-/// [`Verdict::AdjacentRisk`]. See the [rule](crate::Profile::sharing).
+/// [`Verdict::AdjacentRisk`]. [`Verdict`] states the rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LineVerdict {
     /// What the counts say.
@@ -1150,8 +1194,7 @@ impl Profile {
     /// Every watched line with its verdict, suspicious ones (FALSE, MIXED,
     /// ADJACENT-RISK) first, then by invalidations. The detector's counters are read
     /// live, without stopping any thread; lines whose `Watched` values were dropped keep
-    /// their last counts. The rule and its thresholds are in the crate's README
-    /// ("False sharing").
+    /// their last counts. [`Verdict`] states the rule and its thresholds.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
@@ -1365,7 +1408,7 @@ mod tests {
     const C: u16 = 3;
 
     fn counts(h: &Hot) -> (u64, u64, u64) {
-        let r = h.record();
+        let r = h.tally.record();
         (r.invalidations, r.false_inv, r.contended)
     }
 
@@ -1378,7 +1421,7 @@ mod tests {
         }
         // The very first write finds nobody to invalidate.
         assert_eq!(counts(&h), (19, 19, 0));
-        assert_eq!(classify(&h.record()), Verdict::Quiet);
+        assert_eq!(classify(&h.tally.record()), Verdict::Quiet);
     }
 
     #[test]
@@ -1390,7 +1433,7 @@ mod tests {
             h.observe(A, 0, true);
         }
         assert_eq!(counts(&h), (40, 40, 0));
-        assert_eq!(classify(&h.record()), Verdict::False);
+        assert_eq!(classify(&h.tally.record()), Verdict::False);
     }
 
     #[test]
@@ -1401,7 +1444,7 @@ mod tests {
             h.observe(B, 1, false);
         }
         assert_eq!(counts(&h), (39, 0, 0));
-        assert_eq!(classify(&h.record()), Verdict::True);
+        assert_eq!(classify(&h.tally.record()), Verdict::True);
     }
 
     #[test]
@@ -1412,7 +1455,7 @@ mod tests {
             h.observe(B, 0, true);
         }
         assert_eq!(counts(&h), (79, 0, 79));
-        assert_eq!(classify(&h.record()), Verdict::True);
+        assert_eq!(classify(&h.tally.record()), Verdict::True);
     }
 
     #[test]
@@ -1428,7 +1471,7 @@ mod tests {
         assert_eq!(inv, 159);
         assert_eq!(false_inv, 119);
         assert_eq!(contended, 40);
-        assert_eq!(classify(&h.record()), Verdict::Mixed);
+        assert_eq!(classify(&h.tally.record()), Verdict::Mixed);
     }
 
     #[test]
@@ -1444,7 +1487,7 @@ mod tests {
             h.observe(B, 0, false);
         }
         assert_eq!(counts(&h), (39, 0, 0));
-        assert_eq!(classify(&h.record()), Verdict::True);
+        assert_eq!(classify(&h.tally.record()), Verdict::True);
     }
 
     #[test]
@@ -1502,7 +1545,7 @@ mod tests {
     fn slots_do_not_share_128_byte_blocks() {
         assert_eq!(std::mem::align_of::<Slot>(), 128);
         assert_eq!(std::mem::size_of::<Slot>() % 128, 0);
-        assert_eq!(std::mem::size_of::<PerThread>(), 256);
+        assert_eq!(std::mem::size_of::<PerThread>(), 384);
         assert_eq!(std::mem::size_of::<Hot>(), 128);
     }
 

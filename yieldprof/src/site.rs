@@ -226,6 +226,15 @@ fn lock() -> std::sync::MutexGuard<'static, Table> {
     table().lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The table's lock, held across `fork()` (see `fork`).
+pub(crate) struct TableHold {
+    _held: std::sync::MutexGuard<'static, Table>,
+}
+
+pub(crate) fn hold_for_fork() -> TableHold {
+    TableHold { _held: lock() }
+}
+
 pub(crate) const THREAD_FRAME: u32 = 0;
 pub(crate) const OVERFLOW_FRAME: u32 = 1;
 pub(crate) const OVERFLOW_CALL: u32 = 0;

@@ -10,7 +10,7 @@ use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters};
 use crate::histogram::AtomicHistogram;
 use crate::profile::{NodeStats, SlotStats, ThreadProfile};
 use crate::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -244,9 +244,15 @@ impl Drop for Local {
 
 thread_local! {
     static LOCAL: Local = register();
+    /// This thread's serial once registered (0 before): readable without registering.
+    static SERIAL: Cell<u64> = const { Cell::new(0) };
+    /// The locks `hold_for_fork` took, until the fork returns in parent or child.
+    static HELD: RefCell<Option<(MutexGuard<'static, Registry>, site::TableHold)>> =
+        const { RefCell::new(None) };
 }
 
 fn register() -> Local {
+    crate::fork::install();
     let data = {
         let mut r = registry();
         r.next_serial += 1;
@@ -254,6 +260,7 @@ fn register() -> Local {
         r.live.push(data.clone());
         data
     };
+    SERIAL.with(|s| s.set(data.serial));
     // Outside the registry lock: opening perf counters takes a few syscalls.
     let counters = LocalCounters::open(&data.counters);
     Local {
@@ -274,6 +281,9 @@ pub(crate) struct Registry {
     next_serial: u64,
     live: Vec<Arc<ThreadData>>,
     exited: Vec<ThreadProfile>,
+    /// In a forked child: the forking thread as it was at the fork, which reports
+    /// subtract so the child shows only its own recording.
+    fork_base: Option<ThreadProfile>,
 }
 
 fn registry() -> MutexGuard<'static, Registry> {
@@ -281,8 +291,37 @@ fn registry() -> MutexGuard<'static, Registry> {
         next_serial: 0,
         live: Vec::new(),
         exited: Vec::new(),
+        fork_base: None,
     });
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `fork()` is about to run on this thread: takes the locks a child could otherwise
+/// inherit held by a thread it does not have. Site table first, as nowhere else takes
+/// both.
+pub(crate) fn hold_for_fork() {
+    let _ = HELD.try_with(|h| {
+        let sites = site::hold_for_fork();
+        *h.borrow_mut() = Some((registry(), sites));
+    });
+}
+
+/// After `fork()`: releases the locks; in the child, first forgets the parent's other
+/// threads and keeps this one's counts at the fork as the baseline.
+pub(crate) fn release_after_fork(in_child: bool) {
+    let _ = HELD.try_with(|h| {
+        let Some((mut r, sites)) = h.borrow_mut().take() else {
+            return;
+        };
+        if in_child {
+            let me = SERIAL.try_with(Cell::get).unwrap_or(0);
+            r.live.retain(|t| t.serial == me);
+            r.exited.clear();
+            r.fork_base = r.live.first().map(|t| t.snapshot(false));
+        }
+        drop(r);
+        drop(sites);
+    });
 }
 
 /// This thread's serial number (registering the thread if it has not recorded yet).
@@ -307,12 +346,17 @@ pub(crate) fn all_threads() -> Vec<ThreadProfile> {
     if counters::open_here() {
         with(|l| l.counters.refresh(&l.data.counters));
     }
-    let (live, mut out) = {
+    let (live, mut out, base) = {
         let r = registry();
-        (r.live.clone(), r.exited.clone())
+        (r.live.clone(), r.exited.clone(), r.fork_base.clone())
     };
     // Read live threads outside the lock so thread start/exit never waits on a report.
     out.extend(live.iter().map(|t| t.snapshot(false)));
+    if let Some(base) = base {
+        for t in out.iter_mut().filter(|t| t.serial == base.serial) {
+            *t = t.since(&base);
+        }
+    }
     out.sort_by_key(|t| t.serial);
     out
 }

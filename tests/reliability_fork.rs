@@ -1,0 +1,137 @@
+//! fork(): the child's copy of the guard writes nothing (the parent's files stay the
+//! parent's, counted once), the child's reports hold only what the child did, and a
+//! guard the child makes writes `<name>.<child pid>.*`. The host runs in a child process
+//! of the test binary, so the fork happens in a process with no test threads.
+
+mod child_process;
+
+use child_process::{folded_total, names, run, temp_dir};
+use std::sync::mpsc;
+use std::time::Duration;
+
+#[yieldprof::instrument_wait]
+fn poll() {
+    std::thread::yield_now();
+    std::thread::yield_now();
+}
+
+fn polls(n: usize) {
+    for _ in 0..n {
+        poll();
+    }
+}
+
+/// Child-side checks; a failure exits the forked child with a code naming it.
+fn check(ok: bool, code: i32, what: &str) {
+    if !ok {
+        eprintln!("forked child: {what}");
+        // SAFETY: ends the forked child at once, without the test harness it copied.
+        unsafe { libc::_exit(code) };
+    }
+}
+
+fn forked_child(guard: yieldprof::Guard) -> ! {
+    polls(2);
+    let p = yieldprof::snapshot();
+    let episodes = p.site("poll").map_or(0, |s| s.episodes);
+    check(
+        episodes == 2,
+        10,
+        &format!("poll episodes {episodes}, not 2"),
+    );
+    // The parent's worker thread does not exist here, nor in the child's reports.
+    check(p.threads().len() == 1, 11, &format!("{:?}", p.threads()));
+    // The inherited guard: nothing written, and no wait for the parent's snapshot
+    // thread (which would never answer).
+    drop(guard);
+    let out = yieldprof::Options::from_env().out_dir.clone();
+    check(
+        !out.join("forked.folded").exists(),
+        12,
+        "the child wrote the parent's file",
+    );
+    let own = yieldprof::Options::from_env().name("forked").init();
+    check(
+        own.options().name == format!("forked.{}", std::process::id()),
+        13,
+        &own.options().name,
+    );
+    polls(1);
+    drop(own);
+    // SAFETY: as in `check`.
+    unsafe { libc::_exit(0) };
+}
+
+#[test]
+fn child() {
+    let Some(role) = child_process::role() else {
+        return;
+    };
+    assert_eq!(role, "forking-host");
+    let guard = yieldprof::Options::from_env()
+        .name("forked")
+        .init()
+        .snapshot_every(Duration::from_secs(3600));
+    polls(5);
+    // A second thread, recording and alive across the fork.
+    let (tx, rx) = mpsc::channel::<()>();
+    let (ready_tx, ready) = mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        polls(1);
+        ready_tx.send(()).unwrap();
+        let _ = rx.recv();
+    });
+    ready.recv().unwrap();
+    // SAFETY: the child only runs `forked_child`, which ends in `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        forked_child(guard);
+    }
+    let mut status = 0;
+    // SAFETY: `pid` is our child; `status` is writable.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "forked child failed: {status:#x}"
+    );
+    println!("child pid {pid}");
+    polls(1);
+    tx.send(()).unwrap();
+    worker.join().unwrap();
+    drop(guard);
+    println!("host done");
+    std::process::exit(0);
+}
+
+#[test]
+fn a_forked_child_neither_overwrites_nor_doubles_the_parents_profile() {
+    let dir = temp_dir("fork");
+    let exit = run(
+        "forking-host",
+        &[
+            ("YIELDPROF_OUT", dir.to_str().unwrap()),
+            ("YIELDPROF_METRIC", "calls"),
+        ],
+    );
+    assert_eq!(exit.code, Some(0), "{exit:?}");
+    assert!(exit.stdout.contains("host done"), "{exit:?}");
+    let child_pid: u32 = exit
+        .stdout
+        .lines()
+        .find_map(|l| l.split_once("child pid ").map(|(_, pid)| pid))
+        .unwrap()
+        .parse()
+        .unwrap();
+    // The parent: 5 + 1 polls on main, 1 on the worker; none of the child's.
+    let parent = std::fs::read_to_string(dir.join("forked.folded")).unwrap();
+    assert_eq!(folded_total(&parent, "poll;[yield]"), 14, "{parent}");
+    // The child's own guard: its 3 polls since the fork, none of the parent's.
+    let child = std::fs::read_to_string(dir.join(format!("forked.{child_pid}.folded"))).unwrap();
+    assert_eq!(folded_total(&child, "poll;[yield]"), 6, "{child}");
+    let files = names(&dir);
+    assert_eq!(files.len(), 13, "{files:?}"); // 6 + 6 files and snapshots/
+                                              // One snapshot (the parent's last), none from the child.
+    assert_eq!(names(&dir.join("snapshots")).len(), 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
