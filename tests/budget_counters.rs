@@ -27,9 +27,10 @@ fn a_switch_budget_catches_an_episode_that_sleeps() {
         .voluntary_switches
         .per(site.episodes)
         .expect("getrusage always counts");
-    // Five 1-µs sleeps switch out about five times per episode.
+    // Five 1-µs sleeps switch out about five times per episode (a few more when a
+    // wakeup lands mid-episode on a busy machine).
     assert!(vol >= 4.0, "{vol} voluntary switches per episode");
-    let ok = Budget::new().site("sleepy", |s| s.max_voluntary_switches_per_episode(6.0));
+    let ok = Budget::new().site("sleepy", |s| s.max_voluntary_switches_per_episode(10.0));
     report.check(&ok).unwrap();
     let tight = Budget::new().site("sleepy", |s| s.max_voluntary_switches_per_episode(1.0));
     let err = report.check(&tight).unwrap_err().to_string();

@@ -62,11 +62,38 @@ fn forked_child(guard: yieldprof::Guard) -> ! {
     unsafe { libc::_exit(0) };
 }
 
+/// A host that forks before any thread has recorded: the child still knows it is one.
+fn fork_before_recording() -> ! {
+    let guard = yieldprof::Options::from_env().name("early").init();
+    // SAFETY: the child records, writes its own files and ends in `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let own = yieldprof::Options::from_env().name("early").init();
+        polls(2);
+        drop(own);
+        std::mem::forget(guard);
+        // SAFETY: as in `check`.
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: `pid` is our child; `status` is writable.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    println!("child pid {pid}");
+    polls(1);
+    drop(guard);
+    std::process::exit(0);
+}
+
 #[test]
 fn child() {
     let Some(role) = child_process::role() else {
         return;
     };
+    if role == "fork-before-recording" {
+        fork_before_recording();
+    }
     assert_eq!(role, "forking-host");
     let guard = yieldprof::Options::from_env()
         .name("forked")
@@ -133,5 +160,28 @@ fn a_forked_child_neither_overwrites_nor_doubles_the_parents_profile() {
     assert_eq!(files.len(), 13, "{files:?}"); // 6 + 6 files and snapshots/
                                               // One snapshot (the parent's last), none from the child.
     assert_eq!(names(&dir.join("snapshots")).len(), 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_child_forked_before_anything_was_recorded_writes_under_its_own_name() {
+    let dir = temp_dir("fork-early");
+    let exit = run(
+        "fork-before-recording",
+        &[
+            ("YIELDPROF_OUT", dir.to_str().unwrap()),
+            ("YIELDPROF_METRIC", "calls"),
+        ],
+    );
+    assert_eq!(exit.code, Some(0), "{exit:?}");
+    let child_pid = exit
+        .stdout
+        .lines()
+        .find_map(|l| l.split_once("child pid ").map(|(_, pid)| pid.to_string()))
+        .unwrap();
+    let parent = std::fs::read_to_string(dir.join("early.folded")).unwrap();
+    assert_eq!(folded_total(&parent, "poll;[yield]"), 2, "{parent}");
+    let child = std::fs::read_to_string(dir.join(format!("early.{child_pid}.folded"))).unwrap();
+    assert_eq!(folded_total(&child, "poll;[yield]"), 4, "{child}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

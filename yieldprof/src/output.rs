@@ -147,9 +147,12 @@ impl Options {
         self
     }
 
-    /// Applies the options; the returned guard writes the files when dropped (also while unwinding from a panic). In a child
-    /// made with `fork()` the name becomes `<name>.<pid>` (see [`Guard`]).
+    /// Applies the options; the returned guard writes the files when dropped (also
+    /// while unwinding from a panic). In a child made with `fork()` the name becomes
+    /// `<name>.<pid>` (see [`Guard`]).
     pub fn init(mut self) -> Guard {
+        // Before any thread records: a child forked from here on must know it is one.
+        crate::fork::install();
         self.name = crate::fork::name_here(self.name);
         config::set_max_nodes(self.max_nodes);
         counters::set_sampling(self.counters);
