@@ -287,5 +287,10 @@ fn write_thread_counters(threads: &[crate::ThreadStats], s: &mut String) {
             in_waits,
             cost
         );
+        // A thread that fell back after the process-wide probe (fd budget, EMFILE)
+        // says why under its row.
+        if let crate::CounterSource::Getrusage(why) = t.counter_source {
+            let _ = writeln!(s, "    perf counters not used: {why}");
+        }
     }
 }
