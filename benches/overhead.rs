@@ -6,6 +6,7 @@
 
 use std::hint::black_box;
 use std::time::Instant;
+use yieldprof::CounterSampling;
 
 const ROUNDS: usize = 7;
 
@@ -78,6 +79,17 @@ fn empty_episode() {
     black_box(());
 }
 
+#[inline(never)]
+fn raw_sleep() {
+    std::thread::sleep(std::time::Duration::from_micros(1));
+}
+
+#[yieldprof::instrument_wait]
+#[inline(never)]
+fn sleep_episode() {
+    std::thread::sleep(std::time::Duration::from_micros(1));
+}
+
 #[tracing::instrument]
 #[inline(never)]
 fn traced_empty() {
@@ -125,11 +137,17 @@ fn main() {
     let out = std::env::temp_dir().join(format!("yieldprof-bench-{}", std::process::id()));
     std::fs::create_dir_all(&out).expect("temp dir");
     // Room for the 100k-stack case below (111 110 nodes on one thread).
-    let _guard = yieldprof::Options::from_env()
+    let base = yieldprof::Options::from_env()
         .max_nodes(120_000)
         .out_dir(&out)
-        .name("bench")
-        .init();
+        .name("bench");
+    let _guard = base.clone().init();
+    // Counter settings apply to threads that start recording afterwards, so each
+    // counter case runs on a thread of its own.
+    let on_thread = |sampling: CounterSampling, fds: usize, f: &(dyn Fn() -> (f64, f64) + Sync)| {
+        let _g = base.clone().counters(sampling).fd_budget(fds).init();
+        std::thread::scope(|s| s.spawn(f).join().expect("bench thread"))
+    };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("yieldprof overhead, {cores} cores, best of {ROUNDS}×{ROUNDS} rounds\n");
     println!(
@@ -153,12 +171,15 @@ fn main() {
     row("2. yield_now (per call)", b / 2e4, i / 2e4, "≤ 1.10×");
 
     let n = 2_000_000;
-    let (b, i) = pair(
-        n,
-        |n| episodes(n, raw_empty),
-        |n| episodes(n, empty_episode),
-    );
-    row("3. empty episode enter+exit", b, i, "≤ 60 ns");
+    let empty = || {
+        pair(
+            n,
+            |n| episodes(n, raw_empty),
+            |n| episodes(n, empty_episode),
+        )
+    };
+    let (b, i) = on_thread(CounterSampling::Off, 512, &empty);
+    row("3. empty episode enter+exit, counters off", b, i, "≤ 60 ns");
     let ours = i - b;
 
     // tracing + tracing-flame on the same empty function.
@@ -184,6 +205,41 @@ fn main() {
         "",
         "≥ 20×"
     );
+
+    for (case, sampling, fds) in [
+        (
+            "4. counters auto (default), perf + getrusage",
+            CounterSampling::Auto,
+            512,
+        ),
+        (
+            "   counters auto, getrusage only (no fds)",
+            CounterSampling::Auto,
+            0,
+        ),
+        (
+            "   counters on every episode, perf + getrusage",
+            CounterSampling::Every(1),
+            512,
+        ),
+        (
+            "   counters on every episode, getrusage only",
+            CounterSampling::Every(1),
+            0,
+        ),
+    ] {
+        let (b, i) = on_thread(sampling, fds, &empty);
+        row(case, b, i, "");
+    }
+    let sleepy = || {
+        pair(
+            2_000,
+            |n| episodes(n, raw_sleep),
+            |n| episodes(n, sleep_episode),
+        )
+    };
+    let (b, i) = on_thread(CounterSampling::Auto, 512, &sleepy);
+    row("   counters auto, a sleep(1 µs) episode", b, i, "≤ 1.05×");
 
     yieldprof::set_enabled(false);
     let (b, i) = pair(

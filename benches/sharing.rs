@@ -1,7 +1,8 @@
 //! What watching costs: the unpadded SPSC ring (`head`/`tail` at offsets 0/8, as in
 //! `examples/spsc.rs`) with its indices watched vs not watched.
 //!
-//! `cargo run --release --example sharing_overhead [-- --messages N --rounds R --work W]`
+//! `cargo bench --bench sharing [-- --messages N --rounds R --work W]` (also run by a plain
+//! `cargo bench`, after `benches/overhead.rs`)
 //!
 //! Each configuration runs in its own process (the detector's state is global), `R`
 //! times interleaved, and the median time per configuration is compared:
