@@ -90,14 +90,24 @@ fn the_text_summary_fits_in_100_columns() {
     );
 }
 
+#[yieldprof::instrument_wait]
+fn report_naps() {
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[test]
-fn views_split_calls_and_diff_are_written() {
+fn views_split_calls_switches_and_diff_are_written() {
     let d = dir("views");
     report_wait();
+    // Its own thread: counters are read on every sleep episode, from the thread's start.
+    std::thread::spawn(report_naps).join().unwrap();
     let guard = Options::from_env()
         .out_dir(&d)
         .name("v")
         .view(Metric::Calls)
+        .view(Metric::Switches)
         .init();
     let paths = guard.write().unwrap();
     let names: Vec<String> = paths
@@ -109,6 +119,7 @@ fn views_split_calls_and_diff_are_written() {
         "v.svg",
         "v.split.svg",
         "v.calls.folded",
+        "v.switches.folded",
         "v.json",
         "v.txt",
     ] {
@@ -128,6 +139,17 @@ fn views_split_calls_and_diff_are_written() {
             .lines()
             .any(|l| l.ends_with("report::report_wait;[sleep] 100")),
         "{calls}"
+    );
+    // The switch view holds the naps' voluntary switches on their wait frame.
+    let switches = std::fs::read_to_string(d.join("v.switches.folded")).unwrap();
+    let naps: u64 = switches
+        .lines()
+        .filter(|l| l.contains("report::report_naps "))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert!(
+        naps >= 15,
+        "20 sleeps of 1 ms switch out ~20 times: {switches}"
     );
     // A differential graph of this run against one with a second episode.
     report_wait();

@@ -5,6 +5,7 @@
 //! (a thread's or business frame's own time). Threads with the same name share lines,
 //! so the file grows with unique stacks, never with episodes.
 
+use crate::counters::CounterEvent;
 use crate::profile::Profile;
 use crate::sharing::FALSE_SHARING_MARK;
 use crate::site::{FrameKind, Kind};
@@ -19,10 +20,13 @@ pub enum Metric {
     Wall,
     /// Number of wait calls (spin, yield, sleep, park) per kind.
     Calls,
+    /// Context switches (voluntary + involuntary, getrusage): each wait frame's own,
+    /// and the rest of the thread's as `[work]`. Estimated where episodes are sampled.
+    Switches,
 }
 
 impl Metric {
-    /// Parses `wall` or `calls` (the values of `YIELDPROF_METRIC`).
+    /// Parses `wall`, `calls` or `switches` (the values of `YIELDPROF_METRIC`).
     ///
     /// ```
     /// assert_eq!(yieldprof::Metric::parse("calls"), Some(yieldprof::Metric::Calls));
@@ -32,6 +36,7 @@ impl Metric {
         match s {
             "wall" => Some(Metric::Wall),
             "calls" => Some(Metric::Calls),
+            "switches" => Some(Metric::Switches),
             _ => None,
         }
     }
@@ -41,6 +46,7 @@ impl Metric {
         match self {
             Metric::Wall => "wall",
             Metric::Calls => "calls",
+            Metric::Switches => "switches",
         }
     }
 
@@ -49,6 +55,7 @@ impl Metric {
         match self {
             Metric::Wall => "ns",
             Metric::Calls => "calls",
+            Metric::Switches => "switches",
         }
     }
 }
@@ -71,6 +78,17 @@ impl Profile {
         let marked = self.false_sharing_frames();
         for t in &self.threads {
             let child_wall = t.child_wall();
+            let switches: Vec<u64> = match metric {
+                Metric::Switches => {
+                    let own = |e| t.own_counts(&self.frames, e);
+                    let (v, i) = (
+                        own(CounterEvent::VoluntarySwitches),
+                        own(CounterEvent::InvoluntarySwitches),
+                    );
+                    v.iter().zip(&i).map(|(a, b)| a + b).collect()
+                }
+                _ => Vec::new(),
+            };
             let mut paths: Vec<String> = Vec::with_capacity(t.nodes.len());
             for (i, n) in t.nodes.iter().enumerate() {
                 let frame = &self.frames[n.frame as usize];
@@ -90,6 +108,7 @@ impl Profile {
                     kinds[k] += match metric {
                         Metric::Wall => s.ns,
                         Metric::Calls => s.calls,
+                        Metric::Switches => 0,
                     };
                 }
                 let self_leaf = match frame.kind {
@@ -97,6 +116,14 @@ impl Profile {
                     FrameKind::Wait => Some(Kind::Spin.frame()),
                     FrameKind::Overflow => None,
                 };
+                if metric == Metric::Switches {
+                    // Switches are not split by call: a wait frame holds its own, the
+                    // thread root's rest is `[work]`'s.
+                    match frame.kind {
+                        FrameKind::Thread => add(format!("{path};[work]"), switches[i]),
+                        _ => add(path.clone(), switches[i]),
+                    }
+                }
                 if metric == Metric::Wall {
                     let rest = n
                         .wall_ns

@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 /// |---|---|---|
 /// | `YIELDPROF` | `0` turns recording off | on |
 /// | `YIELDPROF_OUT` | output folder | `target/yieldprof` |
-/// | `YIELDPROF_METRIC` | `wall` or `calls`: the value in `.folded`/`.svg` | `wall` |
+/// | `YIELDPROF_METRIC` | `wall`, `calls` or `switches`: the value in `.folded`/`.svg` | `wall` |
+/// | `YIELDPROF_VIEWS` | extra `<name>.<metric>.folded` files, e.g. `calls,switches` | none |
 /// | `YIELDPROF_MAX_NODES` | cap on calling-context nodes per thread | 4096 |
 /// | `YIELDPROF_COUNTERS_EVERY` | `auto`, `off` or `N`: read counters on 1 of N wait episodes | `auto` |
 /// | `YIELDPROF_FD_BUDGET` | perf-event fds for the whole process; past it, getrusage | 512 |
@@ -87,7 +88,17 @@ impl Options {
             match Metric::parse(&m) {
                 Some(m) => o.metric = m,
                 None => {
-                    eprintln!("yieldprof: YIELDPROF_METRIC={m:?} is not wall or calls; using wall")
+                    eprintln!("yieldprof: YIELDPROF_METRIC={m:?} is not wall, calls or switches; using wall")
+                }
+            }
+        }
+        if let Ok(views) = std::env::var("YIELDPROF_VIEWS") {
+            for v in views.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+                match Metric::parse(v) {
+                    Some(m) => o.views.push(m),
+                    None => eprintln!(
+                        "yieldprof: YIELDPROF_VIEWS has {v:?}, not wall, calls or switches"
+                    ),
                 }
             }
         }

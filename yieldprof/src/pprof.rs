@@ -19,7 +19,7 @@
 //! The messages are declared below with prost's derive, with the field numbers of the
 //! published `profile.proto`: no protoc and no build script at build time.
 
-use crate::counters::{Acc, CounterEvent};
+use crate::counters::CounterEvent;
 use crate::profile::{NodeStats, Profile, SlotStats, ThreadProfile};
 use crate::site::{FrameInfo, FrameKind};
 use flate2::write::GzEncoder;
@@ -229,18 +229,6 @@ impl SampleType {
     }
 }
 
-/// A node's counter figure for `event`: wait frames and the thread root count
-/// (the root over the thread's life); other frames, and events not counted, `None`.
-fn counted(t: &ThreadProfile, i: usize, frames: &[FrameInfo], event: CounterEvent) -> Option<u64> {
-    let n = &t.nodes[i];
-    if i != 0 && frames[n.frame as usize].kind != FrameKind::Wait {
-        return None;
-    }
-    let mut acc = Acc::default();
-    acc.add(&n.counts, n.wall_ns);
-    acc.counters().get(event).value()
-}
-
 /// Per node, per sample type: the node's own share of each counter (see
 /// [`Source::Counter`]); only the types in `active` are filled in.
 fn own_counters(t: &ThreadProfile, frames: &[FrameInfo], active: &[bool]) -> Vec<Vec<u64>> {
@@ -252,19 +240,8 @@ fn own_counters(t: &ThreadProfile, frames: &[FrameInfo], active: &[bool]) -> Vec
         if !active[k] {
             continue;
         }
-        let figure: Vec<Option<u64>> = (0..t.nodes.len())
-            .map(|i| counted(t, i, frames, event))
-            .collect();
-        // What counted frames below each node hold, passed up through frames that
-        // count nothing themselves. Children come after their parents.
-        let mut below = vec![0u64; t.nodes.len()];
-        for i in (1..t.nodes.len()).rev() {
-            let up = figure[i].unwrap_or(below[i]);
-            let parent = t.nodes[i].parent as usize;
-            below[parent] = below[parent].saturating_add(up);
-        }
-        for (i, f) in figure.iter().enumerate() {
-            own[i][k] = f.map_or(0, |v| v.saturating_sub(below[i]));
+        for (i, v) in t.own_counts(frames, event).into_iter().enumerate() {
+            own[i][k] = v;
         }
     }
     own
@@ -435,7 +412,7 @@ fn encode(profile: &Profile, window: Window) -> pb::Profile {
             Source::Counter(e) => profile
                 .threads
                 .iter()
-                .any(|th| counted(th, 0, &profile.frames, e).is_some()),
+                .any(|th| th.counted(0, &profile.frames, e).is_some()),
             _ => true,
         })
         .collect();

@@ -2,7 +2,7 @@
 
 use crate::budget::Limit;
 use crate::clock;
-use crate::counters::{self, Acc, CounterSource, Counters, NodeSnap, ThreadSnap};
+use crate::counters::{self, Acc, CounterEvent, CounterSource, Counters, NodeSnap, ThreadSnap};
 use crate::histogram::Histogram;
 use crate::site::{self, CallInfo, FrameInfo, FrameKind, Kind};
 use crate::thread;
@@ -47,6 +47,45 @@ impl NodeStats {
 }
 
 impl ThreadProfile {
+    /// Node `i`'s figure for `event`, nested frames included: wait frames and the
+    /// thread root count (the root over the thread's life); `None` for other frames
+    /// and for events not counted.
+    pub(crate) fn counted(
+        &self,
+        i: usize,
+        frames: &[FrameInfo],
+        event: CounterEvent,
+    ) -> Option<u64> {
+        let n = &self.nodes[i];
+        if i != 0 && frames[n.frame as usize].kind != FrameKind::Wait {
+            return None;
+        }
+        let mut acc = Acc::default();
+        acc.add(&n.counts, n.wall_ns);
+        acc.counters().get(event).value()
+    }
+
+    /// Each node's own share of `event`: wait frames and the thread root count it
+    /// (the root over the thread's life), less what counted frames below them hold;
+    /// other frames pass their children's figures up. 0 where not counted.
+    pub(crate) fn own_counts(&self, frames: &[FrameInfo], event: CounterEvent) -> Vec<u64> {
+        let figure: Vec<Option<u64>> = (0..self.nodes.len())
+            .map(|i| self.counted(i, frames, event))
+            .collect();
+        // Children come after their parents.
+        let mut below = vec![0u64; self.nodes.len()];
+        for i in (1..self.nodes.len()).rev() {
+            let up = figure[i].unwrap_or(below[i]);
+            let parent = self.nodes[i].parent as usize;
+            below[parent] = below[parent].saturating_add(up);
+        }
+        figure
+            .iter()
+            .zip(&below)
+            .map(|(f, b)| f.map_or(0, |v| v.saturating_sub(*b)))
+            .collect()
+    }
+
     /// Threads record clock ticks; reports speak nanoseconds.
     fn scale_to_ns(&mut self, scale: clock::Scale) {
         for n in &mut self.nodes {

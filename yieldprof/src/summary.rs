@@ -190,9 +190,8 @@ impl Profile {
             let _ = writeln!(s, "{}", wrap(&f.evidence, "    evidence: ", "      "));
             let _ = writeln!(s, "{}", wrap(&f.fix, "    fix: ", "      "));
         }
-        let _ = writeln!(
-            s,
-            "  (costs from {}: spin {}, yield {}, switch {}, timer slack {}, {} cores)",
+        let costs_line = format!(
+            "(costs from {}: spin {}, yield {}, switch {}, timer slack {}, {} cores)",
             costs.source,
             duration(costs.spin_ns as u64),
             duration(costs.yield_ns as u64),
@@ -200,6 +199,7 @@ impl Profile {
             duration(costs.timer_slack_ns),
             costs.cores
         );
+        let _ = writeln!(s, "{}", wrap(&costs_line, "  ", "   "));
     }
 
     /// The counter sections: switches per wait site and per thread, then what this
