@@ -94,6 +94,11 @@ fn run() {
         })
     };
 
+    // On a loaded machine the workers may not have run yet: the reports must see them
+    // at work, so wait for their first episodes, however slow the start.
+    while figures(&yieldprof::snapshot()).episodes == 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let mut previous = Figures::default();
     let mut first = None;
     for r in 0..REPORTS {
@@ -127,6 +132,11 @@ fn run() {
         }
         first.get_or_insert(f);
         previous = f;
+    }
+    // And let them record past what the first report saw before stopping them.
+    let seen = first.map_or(0, |f: Figures| f.episodes);
+    while figures(&yieldprof::snapshot()).episodes <= seen {
+        std::thread::sleep(Duration::from_millis(1));
     }
     stop.store(true, Ordering::Relaxed);
     let episodes: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum::<u64>()
