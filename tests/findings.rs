@@ -204,7 +204,8 @@ fn short_spin() {
 
 #[test]
 fn long_spin_only_episodes_are_flagged_and_short_ones_are_not() {
-    let costs = Costs::current();
+    // A yield's cost as on a quiet machine: measured under load it is a time slice.
+    let costs = Costs::current().with_yield_ns(200.0);
     let r = run(|| (0..20).for_each(|_| spin_for(Duration::from_micros(500))));
     let found = findings(&r, &costs, "spin_for");
     assert_eq!(rules(&found), vec![Rule::LongSpin], "{found:?}");

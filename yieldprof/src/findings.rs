@@ -105,6 +105,13 @@ impl Costs {
         self
     }
 
+    /// The same costs with this `sched_yield` cost, ns (e.g. from a probe run saved
+    /// earlier).
+    pub fn with_yield_ns(mut self, ns: f64) -> Self {
+        self.yield_ns = ns.max(1.0);
+        self
+    }
+
     /// The same costs with this context-switch cost, ns.
     pub fn with_switch_ns(mut self, ns: f64) -> Self {
         self.switch_ns = ns;
