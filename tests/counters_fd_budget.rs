@@ -5,6 +5,9 @@
 use std::sync::{Arc, Barrier};
 use yieldprof::{capabilities, Availability, CounterEvent, CounterSource, Reason};
 
+mod fd_limit;
+use fd_limit::set_soft_fd_limit;
+
 const THREADS: usize = 600;
 const BUDGET: usize = 512;
 
@@ -14,21 +17,6 @@ fn nap_twice() {
         // SAFETY: usleep has no preconditions.
         unsafe { libc::usleep(1) };
     }
-}
-
-/// Sets the soft fd limit to `n` (or the hard limit, if lower); returns the new one.
-fn set_soft_fd_limit(n: u64) -> u64 {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is a valid rlimit for both calls.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
-        lim.rlim_cur = n.min(lim.rlim_max);
-        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
-    }
-    lim.rlim_cur
 }
 
 fn open_fds() -> usize {

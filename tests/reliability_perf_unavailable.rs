@@ -13,6 +13,7 @@
 //! test reads the `.txt` and `.json` for the reason.
 
 mod child_process;
+mod fd_limit;
 
 use child_process::{folded_total, run, temp_dir};
 use std::path::Path;
@@ -120,16 +121,7 @@ fn deny_perf_event_open() {
 /// Lowers the soft fd limit to `n`, then opens `/dev/null` until the process has no fd
 /// left; returns them.
 fn use_every_fd(n: u64) -> Vec<std::fs::File> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is a valid rlimit for both calls.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
-        lim.rlim_cur = n.min(lim.rlim_max);
-        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
-    }
+    fd_limit::set_soft_fd_limit(n);
     let mut files = Vec::new();
     loop {
         match std::fs::File::open("/dev/null") {

@@ -5,8 +5,11 @@
 //! watched lines see the same interleaving on any machine, fast or slow, loaded or not.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use yieldprof::{LineVerdict, Verdict, Watched};
+
+mod watching;
+use watching::{serial, writers};
 
 const TURNS: u64 = 5_000;
 const RUNS: usize = 5;
@@ -56,21 +59,8 @@ fn lines_with(prefix: &str) -> Vec<LineVerdict> {
         .collect()
 }
 
-fn writers_by_offset(line: &LineVerdict) -> Vec<(usize, Vec<String>)> {
-    line.words
-        .iter()
-        .map(|w| {
-            let writers = w.threads.iter().filter(|t| t.writes > 0);
-            (w.offset, writers.map(|t| t.thread.clone()).collect())
-        })
-        .collect()
-}
-
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    yieldprof::set_watch_sampling(1);
-    guard
+fn writers_by_offset(line: &LineVerdict) -> Vec<(usize, Vec<&str>)> {
+    line.words.iter().map(|w| (w.offset, writers(w))).collect()
 }
 
 #[test]
@@ -96,8 +86,8 @@ fn per_thread_counters_in_one_array_are_false_sharing_with_the_writer_offsets() 
         assert_eq!(
             writers_by_offset(line),
             [
-                (0, vec!["worker-0".to_string()]),
-                (8, vec!["worker-1".to_string()]),
+                (0, vec!["worker-0"]),
+                (8, vec!["worker-1"]),
                 (16, vec![]),
                 (24, vec![]),
             ],
@@ -174,7 +164,7 @@ fn one_counter_bumped_by_both_threads_is_true_sharing_not_false() {
         let offset = Arc::as_ptr(&counter) as usize % 64;
         assert_eq!(
             writers_by_offset(line),
-            [(offset, vec!["worker-0".to_string(), "worker-1".to_string()])]
+            [(offset, vec!["worker-0", "worker-1"])]
         );
         assert!(line.fix.contains("padding cannot help"), "{}", line.fix);
         assert_eq!(counter.load(Relaxed), 2 * TURNS);

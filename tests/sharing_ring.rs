@@ -10,9 +10,12 @@
 //! loaded, so the verdicts follow from the ring's code, not from the schedule.
 
 use std::sync::atomic::{AtomicU64, Ordering::*};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use yieldprof::__private::{enter, EpisodeSite};
 use yieldprof::{LineVerdict, Verdict, Watched};
+
+mod watching;
+use watching::{serial, writers};
 
 const CAPACITY: u64 = 64;
 const MESSAGES: u64 = 10_000;
@@ -230,22 +233,6 @@ fn word<'a>(line: &'a LineVerdict, name: &str) -> &'a yieldprof::WordAccess {
         .iter()
         .find(|w| w.name == name)
         .unwrap_or_else(|| panic!("no word {name} in {line:#?}"))
-}
-
-fn writers(w: &yieldprof::WordAccess) -> Vec<&str> {
-    w.threads
-        .iter()
-        .filter(|t| t.writes > 0)
-        .map(|t| t.thread.as_str())
-        .collect()
-}
-
-/// The rings spin: one test at a time, so two rings never share the two cores.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    yieldprof::set_watch_sampling(1);
-    guard
 }
 
 #[test]

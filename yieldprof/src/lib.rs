@@ -19,10 +19,8 @@
 //!
 //! let flag = AtomicBool::new(true);
 //! wait_until(&flag);
-//! let profile = yieldprof::snapshot();
-//! let site = profile.site("rust_out::wait_until").or_else(|| profile.site("doctest::wait_until"));
-//! # let site = profile.sites().into_iter().find(|s| s.name.ends_with("wait_until"));
-//! assert_eq!(site.unwrap().episodes, 1);
+//! let site = yieldprof::snapshot().site("wait_until").unwrap();
+//! assert_eq!(site.episodes, 1);
 //! ```
 //!
 //! ## What the macro rewrites
@@ -32,9 +30,9 @@
 //!
 //! | kind | calls |
 //! |---|---|
-//! | spin | `std::hint::spin_loop`, `core::hint::spin_loop`, `hint::spin_loop` |
-//! | yield | `std::thread::yield_now`, `thread::yield_now`, `libc::sched_yield` |
-//! | sleep | `std::thread::sleep`, `thread::sleep`, `libc::usleep`, `libc::nanosleep` |
+//! | spin | `std::hint::spin_loop`, `core::hint::spin_loop`, `hint::spin_loop`, `spin_loop` |
+//! | yield | `std::thread::yield_now`, `thread::yield_now`, `libc::sched_yield`, `sched_yield` |
+//! | sleep | `std::thread::sleep`, `thread::sleep`, `libc::usleep`, `libc::nanosleep`, `usleep`, `nanosleep` |
 //! | park | `std::thread::park`, `std::thread::park_timeout` (and `thread::…`) |
 //! | async yield | `tokio::task::yield_now().await` (counted, not timed) |
 //!
@@ -232,7 +230,7 @@ pub mod __private {
         let saved = match report.write(&dir, &test) {
             Ok(paths) => format!(
                 "profile of the failing run: {}",
-                paths[0].with_extension("{folded,svg,txt}").display()
+                paths[0].with_extension("{folded,svg,json,txt}").display()
             ),
             Err(w) => format!("the failing run's profile was not saved: {w}"),
         };

@@ -196,7 +196,7 @@ fn default_name() -> String {
 /// ```no_run
 /// let _guard = yieldprof::init();
 /// // ... the program ...
-/// drop(_guard); // target/yieldprof/<exe>.{folded,svg,split.svg,txt} are written here
+/// drop(_guard); // target/yieldprof/<exe>.{folded,svg,split.svg,json,txt,pb.gz} are written here
 /// ```
 pub fn init() -> Guard {
     Options::from_env().init()

@@ -179,7 +179,7 @@ impl Report {
         budget::check_declared(&self.profile)
     }
 
-    /// Writes `<dir>/<name>.{folded,svg,txt}` for this report.
+    /// Writes `<dir>/<name>.{folded,svg,split.svg,json,txt,pb.gz}` for this report.
     pub fn write(&self, dir: impl Into<PathBuf>, name: &str) -> Result<Vec<PathBuf>, WriteError> {
         output::write_profile(&self.profile, &Options::from_env().out_dir(dir).name(name))
     }
