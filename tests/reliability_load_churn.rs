@@ -1,13 +1,15 @@
-//! Load: 10 000 threads started and exited in churn, 8 at a time, each running three
-//! episodes. Every episode is counted, every thread is listed, and the heap the
-//! profiler keeps per exited thread is measured with a counting allocator.
+//! Load: 20 000 threads started and exited in churn, 8 at a time, each running three
+//! episodes. Every episode is counted; the first `MAX_EXITED_THREADS` exited threads
+//! are listed one by one, the rest merged into one profile of their name; the heap the
+//! profiler keeps per exited thread is measured with a counting allocator, and stops
+//! growing once threads are merged.
 //! (Own test binary: it reads every thread of the process, and owns the allocator.)
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
-use yieldprof::{capabilities, Kind, Session};
+use yieldprof::{capabilities, Kind, Session, MAX_EXITED_THREADS};
 
-const THREADS: u64 = 10_000;
+const THREADS: u64 = 20_000;
 const AT_ONCE: u64 = 8;
 const EPISODES: u64 = 3;
 
@@ -61,7 +63,7 @@ fn churn(batches: u64) {
 }
 
 #[test]
-fn ten_thousand_threads_in_churn_are_all_counted_exactly() {
+fn twenty_thousand_threads_in_churn_are_all_counted_exactly_in_bounded_memory() {
     let _guard = yieldprof::Options::from_env()
         .out_dir(std::env::temp_dir().join(format!("yieldprof-churn-{}", std::process::id())))
         .init();
@@ -71,7 +73,9 @@ fn ten_thousand_threads_in_churn_are_all_counted_exactly() {
     let session = Session::start();
     let heap_before = LIVE.load(Relaxed);
     let t = std::time::Instant::now();
-    churn(THREADS / AT_ONCE);
+    churn(THREADS / AT_ONCE / 2);
+    let heap_half = LIVE.load(Relaxed);
+    churn(THREADS / AT_ONCE / 2);
     let elapsed = t.elapsed();
     let heap_after = LIVE.load(Relaxed);
     let report = session.finish();
@@ -81,16 +85,21 @@ fn ten_thousand_threads_in_churn_are_all_counted_exactly() {
     assert_eq!(site.calls_of(Kind::Yield), THREADS * EPISODES);
     let threads = report.threads();
     let churned: Vec<_> = threads.iter().filter(|t| t.name == "churn").collect();
-    // The warm-up's 8 are in the session too: they exited before it, with no change.
-    assert_eq!(churned.len() as u64, THREADS + AT_ONCE);
+    // The warm-up's 8 count among the first kept; every later one is in the merged
+    // "churn" profile.
+    assert_eq!(churned.len(), MAX_EXITED_THREADS + 1);
     assert!(churned.iter().all(|t| t.exited));
     assert_eq!(capabilities().fds_in_use, fds_before);
-    let per_thread = (heap_after - heap_before) as f64 / THREADS as f64;
+    let per_thread = (heap_half - heap_before) as f64 / (THREADS / 2) as f64;
+    let per_merged = (heap_after - heap_half) as f64 / (THREADS / 2) as f64;
     eprintln!(
-        "{THREADS} threads in {elapsed:.2?}: heap +{} KiB kept for the exited threads, \
-         {per_thread:.0} B per thread",
-        (heap_after - heap_before) / 1024
+        "{THREADS} threads in {elapsed:.2?}: first half +{} KiB ({per_thread:.0} B per \
+         thread), second half +{} KiB ({per_merged:.0} B per thread)",
+        (heap_half - heap_before) / 1024,
+        (heap_after - heap_half) / 1024
     );
-    // An exited thread is kept as a compact copy of its tree (3 nodes here).
+    // An exited thread is kept as a compact copy of its tree (3 nodes here) ...
     assert!(per_thread < 8192.0, "{per_thread} B per exited thread");
+    // ... until the cap, after which its counts are added to the merged profile.
+    assert!(per_merged < 64.0, "{per_merged} B per merged thread");
 }

@@ -174,3 +174,24 @@ fn diff_reports_malformed_lines_with_their_numbers() {
         .to_string();
     assert!(err.contains("line 2") && err.contains("line 3"), "{err}");
 }
+
+#[yieldprof::instrument_wait]
+fn many_threads_wait() {
+    std::hint::spin_loop();
+}
+
+#[test]
+fn the_summary_lists_64_threads_and_counts_the_rest() {
+    let session = Session::this_thread();
+    session.scope(|s| {
+        for _ in 0..100 {
+            s.spawn(many_threads_wait);
+        }
+    });
+    let report = session.finish();
+    assert_eq!(report.threads().len(), 101);
+    let text = report.summary();
+    assert!(text.contains("... 37 more threads"), "{text}");
+    let json = report.json(&yieldprof::Costs::current());
+    assert_eq!(json["threads"].as_array().unwrap().len(), 101);
+}

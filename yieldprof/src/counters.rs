@@ -1534,6 +1534,18 @@ impl NodeSnap {
         }
     }
 
+    /// The counts of two nodes together (threads merged after they exited).
+    pub(crate) fn plus(&self, other: &NodeSnap) -> NodeSnap {
+        let mut n = *self;
+        for i in 0..N {
+            n.values[i] += other.values[i];
+            n.ns[i] += other.ns[i];
+        }
+        n.sampled += other.sampled;
+        n.scaled += other.scaled;
+        n
+    }
+
     /// This copy minus an earlier copy of the same node.
     pub(crate) fn minus(&self, earlier: &NodeSnap) -> NodeSnap {
         let mut n = *self;

@@ -107,6 +107,7 @@ pub use sharing::{
     WARMUP_ACCESSES,
 };
 pub use site::{CallInfo, FrameInfo, FrameKind, Kind};
+pub use thread::MAX_EXITED_THREADS;
 pub use wait::{park, park_timeout, sleep, spin, yield_now};
 pub use watch::{watch, WatchableAtomic, WatchableBits, WatchableInteger, Watched};
 pub use yieldprof_macros::instrument_wait;

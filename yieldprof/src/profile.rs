@@ -6,6 +6,7 @@ use crate::counters::{self, Acc, CounterEvent, CounterSource, Counters, NodeSnap
 use crate::histogram::Histogram;
 use crate::site::{self, CallInfo, FrameInfo, FrameKind, Kind};
 use crate::thread;
+use std::collections::HashMap;
 
 /// One calling-context-tree node as copied out of a thread.
 #[derive(Clone, Debug, Default)]
@@ -47,6 +48,55 @@ impl NodeStats {
 }
 
 impl ThreadProfile {
+    /// Adds `other`'s recording into this one, matching nodes by their stack (frame
+    /// by frame from the root) and slots by call site; wall times add up.
+    pub(crate) fn absorb(&mut self, other: &ThreadProfile) {
+        let mut index: HashMap<(u32, u32), u32> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .skip(2)
+            .map(|(i, n)| ((n.parent, n.frame), i as u32))
+            .collect();
+        // Root and [overflow] are nodes 0 and 1 in every thread.
+        let mut to_mine: Vec<u32> = vec![0, 1];
+        for (i, n) in other.nodes.iter().enumerate() {
+            let mine = if i < 2 {
+                i as u32
+            } else {
+                let parent = to_mine[n.parent as usize];
+                *index.entry((parent, n.frame)).or_insert_with(|| {
+                    self.nodes.push(NodeStats {
+                        frame: n.frame,
+                        parent,
+                        ..NodeStats::default()
+                    });
+                    self.nodes.len() as u32 - 1
+                })
+            };
+            if i >= 2 {
+                to_mine.push(mine);
+            }
+            let m = &mut self.nodes[mine as usize];
+            m.episodes += n.episodes;
+            m.wall_ns += n.wall_ns;
+            m.durations.add(&n.durations);
+            m.counts = m.counts.plus(&n.counts);
+            for s in &n.slots {
+                match m.slots.iter_mut().find(|x| x.call == s.call) {
+                    Some(x) => {
+                        x.calls += s.calls;
+                        x.ns += s.ns;
+                    }
+                    None => m.slots.push(s.clone()),
+                }
+            }
+        }
+        self.overflowed += other.overflowed;
+        self.counters.overhead_ns += other.counters.overhead_ns;
+        self.tid = other.tid;
+    }
+
     /// Node `i`'s figure for `event`, nested frames included: wait frames and the
     /// thread root count (the root over the thread's life); `None` for other frames
     /// and for events not counted.

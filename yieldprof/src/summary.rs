@@ -1,7 +1,7 @@
 //! The plain-text summary: where each thread's time went and what each wait site did.
 //! Lines stay within 100 columns.
 
-use crate::profile::Profile;
+use crate::profile::{Profile, ThreadStats};
 use crate::site::Kind;
 use std::fmt::Write;
 
@@ -25,6 +25,44 @@ pub(crate) fn percent(part: u64, whole: u64) -> f64 {
     } else {
         100.0 * part as f64 / whole as f64
     }
+}
+
+/// Threads listed one by one in the text; the JSON has them all.
+const THREAD_ROWS: usize = 64;
+
+/// Longest-lived first.
+fn by_wall(threads: &[ThreadStats]) -> Vec<ThreadStats> {
+    let mut t = threads.to_vec();
+    t.sort_by_key(|t| std::cmp::Reverse(t.wall_ns));
+    t
+}
+
+/// The threads the text lists: all of them, or the `THREAD_ROWS` longest-lived.
+fn shown(threads: &[ThreadStats]) -> Vec<ThreadStats> {
+    if threads.len() <= THREAD_ROWS {
+        return threads.to_vec();
+    }
+    let mut t = by_wall(threads);
+    t.truncate(THREAD_ROWS);
+    t
+}
+
+/// One line for the threads `shown` leaves out.
+fn write_rest(threads: &[ThreadStats], s: &mut String) {
+    if threads.len() <= THREAD_ROWS {
+        return;
+    }
+    let all = by_wall(threads);
+    let rest = &all[THREAD_ROWS..];
+    let wall: u64 = rest.iter().map(|t| t.wall_ns).sum();
+    let wait: u64 = rest.iter().map(|t| t.wait_ns).sum();
+    let _ = writeln!(
+        s,
+        "  ... {} more threads: {} in all, {:.1}% waiting (every thread is in the JSON)",
+        rest.len(),
+        duration(wall),
+        percent(wait, wall)
+    );
 }
 
 /// `text` as lines of at most 100 columns: the first starts with `first`, the
@@ -91,7 +129,7 @@ impl Profile {
             "  {:<28} {:>8} {:>12} {:>8} {:>8} {:>10}",
             "thread", "tid", "wall", "wait %", "work %", "overflow"
         );
-        for t in &threads {
+        for t in shown(&threads) {
             let _ = writeln!(
                 s,
                 "  {:<28} {:>8} {:>12} {:>7.1}% {:>7.1}% {:>10}",
@@ -106,6 +144,7 @@ impl Profile {
                 t.overflowed
             );
         }
+        write_rest(&threads, &mut s);
         let sites = self.sites();
         let _ = writeln!(s, "\nWait sites (by wall time)");
         if sites.is_empty() {
@@ -206,7 +245,7 @@ impl Profile {
     /// process can count (missing counters print `n/a`, estimates `~N`).
     fn write_counters(&self, s: &mut String) {
         write_site_counters(&self.sites(), s);
-        write_thread_counters(&self.threads(), s);
+        write_thread_counters(&shown(&self.threads()), s);
         let _ = write!(s, "\n{}", crate::counters::capabilities());
     }
 }

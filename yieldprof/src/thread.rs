@@ -238,7 +238,7 @@ impl Drop for Local {
         let done = self.data.snapshot(true);
         let mut r = registry();
         r.live.retain(|t| !Arc::ptr_eq(t, &self.data));
-        r.exited.push(done);
+        r.keep(done);
     }
 }
 
@@ -281,9 +281,53 @@ pub(crate) struct Registry {
     next_serial: u64,
     live: Vec<Arc<ThreadData>>,
     exited: Vec<ThreadProfile>,
+    /// Threads that exited after `exited` was full, merged per name (see `keep`).
+    merged: Vec<ThreadProfile>,
     /// In a forked child: the forking thread as it was at the fork, which reports
     /// subtract so the child shows only its own recording.
     fork_base: Option<ThreadProfile>,
+}
+
+/// Exited threads kept one by one (~1 KiB each); later ones are merged per name (up
+/// to 256 names, unnamed threads and the rest as `[exited threads]`), so a program
+/// that starts a thread per request keeps bounded memory.
+pub const MAX_EXITED_THREADS: usize = 10_000;
+/// Names kept apart once merging starts; the rest share one profile.
+const MAX_MERGED_NAMES: usize = 256;
+const MERGED_UNNAMED: &str = "[exited threads]";
+
+impl Registry {
+    /// Keeps an exited thread's profile: as it is while there is room, else added into
+    /// the merged profile of its name (unnamed threads, and names past the cap, share
+    /// one). A session spanning the merge counts the merged thread's earlier
+    /// recording again; `MAX_EXITED_THREADS` exits have to come first.
+    fn keep(&mut self, done: ThreadProfile) {
+        if self.exited.len() < MAX_EXITED_THREADS {
+            self.exited.push(done);
+            return;
+        }
+        let unnamed = done.name == format!("thread-{}", done.serial);
+        let mut name = if unnamed {
+            MERGED_UNNAMED
+        } else {
+            done.name.as_str()
+        };
+        if self.merged.len() >= MAX_MERGED_NAMES && !self.merged.iter().any(|m| m.name == name) {
+            name = MERGED_UNNAMED;
+        }
+        match self.merged.iter_mut().find(|m| m.name == name) {
+            Some(m) => m.absorb(&done),
+            None => {
+                // Serials count up from 1; merged profiles take the top of the range.
+                let serial = u64::MAX - self.merged.len() as u64;
+                self.merged.push(ThreadProfile {
+                    serial,
+                    name: name.to_string(),
+                    ..done
+                });
+            }
+        }
+    }
 }
 
 fn registry() -> MutexGuard<'static, Registry> {
@@ -291,6 +335,7 @@ fn registry() -> MutexGuard<'static, Registry> {
         next_serial: 0,
         live: Vec::new(),
         exited: Vec::new(),
+        merged: Vec::new(),
         fork_base: None,
     });
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
@@ -317,6 +362,7 @@ pub(crate) fn release_after_fork(in_child: bool) {
             let me = SERIAL.try_with(Cell::get).unwrap_or(0);
             r.live.retain(|t| t.serial == me);
             r.exited.clear();
+            r.merged.clear();
             r.fork_base = r.live.first().map(|t| t.snapshot(false));
         }
         drop(r);
@@ -348,7 +394,9 @@ pub(crate) fn all_threads() -> Vec<ThreadProfile> {
     }
     let (live, mut out, base) = {
         let r = registry();
-        (r.live.clone(), r.exited.clone(), r.fork_base.clone())
+        let mut kept = r.exited.clone();
+        kept.extend(r.merged.iter().cloned());
+        (r.live.clone(), kept, r.fork_base.clone())
     };
     // Read live threads outside the lock so thread start/exit never waits on a report.
     out.extend(live.iter().map(|t| t.snapshot(false)));
