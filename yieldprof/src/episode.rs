@@ -178,7 +178,7 @@ impl Site {
 fn record(key: usize, site: Site, ns: u64) {
     thread::with(|l| {
         let d = &l.data;
-        let s = d.slot(d.slot_of(l.current.get(), key, || site.info()));
+        let s = d.slot_of(l.current.get(), key, || site.info());
         bump(&s.calls, 1);
         bump(&s.ns, ns);
     });

@@ -76,7 +76,7 @@ mod counting {
         thread::with(|l| {
             let d = &l.data;
             let key = site as *const CallSite as usize;
-            bump(&d.slot(d.slot_of(node, key, || site.info())).calls, n);
+            bump(&d.slot_of(node, key, || site.info()).calls, n);
         });
     }
 }

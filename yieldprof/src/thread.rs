@@ -139,17 +139,17 @@ impl ThreadData {
 
     /// The slot of `node` for the call site at `key`.
     #[inline]
-    pub(crate) fn slot_of(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
+    pub(crate) fn slot_of(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> &Slot {
         let n = self.node(node);
         let mut s = n.first_slot.own();
         while s != OVERFLOW_SLOT {
             let slot = self.slot(s);
             if slot.key.load(Relaxed) == key {
-                return s;
+                return slot;
             }
             s = slot.next.own();
         }
-        self.new_slot(node, key, info)
+        self.slot(self.new_slot(node, key, info))
     }
 
     #[cold]
