@@ -1,38 +1,6 @@
 //! `<name>.json`: the summary's data for tools.
 //!
-//! Schema `yieldprof/1` (times in ns; a counter is `null` where it could not be
-//! counted, else `{"value": n, "estimated": bool}`):
-//!
-//! ```text
-//! {
-//!   "schema": "yieldprof/1",
-//!   "costs": { "spin_ns", "yield_ns", "switch_ns", "timer_slack_ns", "cores", "source" },
-//!   "totals": { "threads", "thread_ns", "wait_ns", "wait_share" },
-//!   "findings": [ { "rule", "subject", "location", "evidence", "fix" } ],
-//!   "threads": [ { "name", "tid", "exited", "wall_ns", "wait_ns", "work_ns",
-//!                  "wait_share", "overflowed", "counter_source",
-//!                  "counters": { <event>: counter, ... },
-//!                  "counters_in_wait": { <event>: counter, ... },
-//!                  "fragmentation": { "episodes_per_s", "short_share" } } ],
-//!   "sites": [ { "name", "path", "file", "line", "episodes", "wall_ns", "self_ns",
-//!                "spin_ns", "blocked_ns",
-//!                "durations": { "min_ns", "median_ns", "p99_ns", "max_ns" },
-//!                "fragmentation": { "episodes_per_s", "short_share" },
-//!                "counters": { <event>: counter, ..., "sampled": n },
-//!                "calls": [ { "kind", "file", "line", "column", "calls", "ns",
-//!                             "per_episode" } ] } ],
-//!   "sharing": [ { "verdict", "address", "size", "invalidations",
-//!                  "false_invalidations", "contended_invalidations", "sample_every",
-//!                  "words": [ { "offset", "name", "invalidations",
-//!                               "threads": [ { "thread", "reads", "writes" } ] } ],
-//!                  "wait_sites": [ { "name", "reads" } ], "fix" } ],
-//!   "capabilities": { "paranoid", "fd_budget", "fds_in_use",
-//!                     "events": [ { "event", "source", "available", "reason" } ] }
-//! }
-//! ```
-//!
-//! `<event>` is a `perf list` style name such as `voluntary-switches` or
-//! `cache-misses`. Sites are sorted by wall time, costliest first, as in the text.
+//! The schema is in the docs of [`Profile::json`].
 
 use crate::counters::{capabilities, Availability, Count, CounterEvent, Counters};
 use crate::findings::{Costs, Fragmentation};
@@ -65,7 +33,41 @@ fn share(part: u64, whole: u64) -> f64 {
 }
 
 impl Profile {
-    /// The report as JSON (schema in the [module docs](self)).
+    /// The report as JSON, as written to `<name>.json`.
+    ///
+    /// Schema `yieldprof/1` (times in ns; a counter is `null` where it could not be
+    /// counted, else `{"value": n, "estimated": bool}`):
+    ///
+    /// ```text
+    /// {
+    ///   "schema": "yieldprof/1",
+    ///   "costs": { "spin_ns", "yield_ns", "switch_ns", "timer_slack_ns", "cores", "source" },
+    ///   "totals": { "threads", "thread_ns", "wait_ns", "wait_share" },
+    ///   "findings": [ { "rule", "subject", "location", "evidence", "fix" } ],
+    ///   "threads": [ { "name", "tid", "exited", "wall_ns", "wait_ns", "work_ns",
+    ///                  "wait_share", "overflowed", "counter_source",
+    ///                  "counters": { <event>: counter, ... },
+    ///                  "counters_in_wait": { <event>: counter, ... },
+    ///                  "fragmentation": { "episodes_per_s", "short_share" } } ],
+    ///   "sites": [ { "name", "path", "file", "line", "episodes", "wall_ns", "self_ns",
+    ///                "spin_ns", "blocked_ns",
+    ///                "durations": { "min_ns", "median_ns", "p99_ns", "max_ns" },
+    ///                "fragmentation": { "episodes_per_s", "short_share" },
+    ///                "counters": { <event>: counter, ..., "sampled": n },
+    ///                "calls": [ { "kind", "file", "line", "column", "calls", "ns",
+    ///                             "per_episode" } ] } ],
+    ///   "sharing": [ { "verdict", "address", "size", "invalidations",
+    ///                  "false_invalidations", "contended_invalidations", "sample_every",
+    ///                  "words": [ { "offset", "name", "invalidations",
+    ///                               "threads": [ { "thread", "reads", "writes" } ] } ],
+    ///                  "wait_sites": [ { "name", "reads" } ], "fix" } ],
+    ///   "capabilities": { "paranoid", "fd_budget", "fds_in_use",
+    ///                     "events": [ { "event", "source", "available", "reason" } ] }
+    /// }
+    /// ```
+    ///
+    /// `<event>` is a `perf list` style name such as `voluntary-switches` or
+    /// `cache-misses`. Sites are sorted by wall time, costliest first, as in the text.
     ///
     /// ```
     /// let v = yieldprof::snapshot().json(&yieldprof::Costs::current());

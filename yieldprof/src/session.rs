@@ -3,15 +3,7 @@
 //! A [`Session`] copies the profile when it starts; [`Session::finish`] returns the
 //! difference, so work done earlier in the same process does not leak into a test.
 //!
-//! Scope rules:
-//! - [`Session::start`] sees every thread of the process. Two tests running at once
-//!   (plain `cargo test` runs tests on several threads) still do not disturb each
-//!   other's *site* budgets as long as they use different wait sites; per-thread and
-//!   whole-process figures do mix.
-//! - [`Session::this_thread`] sees only the calling thread, plus threads spawned
-//!   through [`Session::scope`].
-//! - For full isolation run tests with cargo-nextest, which gives each test its own
-//!   process.
+//! The scope rules are in the docs of [`Session`].
 
 use crate::budget::{self, Budget, BudgetExceeded};
 use crate::output::{self, Options, WriteError};
@@ -21,7 +13,17 @@ use std::ops::Deref;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-/// A measurement window. See the [module docs](self) for what it sees.
+/// A measurement window.
+///
+/// Scope rules:
+/// - [`Session::start`] sees every thread of the process. Two tests running at once
+///   (plain `cargo test` runs tests on several threads) still do not disturb each
+///   other's *site* budgets as long as they use different wait sites; per-thread and
+///   whole-process figures do mix.
+/// - [`Session::this_thread`] sees only the calling thread, plus threads spawned
+///   through [`Session::scope`].
+/// - For full isolation run tests with cargo-nextest, which gives each test its own
+///   process.
 ///
 /// ```
 /// #[yieldprof::instrument_wait]
