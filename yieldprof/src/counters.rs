@@ -1484,6 +1484,7 @@ impl ThreadCounters {
         ThreadSnap {
             source: self.setup.get().map_or(CounterSource::Off, |s| s.source),
             overhead_ns: self.overhead_ns.load(Relaxed),
+            run_queue_ns: None,
         }
     }
 
@@ -1564,6 +1565,9 @@ impl NodeSnap {
 pub(crate) struct ThreadSnap {
     pub(crate) source: CounterSource,
     pub(crate) overhead_ns: u64,
+    /// Time runnable but waiting for a CPU since the thread first recorded
+    /// (`/proc/.../schedstat`); `None` where the kernel does not say.
+    pub(crate) run_queue_ns: Option<u64>,
 }
 
 impl Default for ThreadSnap {
@@ -1571,6 +1575,7 @@ impl Default for ThreadSnap {
         ThreadSnap {
             source: CounterSource::Off,
             overhead_ns: 0,
+            run_queue_ns: None,
         }
     }
 }
@@ -1583,9 +1588,32 @@ impl ThreadSnap {
     pub(crate) fn minus(&self, earlier: &ThreadSnap) -> ThreadSnap {
         ThreadSnap {
             overhead_ns: self.overhead_ns.saturating_sub(earlier.overhead_ns),
+            run_queue_ns: match (self.run_queue_ns, earlier.run_queue_ns) {
+                (Some(now), Some(then)) => Some(now.saturating_sub(then)),
+                (now, _) => now,
+            },
             ..*self
         }
     }
+
+    /// Two threads' figures together (threads merged after they exited).
+    pub(crate) fn plus(&self, other: &ThreadSnap) -> ThreadSnap {
+        ThreadSnap {
+            overhead_ns: self.overhead_ns + other.overhead_ns,
+            run_queue_ns: match (self.run_queue_ns, other.run_queue_ns) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            },
+            source: other.source,
+        }
+    }
+}
+
+/// Nanoseconds thread `tid` of this process has spent runnable but waiting for a
+/// CPU: the second field of `/proc/self/task/<tid>/schedstat`.
+pub(crate) fn run_queue_ns(tid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Sums of nodes, turned into [`Counters`] by scaling each event's count from the wall

@@ -202,7 +202,12 @@ const MIN_CALLS: u64 = 10;
 const LONG_SPIN_YIELDS: f64 = 10.0;
 /// Yields with fewer switches per call than this gave nothing back.
 const NO_SWITCH_PER_YIELD: f64 = 0.05;
-/// Involuntary switches per second of thread time that mean oversubscription: a
+/// Share of a thread's time spent runnable but waiting for a CPU that means
+/// oversubscription: ~0 for two busy threads on the build VM's two cores, ~2/3 for
+/// three busy threads sharing one.
+const OVERSUBSCRIBED_QUEUE_SHARE: f64 = 0.10;
+/// Without the kernel's run-queue figure: involuntary switches per second of thread
+/// time that mean oversubscription: a
 /// thread alone on its core sees ~0; three busy threads sharing one core see ~70
 /// each on the build machine (the scheduler's slices are ~13 ms there).
 const OVERSUBSCRIBED_PER_S: f64 = 20.0;
@@ -364,14 +369,30 @@ fn thread_findings(t: &ThreadStats, costs: &Costs, out: &mut Vec<Finding>) {
         return;
     };
     let per_s = invol as f64 / (t.wall_ns.max(1) as f64 / 1e9);
-    if invol >= 10 && per_s >= OVERSUBSCRIBED_PER_S {
+    // Where the kernel says how long the thread waited for a CPU, that decides: a
+    // preemption now and then (a kernel thread, a timer) costs nothing, a run queue
+    // longer than the cores does.
+    let queued = t.run_queue_ns.map(|q| q as f64 / t.wall_ns.max(1) as f64);
+    let oversubscribed = match queued {
+        Some(share) => invol >= 10 && share >= OVERSUBSCRIBED_QUEUE_SHARE,
+        None => invol >= 10 && per_s >= OVERSUBSCRIBED_PER_S,
+    };
+    if oversubscribed {
+        let waited = match (t.run_queue_ns, queued) {
+            (Some(q), Some(share)) => format!(
+                "waited {} ({:.0}% of its time) runnable for a CPU, ",
+                duration(q),
+                100.0 * share
+            ),
+            _ => String::new(),
+        };
         out.push(Finding {
             rule: Rule::Oversubscribed,
             subject: format!("thread {}", t.name),
             location: None,
             evidence: format!(
-                "{invol} involuntary switches ({per_s:.0}/s): the thread was runnable but \
-                 preempted; {} cores",
+                "{waited}{invol} involuntary switches ({per_s:.0}/s): the thread was runnable \
+                 but preempted; {} cores",
                 costs.cores
             ),
             fix: "run fewer busy threads than cores, and make waiters block (park, Condvar) \

@@ -324,7 +324,7 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
         lines.iter().try_for_each(|l| writeln!(w, "{l}"))
     })?;
     let subtitle = format!(
-        "{} (spin red, yield orange, sleep/park blue, work green)",
+        "{} (spin red, yield orange, sleep/park blue, work green, false sharing purple)",
         profile.headline()
     );
     let svg = path("svg");

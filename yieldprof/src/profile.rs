@@ -93,7 +93,7 @@ impl ThreadProfile {
             }
         }
         self.overflowed += other.overflowed;
-        self.counters.overhead_ns += other.counters.overhead_ns;
+        self.counters = self.counters.plus(&other.counters);
         self.tid = other.tid;
     }
 
@@ -316,6 +316,9 @@ pub struct ThreadStats {
     pub counter_source: CounterSource,
     /// Time the thread spent reading its counters.
     pub counter_overhead_ns: u64,
+    /// Time it was runnable but waited for a CPU (the kernel's schedstat), since it
+    /// first recorded; `None` where the kernel does not say.
+    pub run_queue_ns: Option<u64>,
 }
 
 impl Profile {
@@ -412,6 +415,7 @@ impl Profile {
                     counters_in_wait,
                     counter_source: t.counters.source,
                     counter_overhead_ns: t.counters.overhead_ns,
+                    run_queue_ns: t.counters.run_queue_ns,
                 }
             })
             .collect()

@@ -126,13 +126,13 @@ impl Profile {
         let _ = writeln!(s, "\nThreads");
         let _ = writeln!(
             s,
-            "  {:<28} {:>8} {:>12} {:>8} {:>8} {:>10}",
-            "thread", "tid", "wall", "wait %", "work %", "overflow"
+            "  {:<28} {:>8} {:>12} {:>8} {:>8} {:>9} {:>10}",
+            "thread", "tid", "wall", "wait %", "work %", "queued %", "overflow"
         );
         for t in shown(&threads) {
             let _ = writeln!(
                 s,
-                "  {:<28} {:>8} {:>12} {:>7.1}% {:>7.1}% {:>10}",
+                "  {:<28} {:>8} {:>12} {:>7.1}% {:>7.1}% {:>9} {:>10}",
                 tail(
                     &format!("{}{}", t.name, if t.exited { " (exited)" } else { "" }),
                     28
@@ -141,6 +141,8 @@ impl Profile {
                 duration(t.wall_ns),
                 percent(t.wait_ns, t.wall_ns),
                 percent(t.work_ns, t.wall_ns),
+                t.run_queue_ns
+                    .map_or("n/a".into(), |q| format!("{:.1}%", percent(q, t.wall_ns))),
                 t.overflowed
             );
         }

@@ -6,7 +6,7 @@
 
 use crate::arena::{Arena, Link};
 use crate::clock;
-use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters};
+use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters, ThreadSnap};
 use crate::histogram::AtomicHistogram;
 use crate::profile::{NodeStats, SlotStats, ThreadProfile};
 use crate::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
@@ -56,6 +56,8 @@ pub(crate) struct Slot {
 pub(crate) struct ThreadData {
     serial: u64,
     tid: i32,
+    /// The kernel's run-queue wait of this thread when it first recorded.
+    run_queue_start: Option<u64>,
     name: String,
     start_ns: u64,
     nodes: Arena<Node>,
@@ -70,10 +72,12 @@ impl ThreadData {
             Some(n) => n.to_string(),
             None => format!("thread-{serial}"),
         };
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
         let data = ThreadData {
             serial,
-            // SAFETY: gettid has no preconditions.
-            tid: unsafe { libc::gettid() },
+            tid,
+            run_queue_start: counters::run_queue_ns(tid),
             name,
             start_ns: clock::now(),
             nodes: Arena::new(max_nodes),
@@ -219,7 +223,12 @@ impl ThreadData {
             exited,
             overflowed: self.overflowed.load(Relaxed),
             nodes,
-            counters: self.counters.snapshot(),
+            counters: ThreadSnap {
+                run_queue_ns: counters::run_queue_ns(self.tid)
+                    .zip(self.run_queue_start)
+                    .map(|(now, start)| now.saturating_sub(start)),
+                ..self.counters.snapshot()
+            },
         }
     }
 }
