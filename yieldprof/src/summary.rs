@@ -192,8 +192,7 @@ impl Profile {
                 q(h.max())
             );
             for c in &site.calls {
-                let _ = writeln!(
-                    s,
+                let line = format!(
                     "    {:<12} {:>28}:{:<5} {:>10} calls {:>8.1}/episode {:>11}",
                     c.site.kind.name(),
                     tail(c.site.file, 28),
@@ -206,6 +205,7 @@ impl Profile {
                         duration(c.ns)
                     }
                 );
+                let _ = writeln!(s, "{}", line.trim_end());
             }
         }
         self.write_sharing(&mut s);
