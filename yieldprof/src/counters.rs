@@ -26,7 +26,7 @@
 
 use crate::clock;
 use crate::profile::ThreadProfile;
-use crate::site::{FrameInfo, FrameKind};
+use crate::site::FrameInfo;
 use crate::thread::bump;
 use perf_event::events::{Cache, CacheOp, CacheResult, Event as PerfEvent, Hardware, Software};
 use perf_event::{Builder, Counter, Group};
@@ -1704,14 +1704,8 @@ pub(crate) fn thread_counters(t: &ThreadProfile, frames: &[FrameInfo]) -> (Count
     let mut total = Acc::default();
     total.add(&t.nodes[0].counts, t.nodes[0].wall_ns);
     let mut wait = Acc::default();
-    let mut in_wait = vec![false; t.nodes.len()];
-    for (i, n) in t.nodes.iter().enumerate().skip(1) {
-        let parent_waits = in_wait[n.parent as usize];
-        let waits = frames[n.frame as usize].kind == FrameKind::Wait;
-        in_wait[i] = parent_waits || waits;
-        if waits && !parent_waits {
-            wait.add(&n.counts, n.wall_ns);
-        }
+    for n in t.outermost_waits(&t.in_wait(frames)) {
+        wait.add(&n.counts, n.wall_ns);
     }
     let total = total.counters();
     let mut in_wait = wait.counters();

@@ -487,15 +487,9 @@ impl Profile {
             .map(|t| {
                 let mut h = crate::Histogram::default();
                 let mut episodes = 0;
-                let mut in_wait = vec![false; t.nodes.len()];
-                for (i, n) in t.nodes.iter().enumerate().skip(1) {
-                    let waits = self.frames[n.frame as usize].kind == crate::FrameKind::Wait;
-                    let outer = in_wait[n.parent as usize];
-                    in_wait[i] = outer || waits;
-                    if waits && !outer {
-                        h.add(&n.durations);
-                        episodes += n.episodes;
-                    }
+                for n in t.outermost_waits(&t.in_wait(&self.frames)) {
+                    h.add(&n.durations);
+                    episodes += n.episodes;
                 }
                 Fragmentation::of(episodes, t.nodes[0].wall_ns, &h, costs)
             })

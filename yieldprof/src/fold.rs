@@ -125,10 +125,7 @@ impl Profile {
                     }
                 }
                 if metric == Metric::Wall {
-                    let rest = n
-                        .wall_ns
-                        .saturating_sub(child_wall[i])
-                        .saturating_sub(n.timed_ns());
+                    let rest = n.rest_ns(child_wall[i]);
                     match self_leaf {
                         Some(leaf) => add(format!("{path};{leaf}"), rest),
                         None => add(path.clone(), rest),

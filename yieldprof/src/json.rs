@@ -4,7 +4,7 @@
 
 use crate::counters::{capabilities, Availability, Count, CounterEvent, Counters};
 use crate::findings::{Costs, Fragmentation};
-use crate::profile::Profile;
+use crate::profile::{totals, Profile};
 use serde_json::{json, Map, Value};
 
 fn count(c: Count) -> Value {
@@ -75,8 +75,7 @@ impl Profile {
     /// ```
     pub fn json(&self, costs: &Costs) -> Value {
         let threads = self.threads();
-        let wall: u64 = threads.iter().map(|t| t.wall_ns).sum();
-        let wait: u64 = threads.iter().map(|t| t.wait_ns).sum();
+        let (wall, wait) = totals(&threads);
         let frag = self.thread_fragmentation(costs);
         let threads_json: Vec<Value> = threads
             .iter()

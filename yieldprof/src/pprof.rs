@@ -467,10 +467,7 @@ fn encode(profile: &Profile, window: Window) -> pb::Profile {
             } else {
                 stacks[n.parent as usize].clone()
             };
-            let rest_ns = n
-                .wall_ns
-                .saturating_sub(child_wall[i])
-                .saturating_sub(n.timed_ns());
+            let rest_ns = n.rest_ns(child_wall[i]);
             let own = Part::Own {
                 node: n,
                 rest_ns,

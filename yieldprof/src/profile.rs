@@ -45,6 +45,14 @@ impl NodeStats {
     pub(crate) fn timed_ns(&self) -> u64 {
         self.slots.iter().map(|s| s.ns).sum()
     }
+
+    /// The frame's own time outside its children and its timed calls (`child_wall`:
+    /// its children's wall time): `[spin]` for a wait frame, `[work]` otherwise.
+    pub(crate) fn rest_ns(&self, child_wall: u64) -> u64 {
+        self.wall_ns
+            .saturating_sub(child_wall)
+            .saturating_sub(self.timed_ns())
+    }
 }
 
 impl ThreadProfile {
@@ -158,29 +166,43 @@ impl ThreadProfile {
         sums
     }
 
-    /// Time not in any wait frame or its descendants' calls, i.e. the `[work]` total.
-    fn wait_ns(&self, frames: &[FrameInfo]) -> u64 {
-        // A wait frame's wall includes everything nested in it, so only outermost
-        // wait frames count.
+    /// Per node: whether it is a wait frame or nested in one.
+    pub(crate) fn in_wait(&self, frames: &[FrameInfo]) -> Vec<bool> {
         let mut in_wait = vec![false; self.nodes.len()];
-        let mut total = 0;
         for (i, n) in self.nodes.iter().enumerate().skip(1) {
-            let parent_waits = in_wait[n.parent as usize];
-            let waits = frames[n.frame as usize].kind == FrameKind::Wait;
-            in_wait[i] = parent_waits || waits;
-            if waits && !parent_waits {
-                total += n.wall_ns;
-            }
+            in_wait[i] =
+                in_wait[n.parent as usize] || frames[n.frame as usize].kind == FrameKind::Wait;
         }
-        // Wrapper calls (`yieldprof::yield_now()`) outside any wait frame wait too.
-        total
-            + self
-                .nodes
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !in_wait[*i])
-                .map(|(_, n)| n.timed_ns())
-                .sum::<u64>()
+        in_wait
+    }
+
+    /// The outermost wait frames (`in_wait` from [`ThreadProfile::in_wait`]): a wait
+    /// frame's wall and counts include everything nested in it, so only these add up.
+    pub(crate) fn outermost_waits<'a>(
+        &'a self,
+        in_wait: &'a [bool],
+    ) -> impl Iterator<Item = &'a NodeStats> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|(i, n)| in_wait[*i] && !in_wait[n.parent as usize])
+            .map(|(_, n)| n)
+    }
+
+    /// Time in wait frames, and in wrapper calls (`yieldprof::yield_now()`) outside
+    /// them: the thread's time that is not `[work]`.
+    fn wait_ns(&self, frames: &[FrameInfo]) -> u64 {
+        let in_wait = self.in_wait(frames);
+        let in_frames: u64 = self.outermost_waits(&in_wait).map(|n| n.wall_ns).sum();
+        let in_calls: u64 = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !in_wait[*i])
+            .map(|(_, n)| n.timed_ns())
+            .sum();
+        in_frames + in_calls
     }
 }
 
@@ -319,6 +341,13 @@ pub struct ThreadStats {
     /// Time it was runnable but waited for a CPU (the kernel's schedstat), since it
     /// first recorded; `None` where the kernel does not say.
     pub run_queue_ns: Option<u64>,
+}
+
+/// `(wall, wait)` time summed over `threads`.
+pub(crate) fn totals(threads: &[ThreadStats]) -> (u64, u64) {
+    let wall = threads.iter().map(|t| t.wall_ns).sum();
+    let wait = threads.iter().map(|t| t.wait_ns).sum();
+    (wall, wait)
 }
 
 impl Profile {

@@ -1,7 +1,7 @@
 //! The plain-text summary: where each thread's time went and what each wait site did.
 //! Lines stay within 100 columns.
 
-use crate::profile::{Profile, ThreadStats};
+use crate::profile::{totals, Profile, ThreadStats};
 use crate::site::Kind;
 use std::fmt::Write;
 
@@ -25,6 +25,17 @@ pub(crate) fn percent(part: u64, whole: u64) -> f64 {
     } else {
         100.0 * part as f64 / whole as f64
     }
+}
+
+/// `3 threads, 1.20 s thread time, 18.0% waiting`.
+fn headline(threads: &[ThreadStats]) -> String {
+    let (wall, wait) = totals(threads);
+    format!(
+        "{} threads, {} thread time, {:.1}% waiting",
+        threads.len(),
+        duration(wall),
+        percent(wait, wall)
+    )
 }
 
 /// Threads listed one by one in the text; the JSON has them all.
@@ -100,15 +111,7 @@ fn tail(s: &str, max: usize) -> String {
 impl Profile {
     /// `3 threads, 1.20 s thread time, 18.0% waiting`: the totals at a glance.
     pub fn headline(&self) -> String {
-        let threads = self.threads();
-        let wall: u64 = threads.iter().map(|t| t.wall_ns).sum();
-        let wait: u64 = threads.iter().map(|t| t.wait_ns).sum();
-        format!(
-            "{} threads, {} thread time, {:.1}% waiting",
-            threads.len(),
-            duration(wall),
-            percent(wait, wall)
-        )
+        headline(&self.threads())
     }
 
     /// The text summary written to `<name>.txt`.
@@ -120,7 +123,7 @@ impl Profile {
     pub fn summary(&self) -> String {
         let mut s = String::new();
         let threads = self.threads();
-        let _ = writeln!(s, "yieldprof summary: {}", self.headline());
+        let _ = writeln!(s, "yieldprof summary: {}", headline(&threads));
         let costs = crate::Costs::current();
         self.write_findings(&costs, &mut s);
         let _ = writeln!(s, "\nThreads");
