@@ -309,6 +309,11 @@ impl Drop for Guard {
     }
 }
 
+/// Writes folded `lines`, one per line, to `path` (atomically).
+pub(crate) fn write_folded(path: &Path, lines: &[String]) -> Result<(), WriteError> {
+    write_atomic(path, |w| lines.iter().try_for_each(|l| writeln!(w, "{l}")))
+}
+
 /// Writes `<name>.folded`, `<name>.svg`, `<name>.split.svg`, `<name>.pb.gz` (pprof),
 /// `<name>.txt` and the requested metric views for `profile`.
 pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<PathBuf>, WriteError> {
@@ -320,9 +325,7 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     let path = |ext: &str| dir.join(format!("{}.{ext}", opts.name));
     let lines = profile.folded(opts.metric);
     let folded = path("folded");
-    write_atomic(&folded, |w| {
-        lines.iter().try_for_each(|l| writeln!(w, "{l}"))
-    })?;
+    write_folded(&folded, &lines)?;
     let subtitle = format!(
         "{} (spin red, yield orange, sleep/park blue, work green, false sharing purple)",
         profile.headline()
@@ -353,8 +356,7 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     let mut written = vec![folded, svg, split, pb];
     for &metric in &opts.views {
         let view = path(&format!("{}.folded", metric.name()));
-        let lines = profile.folded(metric);
-        write_atomic(&view, |w| lines.iter().try_for_each(|l| writeln!(w, "{l}")))?;
+        write_folded(&view, &profile.folded(metric))?;
         written.push(view);
     }
     let json = path("json");

@@ -15,7 +15,7 @@
 //! This is the one place yieldprof runs a thread of its own, named
 //! `yieldprof-snapshots`. It records nothing itself.
 
-use crate::output::{write_atomic, Guard, Options};
+use crate::output::{write_atomic, write_folded, Guard, Options};
 use crate::pprof::{self, Window};
 use crate::profile::{snapshot, Profile};
 use std::path::{Path, PathBuf};
@@ -272,10 +272,7 @@ fn write_pair(
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let lines = delta.folded(opts.metric);
     let folded = dir.join(format!("{stem}.folded"));
-    write_atomic(&folded, |w| {
-        lines.iter().try_for_each(|l| writeln!(w, "{l}"))
-    })
-    .map_err(|e| e.to_string())?;
+    write_folded(&folded, &lines).map_err(|e| e.to_string())?;
     write_atomic(&dir.join(format!("{stem}.pb.gz")), |w| {
         pprof::write(delta, window, w)
     })
