@@ -53,63 +53,45 @@
 // Without `enabled` nothing records, so the recording half of the crate is unused.
 #![cfg_attr(not(feature = "enabled"), allow(dead_code, unused_imports))]
 
-mod arena;
-mod budget;
-mod clock;
+mod analysis;
+mod base;
 mod config;
 mod counters;
-mod diff;
-// Without the `enabled` feature the hot path is a set of no-ops with the same names.
-#[cfg_attr(not(feature = "enabled"), path = "noop.rs")]
-mod episode;
-mod findings;
-mod flamegraph;
-mod flush;
-mod fold;
-mod fork;
-mod histogram;
-mod json;
-mod layout;
+mod model;
 mod output;
-mod pprof;
-pub mod probe;
-mod profile;
-mod session;
+mod record;
 mod sharing;
-mod site;
-mod snapshots;
-mod spins;
-mod summary;
-mod thread;
-#[cfg(feature = "tracing")]
-pub mod tracing_bridge;
-mod wait;
-mod watch;
 
-pub use budget::{Budget, BudgetExceeded, Limit, SiteBudget, ThreadBudget, Violation};
+pub use analysis::budget::{Budget, BudgetExceeded, SiteBudget, ThreadBudget, Violation};
+pub use analysis::costs::Costs;
+pub use analysis::findings::{Finding, Fragmentation, Rule};
+pub use analysis::probe;
+pub use analysis::session::{Session, SessionScope};
+pub use base::site::Limit;
+pub use base::site::{CallInfo, FrameInfo, FrameKind, Kind};
 pub use config::{is_enabled, set_enabled, DEFAULT_MAX_NODES};
 pub use counters::{
     capabilities, Availability, Capabilities, Count, CounterEvent, CounterSampling, CounterSource,
     Counters, EventSource, EventStatus, Reason, AUTO_BUDGET_PERCENT, DEFAULT_FD_BUDGET,
 };
-pub use diff::{diff, parse_folded, DiffError, Malformed};
-pub use findings::{Costs, Finding, Fragmentation, Rule};
-pub use flush::flush;
-pub use fold::Metric;
-pub use histogram::Histogram;
-pub use layout::SEPARATE_LINE_BYTES;
-pub use output::{init, Guard, Options, WriteError};
-pub use profile::{snapshot, CallStats, Profile, SiteStats, ThreadStats};
-pub use session::{Report, Session, SessionScope};
+pub use model::histogram::Histogram;
+pub use model::profile::{CallStats, Profile, SiteStats, ThreadStats};
+pub use output::diff::{diff, parse_folded, DiffError, Malformed};
+pub use output::flush::flush;
+pub use output::fold::Metric;
+pub use output::init::{init, Guard, Options, WriteError};
+pub use record::thread::snapshot;
+pub use record::thread::MAX_EXITED_THREADS;
+#[cfg(feature = "tracing")]
+pub use record::tracing_bridge;
+pub use record::wait::{park, park_timeout, sleep, spin, yield_now};
+pub use sharing::layout::SEPARATE_LINE_BYTES;
+pub use sharing::watch::{watch, WatchableAtomic, WatchableBits, WatchableInteger, Watched};
 pub use sharing::{
     set_watch_sampling, LineVerdict, SpinningSite, ThreadAccess, Verdict, WordAccess,
     DEFAULT_WATCH_SAMPLING, MAX_LINES, MIN_INVALIDATIONS, OWNED_THREADS, SHARE_DIVISOR,
     WARMUP_ACCESSES,
 };
-pub use site::{CallInfo, FrameInfo, FrameKind, Kind};
-pub use thread::MAX_EXITED_THREADS;
-pub use wait::{park, park_timeout, sleep, spin, yield_now};
-pub use watch::{watch, WatchableAtomic, WatchableBits, WatchableInteger, Watched};
 pub use yieldprof_macros::instrument_wait;
 
 /// Opens a named business frame until the end of the enclosing block, so business work
@@ -207,19 +189,21 @@ macro_rules! assert_separate_lines {
 /// What `#[instrument_wait]` expands to. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::budget::Limit;
-    pub use crate::episode::{call, count, enter_work, CallGuard, EpisodeGuard, Instrumented};
+    pub use crate::base::site::Limit;
+    pub use crate::base::site::{CallSite, EpisodeSite, Kind, WorkSite};
+    pub use crate::record::episode::{
+        call, count, enter_work, CallGuard, EpisodeGuard, Instrumented,
+    };
     #[cfg(not(feature = "tracing"))]
-    pub use crate::episode::{enter, instrument};
-    pub use crate::layout::{assert_separate_lines, size_of_field};
-    pub use crate::site::{CallSite, EpisodeSite, Kind, WorkSite};
-    pub use crate::spins::SpinCounts;
+    pub use crate::record::episode::{enter, instrument};
+    pub use crate::record::spins::SpinCounts;
     #[cfg(feature = "tracing")]
-    pub use crate::tracing_bridge::{enter, instrument, TracedEpisode};
+    pub use crate::record::tracing_bridge::{enter, instrument, TracedEpisode};
+    pub use crate::sharing::layout::{assert_separate_lines, size_of_field};
 
     /// The body of `assert_budget!`.
     #[track_caller]
-    pub fn assert_budget(report: &crate::Report, budget: &crate::Budget) {
+    pub fn assert_budget(report: &crate::Profile, budget: &crate::Budget) {
         let Err(e) = report.check(budget) else {
             return;
         };

@@ -1,0 +1,495 @@
+//! Budgets: limits on what wait sites and threads may cost, checked in tests.
+
+use crate::base::site::{Kind, Limit};
+use crate::base::text::share;
+use crate::counters::{capabilities, Availability, Count, CounterEvent};
+use crate::model::profile::{Profile, SiteStats, ThreadStats};
+use std::fmt;
+
+impl Limit {
+    fn describe(&self) -> String {
+        match self {
+            Limit::Episodes(_) => "episodes".into(),
+            Limit::Calls(k, _) => format!("{} calls", k.name()),
+            Limit::CallsPerEpisode(k, _) => format!("{} calls per episode", k.name()),
+            Limit::WallShare(_) => "share of thread wall time".into(),
+            Limit::WaitShare(_) => "share of wall time waiting".into(),
+            Limit::VoluntarySwitchesPerEpisode(_) => "voluntary switches per episode".into(),
+            Limit::InvoluntarySwitchesPerEpisode(_) => "involuntary switches per episode".into(),
+            Limit::InvoluntarySwitches(_) => "involuntary switches".into(),
+            Limit::CacheMissesPerEpisode(_) => "cache misses per episode".into(),
+            Limit::NoFalseSharing => "falsely shared lines".into(),
+        }
+    }
+
+    fn bound(&self) -> f64 {
+        match *self {
+            Limit::Episodes(n) | Limit::Calls(_, n) | Limit::InvoluntarySwitches(n) => n as f64,
+            Limit::CallsPerEpisode(_, x)
+            | Limit::WallShare(x)
+            | Limit::WaitShare(x)
+            | Limit::VoluntarySwitchesPerEpisode(x)
+            | Limit::InvoluntarySwitchesPerEpisode(x)
+            | Limit::CacheMissesPerEpisode(x) => x,
+            Limit::NoFalseSharing => 0.0,
+        }
+    }
+}
+
+/// Limits for one wait site, built with [`Budget::site`].
+#[derive(Clone, Debug, Default)]
+pub struct SiteBudget {
+    limits: Vec<Limit>,
+}
+
+impl SiteBudget {
+    /// At most `n` episodes.
+    pub fn max_episodes(mut self, n: u64) -> Self {
+        self.limits.push(Limit::Episodes(n));
+        self
+    }
+
+    /// At most `n` calls of `kind` in total.
+    pub fn max_calls(mut self, kind: Kind, n: u64) -> Self {
+        self.limits.push(Limit::Calls(kind, n));
+        self
+    }
+
+    /// At most `n` calls of `kind` per episode, on average.
+    pub fn max_calls_per_episode(mut self, kind: Kind, n: f64) -> Self {
+        self.limits.push(Limit::CallsPerEpisode(kind, n));
+        self
+    }
+
+    /// At most `share` (0..=1) of the wall time of the threads the site ran on.
+    pub fn max_wall_share(mut self, share: f64) -> Self {
+        self.limits.push(Limit::WallShare(share));
+        self
+    }
+
+    /// At most `n` voluntary context switches per episode.
+    pub fn max_voluntary_switches_per_episode(mut self, n: f64) -> Self {
+        self.limits.push(Limit::VoluntarySwitchesPerEpisode(n));
+        self
+    }
+
+    /// At most `n` involuntary context switches per episode (e.g. 0.001: fewer than
+    /// one per 1000 episodes).
+    pub fn max_involuntary_switches_per_episode(mut self, n: f64) -> Self {
+        self.limits.push(Limit::InvoluntarySwitchesPerEpisode(n));
+        self
+    }
+
+    /// At most `n` hardware cache misses per episode. Where the hardware has no
+    /// counters the limit is skipped with a note, unless [`Budget::require_counters`].
+    pub fn max_cache_misses_per_episode(mut self, n: f64) -> Self {
+        self.limits.push(Limit::CacheMissesPerEpisode(n));
+        self
+    }
+
+    /// Any limit, e.g. one built elsewhere.
+    pub fn limit(mut self, limit: Limit) -> Self {
+        self.limits.push(limit);
+        self
+    }
+}
+
+/// Limits for the threads of one name, built with [`Budget::thread`].
+#[derive(Clone, Debug, Default)]
+pub struct ThreadBudget {
+    limits: Vec<Limit>,
+}
+
+impl ThreadBudget {
+    /// At most `n` involuntary context switches in all.
+    pub fn max_involuntary_switches(mut self, n: u64) -> Self {
+        self.limits.push(Limit::InvoluntarySwitches(n));
+        self
+    }
+
+    /// At most `share` (0..=1) of the thread's wall time in wait episodes and calls.
+    pub fn max_wait_share(mut self, share: f64) -> Self {
+        self.limits.push(Limit::WaitShare(share));
+        self
+    }
+}
+
+/// What a test allows its wait sites and threads.
+///
+/// ```
+/// use yieldprof::{Budget, Kind, Session};
+///
+/// #[yieldprof::instrument_wait]
+/// fn take(ready: &std::sync::atomic::AtomicBool) {
+///     while !ready.load(std::sync::atomic::Ordering::Acquire) {
+///         std::thread::yield_now();
+///     }
+/// }
+///
+/// let session = Session::this_thread();
+/// take(&std::sync::atomic::AtomicBool::new(true));
+/// let report = session.finish();
+/// let budget = Budget::new().site("take", |s| s.max_calls_per_episode(Kind::Yield, 16.0));
+/// report.check(&budget).unwrap();
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Budget {
+    sites: Vec<(String, SiteBudget)>,
+    threads: Vec<(String, ThreadBudget)>,
+    no_false_sharing: bool,
+    require_counters: bool,
+}
+
+impl Budget {
+    /// A budget with no limits.
+    pub fn new() -> Self {
+        Budget::default()
+    }
+
+    /// No watched line may be falsely shared (FALSE, MIXED or ADJACENT-RISK; see
+    /// [`crate::Profile::sharing`]).
+    pub fn no_false_sharing(mut self) -> Self {
+        self.no_false_sharing = true;
+        self
+    }
+
+    /// A limit on a counter this machine cannot count fails the check, instead of
+    /// being skipped with a note.
+    pub fn require_counters(mut self) -> Self {
+        self.require_counters = true;
+        self
+    }
+
+    /// Limits for the site `name`: its frame name, full path, or a `::` tail of it.
+    /// A name no site answers to fails the check.
+    pub fn site(mut self, name: &str, f: impl FnOnce(SiteBudget) -> SiteBudget) -> Self {
+        self.sites
+            .push((name.to_string(), f(SiteBudget::default())));
+        self
+    }
+
+    /// Limits for every thread called `name`. A name no thread has fails the check.
+    pub fn thread(mut self, name: &str, f: impl FnOnce(ThreadBudget) -> ThreadBudget) -> Self {
+        self.threads
+            .push((name.to_string(), f(ThreadBudget::default())));
+        self
+    }
+
+    pub(crate) fn check(&self, profile: &Profile) -> Result<(), BudgetExceeded> {
+        let mut out = BudgetExceeded {
+            require_counters: self.require_counters,
+            ..BudgetExceeded::default()
+        };
+        let sites = profile.sites();
+        let threads = profile.threads();
+        for (name, budget) in &self.sites {
+            let Some(site) = sites.iter().find(|s| s.matches(name)) else {
+                out.unknown.push(format!(
+                    "site `{name}` is not in the report (sites: {})",
+                    list(sites.iter().map(|s| s.name.as_str()))
+                ));
+                continue;
+            };
+            out.check_site(site, &budget.limits, profile);
+        }
+        for (name, budget) in &self.threads {
+            let matching: Vec<&ThreadStats> = threads.iter().filter(|t| &t.name == name).collect();
+            if matching.is_empty() {
+                out.unknown.push(format!(
+                    "thread `{name}` is not in the report (threads: {})",
+                    list(threads.iter().map(|t| t.name.as_str()))
+                ));
+            }
+            for t in matching {
+                let subject = format!("thread `{}` (tid {})", t.name, t.tid);
+                for limit in &budget.limits {
+                    out.compare(&subject, limit, thread_value(limit, t));
+                }
+            }
+        }
+        if self.no_false_sharing {
+            for line in profile
+                .sharing()
+                .iter()
+                .filter(|l| l.verdict.is_suspicious())
+            {
+                let fields: Vec<String> = line
+                    .words
+                    .iter()
+                    .map(|w| format!("`{}` +{}", w.name, w.offset))
+                    .collect();
+                let subject = format!(
+                    "{} line {:#x} ({}; {} invalidations)",
+                    line.verdict,
+                    line.address,
+                    fields.join(", "),
+                    line.invalidations
+                );
+                out.compare(&subject, &Limit::NoFalseSharing, Measured::Value(1.0));
+            }
+        }
+        out.into_result()
+    }
+}
+
+/// Checks the limits every site of `profile` declared on its attribute. A report in
+/// which no site declares any fails: the site that should be checked did not run, or
+/// ran outside the session.
+pub(crate) fn check_declared(profile: &Profile) -> Result<(), BudgetExceeded> {
+    let mut out = BudgetExceeded::default();
+    let sites = profile.sites();
+    let declared: Vec<&SiteStats> = sites.iter().filter(|s| !s.budget.is_empty()).collect();
+    if declared.is_empty() {
+        out.unknown.push(format!(
+            "no site in the report declares a budget with `#[instrument_wait(budget(...))]` \
+             (sites: {})",
+            list(sites.iter().map(|s| s.name.as_str()))
+        ));
+    }
+    for site in declared {
+        out.check_site(site, site.budget, profile);
+    }
+    out.into_result()
+}
+
+fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The measured value of a site limit; `None` when the limit does not apply to sites.
+/// What a limit measured.
+enum Measured {
+    Value(f64),
+    /// The limit is for threads, not sites, or the other way round.
+    NotApplicable,
+    /// The counter it needs is not counted here.
+    Unavailable(CounterEvent),
+}
+
+fn counted(c: Count, episodes: u64, event: CounterEvent) -> Measured {
+    match c.per(episodes) {
+        Some(v) => Measured::Value(v),
+        None => Measured::Unavailable(event),
+    }
+}
+
+fn site_value(limit: &Limit, site: &SiteStats, profile: &Profile) -> Measured {
+    let episodes = site.episodes.max(1) as f64;
+    let c = &site.counters;
+    Measured::Value(match *limit {
+        Limit::Episodes(_) => site.episodes as f64,
+        Limit::Calls(kind, _) => site.calls_of(kind) as f64,
+        Limit::CallsPerEpisode(kind, _) => site.calls_of(kind) as f64 / episodes,
+        Limit::WallShare(_) => share(site.wall_ns, profile.wall_of_threads_running(site)),
+        Limit::VoluntarySwitchesPerEpisode(_) => {
+            return counted(
+                c.voluntary_switches,
+                site.episodes,
+                CounterEvent::VoluntarySwitches,
+            )
+        }
+        Limit::InvoluntarySwitchesPerEpisode(_) => {
+            return counted(
+                c.involuntary_switches,
+                site.episodes,
+                CounterEvent::InvoluntarySwitches,
+            )
+        }
+        Limit::CacheMissesPerEpisode(_) => {
+            return counted(c.cache_misses, site.episodes, CounterEvent::CacheMisses)
+        }
+        Limit::WaitShare(_) | Limit::InvoluntarySwitches(_) | Limit::NoFalseSharing => {
+            return Measured::NotApplicable
+        }
+    })
+}
+
+fn thread_value(limit: &Limit, t: &ThreadStats) -> Measured {
+    match *limit {
+        Limit::WaitShare(_) => Measured::Value(share(t.wait_ns, t.wall_ns)),
+        Limit::InvoluntarySwitches(_) => counted(
+            t.counters.involuntary_switches,
+            1,
+            CounterEvent::InvoluntarySwitches,
+        ),
+        _ => Measured::NotApplicable,
+    }
+}
+
+/// One limit that was exceeded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Violation {
+    /// The site or thread, with its source location or tid.
+    pub subject: String,
+    /// The limit.
+    pub limit: Limit,
+    /// What was measured.
+    pub measured: f64,
+}
+
+/// Every limit a report exceeded, and every budget entry that named nothing.
+#[derive(Clone, Debug, Default)]
+pub struct BudgetExceeded {
+    /// Limits exceeded.
+    pub violations: Vec<Violation>,
+    /// Sites or threads named in the budget but absent from the report.
+    pub unknown: Vec<String>,
+    /// Limits that do not apply to what they were set on.
+    pub skipped: Vec<String>,
+    /// Limits on counters not counted here, and why; failures with
+    /// [`Budget::require_counters`], notes otherwise.
+    pub unavailable: Vec<String>,
+    require_counters: bool,
+}
+
+impl BudgetExceeded {
+    fn check_site(&mut self, site: &SiteStats, limits: &[Limit], profile: &Profile) {
+        let subject = format!("site `{}` ({}:{})", site.name, site.file, site.line);
+        for limit in limits {
+            self.compare(&subject, limit, site_value(limit, site, profile));
+        }
+    }
+
+    fn into_result(self) -> Result<(), BudgetExceeded> {
+        let missing = self.require_counters && !self.unavailable.is_empty();
+        if self.violations.is_empty() && self.unknown.is_empty() && !missing {
+            // A passing check still says what it could not check.
+            for u in &self.unavailable {
+                eprintln!("yieldprof budget note: {u}");
+            }
+            Ok(())
+        } else {
+            Err(self)
+        }
+    }
+
+    fn compare(&mut self, subject: &str, limit: &Limit, measured: Measured) {
+        match measured {
+            Measured::Value(m) if m > limit.bound() => self.violations.push(Violation {
+                subject: subject.to_string(),
+                limit: *limit,
+                measured: m,
+            }),
+            Measured::Value(_) => {}
+            Measured::NotApplicable => self.skipped.push(format!(
+                "{subject}: {} does not apply here",
+                limit.describe()
+            )),
+            Measured::Unavailable(event) => {
+                let why = match capabilities().get(event) {
+                    Availability::Unavailable(r) => r.to_string(),
+                    Availability::Available => "not sampled in this report".into(),
+                };
+                self.unavailable.push(format!(
+                    "{subject}: {} not checked: {} is n/a ({why})",
+                    limit.describe(),
+                    event.name()
+                ));
+            }
+        }
+    }
+}
+
+/// Numbers as a person would write them: `17`, `0.25`, `16.5`.
+fn num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.4}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    }
+}
+
+impl fmt::Display for BudgetExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "wait budget exceeded: {} limit(s) over, {} unknown name(s)",
+            self.violations.len(),
+            self.unknown.len()
+        )?;
+        for v in &self.violations {
+            writeln!(
+                f,
+                "  {}: {} measured {}, limit {}",
+                v.subject,
+                v.limit.describe(),
+                num(v.measured),
+                num(v.limit.bound())
+            )?;
+        }
+        for u in &self.unknown {
+            writeln!(f, "  {u}")?;
+        }
+        for u in &self.unavailable {
+            let tag = if self.require_counters {
+                "required"
+            } else {
+                "note"
+            };
+            writeln!(f, "  {tag}: {u}")?;
+        }
+        for s in &self.skipped {
+            writeln!(f, "  note: {s}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for BudgetExceeded {}
+
+impl Profile {
+    /// Checks every limit of `budget`; the error lists each one exceeded.
+    pub fn check(&self, budget: &Budget) -> Result<(), BudgetExceeded> {
+        budget.check(self)
+    }
+
+    /// Checks the limits declared on the attribute, `#[instrument_wait(budget(...))]`,
+    /// of every site in the report; the error, as [`check`](Profile::check)'s, lists each
+    /// limit exceeded with the site, its `file:line`, the measured value and the limit.
+    ///
+    /// | key | limit |
+    /// |---|---|
+    /// | `max_episodes = n` | [`Limit::Episodes`] |
+    /// | `max_spins`, `max_yields`, `max_sleeps`, `max_parks`, `max_async_yields` `= n` | [`Limit::Calls`], in total |
+    /// | `spins_per_episode`, `yields_per_episode`, `sleeps_per_episode`, `parks_per_episode`, `async_yields_per_episode` `= x` | [`Limit::CallsPerEpisode`], on average |
+    /// | `max_wall_share = x` (0 to 1) | [`Limit::WallShare`] |
+    ///
+    /// Counts are whole numbers; per-episode figures and shares may have a fraction.
+    /// A report in which no site declares a budget is an error, not a silent pass: the
+    /// function did not run, or ran on a thread outside the session.
+    ///
+    /// ```
+    /// #[yieldprof::instrument_wait(budget(max_episodes = 2, yields_per_episode = 1))]
+    /// fn take() {
+    ///     std::thread::yield_now();
+    /// }
+    ///
+    /// let session = yieldprof::Session::this_thread();
+    /// take();
+    /// take();
+    /// session.finish().check_declared().unwrap();
+    ///
+    /// let session = yieldprof::Session::this_thread();
+    /// take();
+    /// take();
+    /// take();
+    /// let err = session.finish().check_declared().unwrap_err();
+    /// assert!(err.to_string().contains("episodes measured 3, limit 2"), "{err}");
+    /// ```
+    ///
+    /// [`Limit::Episodes`]: crate::Limit::Episodes
+    /// [`Limit::Calls`]: crate::Limit::Calls
+    /// [`Limit::CallsPerEpisode`]: crate::Limit::CallsPerEpisode
+    /// [`Limit::WallShare`]: crate::Limit::WallShare
+    pub fn check_declared(&self) -> Result<(), BudgetExceeded> {
+        check_declared(self)
+    }
+}

@@ -1,0 +1,394 @@
+//! Findings: what the figures say to change, each with its evidence and a fix.
+//!
+//! Every rule compares a site's or thread's figures with what waiting costs on this
+//! machine ([`Costs`]): a PAUSE, a `sched_yield`, a context switch, the timer slack.
+//!
+//! **Fragmentation.** A wait episode is *fragmented* when it is shorter than one
+//! context switch: blocking would have cost more than the wait lasted, and thousands
+//! of them are the thin, broken towers of a flame graph. Fragmentation is reported as
+//! episodes per second and the share of wait time spent in fragmented episodes, for
+//! each site and each thread; the summary, JSON and budgets all use this definition.
+
+use crate::analysis::costs::Costs;
+use crate::base::site::Kind;
+use crate::base::text::duration;
+use crate::model::profile::{Profile, SiteStats, ThreadStats};
+use std::fmt;
+
+/// Which rule a finding comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Rule {
+    /// `std::thread::sleep(Duration::ZERO)` returns at once: the loop never yields.
+    SleepZeroIsNoOp,
+    /// Short sleeps (`nanosleep(0)`, `usleep(0)`, `park_timeout(ZERO)`) last the timer slack.
+    SleepRoundedToSlack,
+    /// Yields that switch nothing: a pure syscall cost.
+    YieldWithoutSwitch,
+    /// Spin-only episodes much longer than a yield: a core burnt.
+    LongSpin,
+    /// Many involuntary switches: more runnable threads than cores.
+    Oversubscribed,
+    /// Spinning on a single core, where the awaited thread cannot run meanwhile.
+    SingleCoreSpin,
+    /// A wait site spins on a falsely shared cache line.
+    FalseSharing,
+    /// A backoff whose counter is not reset between waits.
+    BackoffNeverResets,
+}
+
+impl Rule {
+    /// A short stable name, as in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::SleepZeroIsNoOp => "sleep-zero-is-no-op",
+            Rule::SleepRoundedToSlack => "sleep-rounded-to-timer-slack",
+            Rule::YieldWithoutSwitch => "yield-without-switch",
+            Rule::LongSpin => "long-spin",
+            Rule::Oversubscribed => "oversubscribed",
+            Rule::SingleCoreSpin => "single-core-spin",
+            Rule::FalseSharing => "false-sharing",
+            Rule::BackoffNeverResets => "backoff-never-resets",
+        }
+    }
+}
+
+/// One thing to change.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding {
+    /// The rule that fired.
+    pub rule: Rule,
+    /// The site (`module::fn`) or thread concerned.
+    pub subject: String,
+    /// `file:line`, where there is one.
+    pub location: Option<String>,
+    /// The figures behind it.
+    pub evidence: String,
+    /// What to do.
+    pub fix: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] {}", self.rule.name(), self.subject)?;
+        if let Some(l) = &self.location {
+            write!(f, " ({l})")?;
+        }
+        write!(f, "\n  evidence: {}\n  fix: {}", self.evidence, self.fix)
+    }
+}
+
+/// Fewer calls than this say too little to act on.
+const MIN_CALLS: u64 = 10;
+/// Spin-only episodes longer than this many yields should back off.
+const LONG_SPIN_YIELDS: f64 = 10.0;
+/// Yields with fewer switches per call than this gave nothing back.
+const NO_SWITCH_PER_YIELD: f64 = 0.05;
+/// Share of a thread's time spent runnable but waiting for a CPU that means
+/// oversubscription: ~0 for two busy threads on the build VM's two cores, ~2/3 for
+/// three busy threads sharing one.
+const OVERSUBSCRIBED_QUEUE_SHARE: f64 = 0.10;
+/// Without the kernel's run-queue figure: involuntary switches per second of thread
+/// time that mean oversubscription: a
+/// thread alone on its core sees ~0; three busy threads sharing one core see ~70
+/// each on the build machine (the scheduler's slices are ~13 ms there).
+const OVERSUBSCRIBED_PER_S: f64 = 20.0;
+
+fn per_call(ns: u64, calls: u64) -> f64 {
+    ns as f64 / calls.max(1) as f64
+}
+
+fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
+    let mut add = |rule, location: String, evidence: String, fix: String| {
+        out.push(Finding {
+            rule,
+            subject: site.name.clone(),
+            location: Some(location),
+            evidence,
+            fix,
+        })
+    };
+    let slack = costs.timer_slack_ns as f64;
+    for c in site.calls.iter().filter(|c| c.calls >= MIN_CALLS) {
+        let at = format!("{}:{}", c.site.file, c.site.line);
+        let mean = per_call(c.ns, c.calls);
+        match c.site.kind {
+            Kind::Sleep if mean < 1_000.0 => add(
+                Rule::SleepZeroIsNoOp,
+                at,
+                format!(
+                    "{} sleep calls took {} each: a real sleep lasts at least the timer slack \
+                     ({}); std's sleep(Duration::ZERO) returns without a syscall",
+                    c.calls,
+                    duration(mean as u64),
+                    duration(costs.timer_slack_ns)
+                ),
+                "this loop never gives the core up: call std::thread::yield_now() to let \
+                 others run, or wait for the event with park/unpark or a Condvar"
+                    .into(),
+            ),
+            Kind::Sleep | Kind::Park
+                if slack > 0.0 && mean >= 0.5 * slack && mean <= 2.5 * slack =>
+            {
+                add(
+                    Rule::SleepRoundedToSlack,
+                    at,
+                    format!(
+                        "{} {} calls took {} each, within 2.5× the timer slack ({}): a zero or \
+                         short sleep is rounded up by the slack",
+                        c.calls,
+                        c.site.kind.name(),
+                        duration(mean as u64),
+                        duration(costs.timer_slack_ns)
+                    ),
+                    "wake on the event instead (park/unpark, Condvar, futex), or lower the \
+                     slack with prctl(PR_SET_TIMERSLACK, 1) (~9 µs per sleep on the build \
+                     machine)"
+                        .into(),
+                )
+            }
+            _ => {}
+        }
+    }
+    let yields = site.calls_of(Kind::Yield);
+    if yields >= MIN_CALLS * 10 {
+        let at = site_at(site);
+        let switches = site.counters.switches().value();
+        let mean = per_call(site.ns_of(Kind::Yield), yields);
+        let no_switch = match switches {
+            Some(s) => (s as f64 / yields as f64) < NO_SWITCH_PER_YIELD,
+            // Without counters: a yield that switched lasts at least a switch.
+            None => mean < costs.switch_ns,
+        };
+        if no_switch {
+            let seen = match switches {
+                Some(s) => format!(
+                    "{s} context switches ({:.3} per yield)",
+                    s as f64 / yields as f64
+                ),
+                None => "no switch counters, but".into(),
+            };
+            add(
+                Rule::YieldWithoutSwitch,
+                at,
+                format!(
+                    "{yields} yields, {seen} each {} (a switch costs ~{}): nothing else was \
+                     runnable, every yield was a bare syscall",
+                    duration(mean as u64),
+                    duration(costs.switch_ns as u64)
+                ),
+                format!(
+                    "spin_loop() about {} times (one yield's worth) before yielding, then \
+                     block (park/Condvar); yield helps only when a thread waits for this core",
+                    costs.spins_per_yield()
+                ),
+            );
+        }
+    }
+    let spins = site.calls_of(Kind::Spin);
+    let slow = site.calls_of(Kind::Yield) + site.calls_of(Kind::Sleep) + site.calls_of(Kind::Park);
+    let mean_episode = per_call(site.wall_ns, site.episodes);
+    if spins > 0 && slow == 0 && site.episodes > 0 {
+        let yields_worth = mean_episode / costs.yield_ns;
+        if yields_worth > LONG_SPIN_YIELDS && site.spin_ns() >= 1_000_000 {
+            add(
+                Rule::LongSpin,
+                site_at(site),
+                format!(
+                    "{} spin-only episodes of {} on average ({:.0}× a {} yield) burnt {} of CPU",
+                    site.episodes,
+                    duration(mean_episode as u64),
+                    yields_worth,
+                    duration(costs.yield_ns as u64),
+                    duration(site.spin_ns())
+                ),
+                format!(
+                    "back off in layers: spin_loop() ×{} → yield_now() ×{} → park/sleep \
+                     (thresholds from this machine's costs)",
+                    costs.spins_per_yield(),
+                    costs.yields_per_sleep().min(64)
+                ),
+            );
+        }
+    }
+    if spins >= 1_000 && costs.cores == 1 {
+        add(
+            Rule::SingleCoreSpin,
+            site_at(site),
+            format!("{spins} spins on a machine with one core"),
+            "on one core the thread you wait for cannot run while you spin: skip the spin \
+             phase when available_parallelism() is 1 and yield or block at once"
+                .into(),
+        );
+    }
+    // With a reset every episode that reaches the slow phase spins first, so spins
+    // outnumber episodes; fewer spins than episodes while most episodes yield or sleep
+    // means the spin phase ran in the first waits only.
+    if spins > 0 && site.episodes >= MIN_CALLS && spins < site.episodes && slow >= site.episodes {
+        add(
+            Rule::BackoffNeverResets,
+            site_at(site),
+            format!(
+                "{} episodes made {spins} spins in all ({:.2} per episode) but {:.1} yields or \
+                 sleeps per episode: the spin phase ran in the first waits only",
+                site.episodes,
+                spins as f64 / site.episodes as f64,
+                slow as f64 / site.episodes as f64
+            ),
+            "reset the backoff counter at the start of every wait (as .NET's SpinWait.Reset); \
+             a counter kept across waits sends every later wait straight to sleep"
+                .into(),
+        );
+    }
+}
+
+fn site_at(site: &SiteStats) -> String {
+    format!("{}:{}", site.file, site.line)
+}
+
+fn thread_findings(t: &ThreadStats, costs: &Costs, out: &mut Vec<Finding>) {
+    let Some(invol) = t.counters.involuntary_switches.value() else {
+        return;
+    };
+    let per_s = invol as f64 / (t.wall_ns.max(1) as f64 / 1e9);
+    // Where the kernel says how long the thread waited for a CPU, that decides: a
+    // preemption now and then (a kernel thread, a timer) costs nothing, a run queue
+    // longer than the cores does.
+    let queued = t.run_queue_ns.map(|q| q as f64 / t.wall_ns.max(1) as f64);
+    let oversubscribed = match queued {
+        Some(share) => invol >= 10 && share >= OVERSUBSCRIBED_QUEUE_SHARE,
+        None => invol >= 10 && per_s >= OVERSUBSCRIBED_PER_S,
+    };
+    if oversubscribed {
+        let waited = match (t.run_queue_ns, queued) {
+            (Some(q), Some(share)) => format!(
+                "waited {} ({:.0}% of its time) runnable for a CPU, ",
+                duration(q),
+                100.0 * share
+            ),
+            _ => String::new(),
+        };
+        out.push(Finding {
+            rule: Rule::Oversubscribed,
+            subject: format!("thread {}", t.name),
+            location: None,
+            evidence: format!(
+                "{waited}{invol} involuntary switches ({per_s:.0}/s): the thread was runnable \
+                 but preempted; {} cores",
+                costs.cores
+            ),
+            fix: "run fewer busy threads than cores, and make waiters block (park, Condvar) \
+                  instead of spinning or yielding so they leave the run queue"
+                .into(),
+        });
+    }
+}
+
+impl Profile {
+    /// Every finding for this profile, sites first (costliest first), then threads.
+    ///
+    /// ```
+    /// #[yieldprof::instrument_wait]
+    /// fn nap() {
+    ///     for _ in 0..100 {
+    ///         std::thread::sleep(std::time::Duration::ZERO);
+    ///     }
+    /// }
+    /// let session = yieldprof::Session::this_thread();
+    /// nap();
+    /// let findings = session.finish().findings(&yieldprof::Costs::current());
+    /// assert_eq!(findings[0].rule, yieldprof::Rule::SleepZeroIsNoOp);
+    /// ```
+    pub fn findings(&self, costs: &Costs) -> Vec<Finding> {
+        let mut out = Vec::new();
+        let sites = self.sites();
+        for site in &sites {
+            site_findings(site, costs, &mut out);
+        }
+        for line in self.sharing().iter().filter(|l| l.verdict.is_suspicious()) {
+            let fields: Vec<String> = line
+                .words
+                .iter()
+                .map(|w| format!("`{}` +{}", w.name, w.offset))
+                .collect();
+            for spinner in &line.wait_sites {
+                out.push(Finding {
+                    rule: Rule::FalseSharing,
+                    subject: spinner.name.clone(),
+                    location: sites.iter().find(|s| s.name == spinner.name).map(site_at),
+                    evidence: format!(
+                        "spins on the {}-B line at {:#x} ({}), {}: {} invalidations, {} between \
+                         different words; {} reads inside its episodes",
+                        line.size,
+                        line.address,
+                        fields.join(", "),
+                        line.verdict,
+                        line.invalidations,
+                        line.false_invalidations,
+                        spinner.reads
+                    ),
+                    fix: format!(
+                        "{}; tuning this site's spin is useless while its line ping-pongs",
+                        line.fix
+                    ),
+                });
+            }
+        }
+        for t in self.threads() {
+            thread_findings(&t, costs, &mut out);
+        }
+        out
+    }
+}
+
+/// Fragmentation of a set of episodes (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fragmentation {
+    /// Episodes per second of the wall time of the threads that ran them.
+    pub episodes_per_s: f64,
+    /// Share (0..=1) of episode time in episodes shorter than one context switch.
+    pub short_share: f64,
+}
+
+impl Profile {
+    /// Fragmentation of a wait site's episodes.
+    pub fn site_fragmentation(&self, site: &SiteStats, costs: &Costs) -> Fragmentation {
+        Fragmentation::of(
+            site.episodes,
+            self.wall_of_threads_running(site),
+            &site.durations,
+            costs,
+        )
+    }
+
+    /// Fragmentation of each thread's outermost wait episodes, in [`Profile::threads`]
+    /// order.
+    pub fn thread_fragmentation(&self, costs: &Costs) -> Vec<Fragmentation> {
+        self.threads
+            .iter()
+            .map(|t| {
+                let mut h = crate::model::histogram::Histogram::default();
+                let mut episodes = 0;
+                for n in t.outermost_waits(&t.in_wait(&self.frames)) {
+                    h.add(&n.durations);
+                    episodes += n.episodes;
+                }
+                Fragmentation::of(episodes, t.nodes[0].wall_ns, &h, costs)
+            })
+            .collect()
+    }
+}
+
+impl Fragmentation {
+    pub(crate) fn of(
+        episodes: u64,
+        thread_wall_ns: u64,
+        h: &crate::model::histogram::Histogram,
+        costs: &Costs,
+    ) -> Self {
+        Fragmentation {
+            episodes_per_s: episodes as f64 / (thread_wall_ns.max(1) as f64 / 1e9),
+            short_share: h.ns_below(costs.switch_ns as u64) as f64 / h.total_ns().max(1) as f64,
+        }
+    }
+}

@@ -1,0 +1,342 @@
+//! Static descriptions of wait sites, call sites and business frames, and the
+//! process-wide table that gives each a small id the first time it is seen.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+/// What a rewritten call does while it waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// `spin_loop()`: a PAUSE instruction; the core stays busy.
+    Spin,
+    /// `yield_now()` / `sched_yield()`: a syscall that may hand the core to another thread.
+    Yield,
+    /// `sleep`, `usleep`, `nanosleep`: off the CPU for at least the timer slack.
+    Sleep,
+    /// `park`, `park_timeout`: off the CPU until unparked.
+    Park,
+    /// `tokio::task::yield_now().await`: counted, not timed (the time is the executor's).
+    AsyncYield,
+}
+
+impl Kind {
+    /// Every kind, in report order.
+    pub const ALL: [Kind; 5] = [
+        Kind::Spin,
+        Kind::Yield,
+        Kind::Sleep,
+        Kind::Park,
+        Kind::AsyncYield,
+    ];
+
+    /// The leaf frame used in folded stacks, e.g. `[spin]`.
+    pub const fn frame(self) -> &'static str {
+        match self {
+            Kind::Spin => "[spin]",
+            Kind::Yield => "[yield]",
+            Kind::Sleep => "[sleep]",
+            Kind::Park => "[park]",
+            Kind::AsyncYield => "[async-yield]",
+        }
+    }
+
+    /// Short lowercase name, e.g. `spin`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kind::Spin => "spin",
+            Kind::Yield => "yield",
+            Kind::Sleep => "sleep",
+            Kind::Park => "park",
+            Kind::AsyncYield => "async-yield",
+        }
+    }
+
+    /// Whether a call of this kind is timed (spins are only counted: a clock read
+    /// would cost as much as the PAUSE itself).
+    pub(crate) const fn timed(self) -> bool {
+        matches!(self, Kind::Yield | Kind::Sleep | Kind::Park)
+    }
+}
+
+/// A function annotated with `#[instrument_wait]`: one static per function.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct EpisodeSite {
+    pub(crate) name: Option<&'static str>,
+    pub(crate) module: &'static str,
+    pub(crate) function: &'static str,
+    pub(crate) file: &'static str,
+    pub(crate) line: u32,
+    pub(crate) budget: &'static [Limit],
+}
+
+impl EpisodeSite {
+    /// Called by the macro; `name` is the `name = "..."` argument.
+    pub const fn new(
+        name: Option<&'static str>,
+        module: &'static str,
+        function: &'static str,
+        file: &'static str,
+        line: u32,
+    ) -> Self {
+        EpisodeSite {
+            name,
+            module,
+            function,
+            file,
+            line,
+            budget: &[],
+        }
+    }
+
+    /// The limits of `budget(...)`, checked by
+    /// [`Report::check_declared`](crate::Report::check_declared).
+    pub const fn with_budget(self, budget: &'static [Limit]) -> Self {
+        EpisodeSite { budget, ..self }
+    }
+}
+
+/// A named business frame opened with [`frame!`](crate::frame).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct WorkSite {
+    pub(crate) name: &'static str,
+    pub(crate) file: &'static str,
+    pub(crate) line: u32,
+}
+
+impl WorkSite {
+    /// Called by `frame!`.
+    pub const fn new(name: &'static str, file: &'static str, line: u32) -> Self {
+        WorkSite { name, file, line }
+    }
+}
+
+/// One rewritten spin/yield/sleep/park call: one static per call site.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct CallSite {
+    pub(crate) kind: Kind,
+    pub(crate) file: &'static str,
+    pub(crate) line: u32,
+    pub(crate) column: u32,
+}
+
+impl CallSite {
+    /// Called by the macro.
+    pub const fn new(kind: Kind, file: &'static str, line: u32, column: u32) -> Self {
+        CallSite {
+            kind,
+            file,
+            line,
+            column,
+        }
+    }
+}
+
+/// What a calling-context-tree node stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FrameKind {
+    /// A thread's root: its self time is `[work]`.
+    Thread,
+    /// A wait episode (`#[instrument_wait]`): its self time is `[spin]`.
+    Wait,
+    /// A business frame (`frame!`): its self time is `[work]`.
+    Work,
+    /// Where entries go once a thread's node cap is reached.
+    Overflow,
+}
+
+/// A frame as the report sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FrameInfo {
+    /// `FrameKind::Wait` frames are wait sites.
+    pub kind: FrameKind,
+    /// The frame name: `name = "..."`, else `module::function`.
+    pub name: String,
+    /// The full path, `crate::module::function` (for `frame!`, the name).
+    pub path: String,
+    /// Source file of the annotated function or `frame!`.
+    pub file: &'static str,
+    /// Its line.
+    pub line: u32,
+    /// The limits declared with `#[instrument_wait(budget(...))]`; empty when none.
+    pub budget: &'static [Limit],
+}
+
+/// A call site as the report sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallInfo {
+    /// What the call does.
+    pub kind: Kind,
+    /// Source file.
+    pub file: &'static str,
+    /// Line of the call.
+    pub line: u32,
+    /// Column of the call.
+    pub column: u32,
+}
+
+/// Ids for frames and call sites, keyed by the address of their static (or of the
+/// `Location` for the public wrappers). Only node and slot creation touch it: the cold
+/// path, once per thread per site.
+#[derive(Default)]
+struct Table {
+    frames: Vec<FrameInfo>,
+    calls: Vec<CallInfo>,
+    frame_ids: HashMap<usize, u32>,
+    call_ids: HashMap<usize, u32>,
+}
+
+fn table() -> &'static Mutex<Table> {
+    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Table::default();
+        // Ids 0 and 1 are fixed so thread setup never looks them up.
+        t.frames.push(FrameInfo {
+            kind: FrameKind::Thread,
+            name: String::new(),
+            path: String::new(),
+            file: "",
+            line: 0,
+            budget: &[],
+        });
+        t.frames.push(FrameInfo {
+            kind: FrameKind::Overflow,
+            name: "[overflow]".into(),
+            path: "[overflow]".into(),
+            file: "",
+            line: 0,
+            budget: &[],
+        });
+        t.calls.push(CallInfo {
+            kind: Kind::Spin,
+            file: "[overflow]",
+            line: 0,
+            column: 0,
+        });
+        Mutex::new(t)
+    })
+}
+
+fn lock() -> std::sync::MutexGuard<'static, Table> {
+    // A panic while holding the lock leaves the table consistent (pushes are atomic
+    // from our side), so poisoning is ignored rather than spread to the host.
+    table().lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The table's lock, held across `fork()` (see `fork`).
+pub(crate) struct TableHold {
+    _held: std::sync::MutexGuard<'static, Table>,
+}
+
+pub(crate) fn hold_for_fork() -> TableHold {
+    TableHold { _held: lock() }
+}
+
+pub(crate) const THREAD_FRAME: u32 = 0;
+pub(crate) const OVERFLOW_FRAME: u32 = 1;
+pub(crate) const OVERFLOW_CALL: u32 = 0;
+
+/// Frame id for the static at `key`, creating it with `info` the first time.
+pub(crate) fn frame_id(key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
+    let mut t = lock();
+    if let Some(&id) = t.frame_ids.get(&key) {
+        return id;
+    }
+    let id = t.frames.len() as u32;
+    t.frames.push(info());
+    t.frame_ids.insert(key, id);
+    id
+}
+
+/// Call id for the static (or `Location`) at `key`.
+pub(crate) fn call_id(key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
+    let mut t = lock();
+    if let Some(&id) = t.call_ids.get(&key) {
+        return id;
+    }
+    let id = t.calls.len() as u32;
+    t.calls.push(info());
+    t.call_ids.insert(key, id);
+    id
+}
+
+/// A copy of the tables, for a report.
+pub(crate) fn tables() -> (Vec<FrameInfo>, Vec<CallInfo>) {
+    let t = lock();
+    (t.frames.clone(), t.calls.clone())
+}
+
+impl EpisodeSite {
+    pub(crate) fn info(&self) -> FrameInfo {
+        let name = match self.name {
+            Some(n) => n.to_string(),
+            None => {
+                // `module_path!()` starts with the crate name; keep the module's last
+                // segment so frames read `module::fn` and stay short in the graph.
+                let module = self.module.rsplit("::").next().unwrap_or(self.module);
+                format!("{module}::{}", self.function)
+            }
+        };
+        FrameInfo {
+            kind: FrameKind::Wait,
+            name,
+            path: format!("{}::{}", self.module, self.function),
+            file: self.file,
+            line: self.line,
+            budget: self.budget,
+        }
+    }
+}
+
+impl WorkSite {
+    pub(crate) fn info(&self) -> FrameInfo {
+        FrameInfo {
+            kind: FrameKind::Work,
+            name: self.name.to_string(),
+            path: self.name.to_string(),
+            file: self.file,
+            line: self.line,
+            budget: &[],
+        }
+    }
+}
+
+impl CallSite {
+    pub(crate) fn info(&self) -> CallInfo {
+        CallInfo {
+            kind: self.kind,
+            file: self.file,
+            line: self.line,
+            column: self.column,
+        }
+    }
+}
+
+/// One limit. Counts are totals over the report; "per episode" figures divide by the
+/// site's episodes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Limit {
+    /// At most this many episodes.
+    Episodes(u64),
+    /// At most this many calls of a kind, in total.
+    Calls(Kind, u64),
+    /// At most this many calls of a kind per episode, on average.
+    CallsPerEpisode(Kind, f64),
+    /// At most this share (0..=1) of the wall time of the threads it ran on.
+    WallShare(f64),
+    /// Thread only: at most this share (0..=1) of its wall time waiting.
+    WaitShare(f64),
+    /// At most this many voluntary context switches per episode (getrusage).
+    VoluntarySwitchesPerEpisode(f64),
+    /// At most this many involuntary context switches per episode (getrusage).
+    InvoluntarySwitchesPerEpisode(f64),
+    /// Thread only: at most this many involuntary context switches in all.
+    InvoluntarySwitches(u64),
+    /// At most this many hardware cache misses per episode (needs a PMU).
+    CacheMissesPerEpisode(f64),
+    /// No watched cache line may be FALSE, MIXED or ADJACENT-RISK.
+    NoFalseSharing,
+}

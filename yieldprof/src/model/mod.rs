@@ -1,0 +1,6 @@
+//! A read-only model of what was recorded: per-thread tree copies, histograms, and the
+//! per-site and per-thread views computed from them. Knows nothing of how it was
+//! recorded or where it is written.
+
+pub(crate) mod histogram;
+pub(crate) mod profile;

@@ -1,0 +1,180 @@
+//! Folded stacks: `thread;frame;...;[kind] value`, one line per unique stack.
+//!
+//! The leaf of each line says where the time went: `[spin]` (a wait frame's own time
+//! outside timed calls), `[yield]`, `[sleep]`, `[park]` (inside those calls), `[work]`
+//! (a thread's or business frame's own time). Threads with the same name share lines,
+//! so the file grows with unique stacks, never with episodes.
+
+use crate::base::site::{FrameKind, Kind};
+use crate::counters::CounterEvent;
+use crate::model::profile::Profile;
+use std::collections::BTreeMap;
+
+/// The value each folded line carries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Metric {
+    /// Wall-clock nanoseconds (the default).
+    #[default]
+    Wall,
+    /// Number of wait calls (spin, yield, sleep, park) per kind.
+    Calls,
+    /// Context switches (voluntary + involuntary, getrusage): each wait frame's own,
+    /// and the rest of the thread's as `[work]`. Estimated where episodes are sampled.
+    Switches,
+}
+
+impl Metric {
+    /// Parses `wall`, `calls` or `switches` (the values of `YIELDPROF_METRIC`).
+    ///
+    /// ```
+    /// assert_eq!(yieldprof::Metric::parse("calls"), Some(yieldprof::Metric::Calls));
+    /// assert_eq!(yieldprof::Metric::parse("cycles"), None);
+    /// ```
+    pub fn parse(s: &str) -> Option<Metric> {
+        match s {
+            "wall" => Some(Metric::Wall),
+            "calls" => Some(Metric::Calls),
+            "switches" => Some(Metric::Switches),
+            _ => None,
+        }
+    }
+
+    /// The name `parse` accepts, also used in view file names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Wall => "wall",
+            Metric::Calls => "calls",
+            Metric::Switches => "switches",
+        }
+    }
+
+    /// Unit shown in the flame graph.
+    pub(crate) fn unit(self) -> &'static str {
+        match self {
+            Metric::Wall => "ns",
+            Metric::Calls => "calls",
+            Metric::Switches => "switches",
+        }
+    }
+}
+
+/// Appended to the flame-graph frame of a wait site that spins on a FALSE or MIXED line.
+pub(crate) const FALSE_SHARING_MARK: &str = " [false-sharing]";
+
+/// A frame name safe inside a folded line (`;` separates frames, a newline ends it).
+fn clean(name: &str) -> String {
+    name.replace(';', ":").replace(['\n', '\r'], " ")
+}
+
+impl Profile {
+    /// Folded stacks with their values, merged and sorted.
+    pub(crate) fn fold(&self, metric: Metric) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        let mut add = |stack: String, v: u64| {
+            if v > 0 {
+                *out.entry(stack).or_insert(0) += v;
+            }
+        };
+        // Wait sites spinning on a falsely shared line get a marked frame name.
+        let marked = self.false_sharing_frames();
+        for t in &self.threads {
+            let child_wall = t.child_wall();
+            let switches: Vec<u64> = match metric {
+                Metric::Switches => {
+                    let own = |e| t.own_counts(&self.frames, e);
+                    let (v, i) = (
+                        own(CounterEvent::VoluntarySwitches),
+                        own(CounterEvent::InvoluntarySwitches),
+                    );
+                    v.iter().zip(&i).map(|(a, b)| a + b).collect()
+                }
+                _ => Vec::new(),
+            };
+            let mut paths: Vec<String> = Vec::with_capacity(t.nodes.len());
+            for (i, n) in t.nodes.iter().enumerate() {
+                let frame = &self.frames[n.frame as usize];
+                let path = if i == 0 {
+                    clean(&t.name)
+                } else {
+                    let mark = if marked.contains(&n.frame) {
+                        FALSE_SHARING_MARK
+                    } else {
+                        ""
+                    };
+                    format!("{};{}{mark}", paths[n.parent as usize], clean(&frame.name))
+                };
+                let mut kinds = [0u64; Kind::ALL.len()];
+                for s in &n.slots {
+                    let k = self.calls[s.call as usize].kind as usize;
+                    kinds[k] += match metric {
+                        Metric::Wall => s.ns,
+                        Metric::Calls => s.calls,
+                        Metric::Switches => 0,
+                    };
+                }
+                let self_leaf = match frame.kind {
+                    FrameKind::Thread | FrameKind::Work => Some("[work]"),
+                    FrameKind::Wait => Some(Kind::Spin.frame()),
+                    FrameKind::Overflow => None,
+                };
+                if metric == Metric::Switches {
+                    // Switches are not split by call: a wait frame holds its own, the
+                    // thread root's rest is `[work]`'s.
+                    match frame.kind {
+                        FrameKind::Thread => add(format!("{path};[work]"), switches[i]),
+                        _ => add(path.clone(), switches[i]),
+                    }
+                }
+                if metric == Metric::Wall {
+                    let rest = n.rest_ns(child_wall[i]);
+                    match self_leaf {
+                        Some(leaf) => add(format!("{path};{leaf}"), rest),
+                        None => add(path.clone(), rest),
+                    }
+                }
+                for kind in Kind::ALL {
+                    add(format!("{path};{}", kind.frame()), kinds[kind as usize]);
+                }
+                paths.push(path);
+            }
+        }
+        out
+    }
+
+    /// The split view: the same stacks with a `wait` or `work` frame under each thread,
+    /// so each thread's two halves sit side by side in the graph.
+    ///
+    /// ```
+    /// yieldprof::frame!("serve");
+    /// yieldprof::yield_now();
+    /// let lines = yieldprof::snapshot().folded_split(yieldprof::Metric::Calls);
+    /// assert!(lines.iter().any(|l| l.contains(";wait;serve;[yield] ")));
+    /// ```
+    pub fn folded_split(&self, metric: Metric) -> Vec<String> {
+        let mut out: BTreeMap<String, u64> = BTreeMap::new();
+        for (stack, v) in self.fold(metric) {
+            let (thread, rest) = stack.split_once(';').unwrap_or((&stack, ""));
+            let half = if rest.ends_with("[work]") {
+                "work"
+            } else {
+                "wait"
+            };
+            *out.entry(format!("{thread};{half};{rest}")).or_insert(0) += v;
+        }
+        out.into_iter().map(|(s, v)| format!("{s} {v}")).collect()
+    }
+
+    /// Folded lines in inferno's format, sorted.
+    ///
+    /// ```
+    /// let lines = yieldprof::snapshot().folded(yieldprof::Metric::Wall);
+    /// assert!(lines.iter().all(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().is_ok()));
+    /// ```
+    pub fn folded(&self, metric: Metric) -> Vec<String> {
+        self.fold(metric)
+            .into_iter()
+            .map(|(stack, v)| format!("{stack} {v}"))
+            .collect()
+    }
+}

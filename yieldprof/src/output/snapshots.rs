@@ -1,0 +1,432 @@
+//! Continuous mode: a long-running service writes what it recorded in each interval,
+//! as folded stacks and pprof, so the files can be scraped or pushed to a backend.
+//!
+//! Each snapshot is a delta ([`Profile::since`] the previous one): a backend that
+//! sums them gets the whole run, and no interval is counted twice. The first covers
+//! everything recorded before it; the last is written when the [`Guard`] drops.
+//!
+//! Files go to `<out_dir>/snapshots/<name>.<UTC time>-<sequence>.{folded,pb.gz}`,
+//! e.g. `svc.20261202T151023.120Z-000007.pb.gz`, so they sort in the order they were
+//! taken, across restarts too. After each snapshot only the newest
+//! [`keep_snapshots`](Options::keep_snapshots) are kept. A write that fails is
+//! reported on stderr (once, until the error changes) and never stops the program;
+//! the next snapshot that succeeds covers the missed interval too.
+//!
+//! This is the one place yieldprof runs a thread of its own, named
+//! `yieldprof-snapshots`. It records nothing itself.
+
+use crate::model::profile::Profile;
+use crate::output::init::{write_atomic, write_folded, Guard, Options};
+use crate::output::pprof::{self, Window};
+use crate::record::thread::snapshot;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How many snapshots are kept by default.
+pub(crate) const DEFAULT_KEEP_SNAPSHOTS: usize = 60;
+
+/// Intervals shorter than this are raised to it: each snapshot copies every thread's
+/// tree and writes, and syncs, two files.
+const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
+impl Options {
+    /// Continuous mode: also writes a snapshot (folded and pprof) every `every`, from
+    /// a background thread named `yieldprof-snapshots`, and a last one when the guard
+    /// drops. Each holds only what was recorded since the previous one (the first:
+    /// everything before it), so a backend that sums them gets the whole run.
+    ///
+    /// Files: [`snapshot_dir`](Options::snapshot_dir)`/<name>.<UTC time>-<n>.{folded,pb.gz}`,
+    /// e.g. `svc.20261202T151023.120Z-000007.pb.gz`, in the order taken; only the
+    /// newest [`keep_snapshots`](Options::keep_snapshots) are kept. A failed write is
+    /// reported on stderr (once until the error changes), never stops the program, and
+    /// the next snapshot covers the missed interval. Intervals under 10 ms are raised to
+    /// 10 ms. `YIELDPROF_SNAPSHOT_EVERY` (seconds) sets it from the environment.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// let _guard = yieldprof::Options::from_env()
+    ///     .name("svc")
+    ///     .snapshot_every(Duration::from_secs(10))
+    ///     .keep_snapshots(360) // an hour
+    ///     .init();
+    /// // target/yieldprof/snapshots/svc.<time>-<n>.{folded,pb.gz}, one pair per 10 s
+    /// ```
+    pub fn snapshot_every(mut self, every: Duration) -> Self {
+        self.snapshot_every = Some(every);
+        self
+    }
+
+    /// How many snapshots to keep (each is a `.folded` and a `.pb.gz`); older ones
+    /// are deleted. At least 1; default 60; `YIELDPROF_SNAPSHOT_KEEP` from the
+    /// environment.
+    pub fn keep_snapshots(mut self, keep: usize) -> Self {
+        self.keep_snapshots = keep.max(1);
+        self
+    }
+
+    /// The folder snapshots go to: `<out_dir>/snapshots`.
+    ///
+    /// ```
+    /// let opts = yieldprof::Options::from_env().out_dir("/tmp/p");
+    /// assert_eq!(opts.snapshot_dir(), std::path::Path::new("/tmp/p/snapshots"));
+    /// ```
+    pub fn snapshot_dir(&self) -> PathBuf {
+        self.out_dir.join("snapshots")
+    }
+}
+
+/// Reads `YIELDPROF_SNAPSHOT_EVERY` and `YIELDPROF_SNAPSHOT_KEEP` into `o`.
+pub(crate) fn from_env(o: &mut Options) {
+    if let Ok(v) = std::env::var("YIELDPROF_SNAPSHOT_EVERY") {
+        match v.parse::<f64>().ok().and_then(|s| Duration::try_from_secs_f64(s).ok()) {
+            Some(d) if !d.is_zero() => o.snapshot_every = Some(d),
+            _ => eprintln!(
+                "yieldprof: YIELDPROF_SNAPSHOT_EVERY={v:?} is not a positive number of seconds; no snapshots"
+            ),
+        }
+    }
+    if let Ok(v) = std::env::var("YIELDPROF_SNAPSHOT_KEEP") {
+        match v.parse::<usize>() {
+            Ok(k) if k > 0 => o.keep_snapshots = k,
+            _ => eprintln!(
+                "yieldprof: YIELDPROF_SNAPSHOT_KEEP={v:?} is not a positive number; keeping {}",
+                o.keep_snapshots
+            ),
+        }
+    }
+}
+
+impl Guard {
+    /// Starts continuous mode on a running guard (see [`Options::snapshot_every`]):
+    /// `let _guard = yieldprof::init().snapshot_every(Duration::from_secs(10));`.
+    /// Calling it again restarts the timer with the new interval.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let dir = std::env::temp_dir().join(format!("yp-doc-snap-{}", std::process::id()));
+    /// let guard = yieldprof::Options::from_env()
+    ///     .out_dir(&dir)
+    ///     .name("doc")
+    ///     .init()
+    ///     .snapshot_every(Duration::from_secs(3600));
+    /// yieldprof::yield_now();
+    /// drop(guard); // writes the last snapshot, then the whole-run files
+    /// let names: Vec<String> = std::fs::read_dir(dir.join("snapshots"))
+    ///     .unwrap()
+    ///     .map(|e| e.unwrap().file_name().into_string().unwrap())
+    ///     .collect();
+    /// assert_eq!(names.len(), 2, "{names:?}"); // one .folded and one .pb.gz
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
+    pub fn snapshot_every(mut self, every: Duration) -> Guard {
+        // The running writer takes its last snapshot and hands its state on, so the
+        // next delta starts where that one ended: nothing lost or counted twice.
+        let writer = self.snapshots.take().and_then(Snapshotter::finish);
+        self.opts.snapshot_every = Some(every);
+        let writer = writer.unwrap_or_else(|| Writer::new(self.opts.clone()));
+        self.snapshots = Snapshotter::resume(writer, every);
+        self
+    }
+}
+
+/// The background writer; stops (after a last snapshot) when dropped.
+#[derive(Debug)]
+pub(crate) struct Snapshotter {
+    stop: Sender<()>,
+    thread: Option<JoinHandle<Writer>>,
+}
+
+impl Snapshotter {
+    /// Starts the writer; `None` (and a message) if the thread cannot be created.
+    pub(crate) fn start(opts: &Options, every: Duration) -> Option<Snapshotter> {
+        Snapshotter::resume(Writer::new(opts.clone()), every)
+    }
+
+    fn resume(mut writer: Writer, every: Duration) -> Option<Snapshotter> {
+        let (stop, stopped) = mpsc::channel();
+        let every = every.max(MIN_INTERVAL);
+        let spawned = std::thread::Builder::new()
+            .name("yieldprof-snapshots".into())
+            .spawn(move || {
+                let mut next = Instant::now() + every;
+                loop {
+                    let wait = next.saturating_duration_since(Instant::now());
+                    // A message or a dropped sender both mean the guard is going.
+                    let last =
+                        !matches!(stopped.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
+                    writer.take();
+                    if last {
+                        return writer;
+                    }
+                    next += every;
+                    // Behind schedule (a slow disk, a suspended process): skip ahead
+                    // rather than write a burst of tiny snapshots.
+                    let now = Instant::now();
+                    if next <= now {
+                        next = now + every;
+                    }
+                }
+            });
+        match spawned {
+            Ok(thread) => Some(Snapshotter {
+                stop,
+                thread: Some(thread),
+            }),
+            Err(e) => {
+                eprintln!("yieldprof: cannot start the snapshot thread: {e}; no snapshots");
+                None
+            }
+        }
+    }
+
+    /// Stops the writer after a last snapshot; its state, to go on from.
+    fn finish(mut self) -> Option<Writer> {
+        self.stop_and_join()
+    }
+
+    fn stop_and_join(&mut self) -> Option<Writer> {
+        let thread = self.thread.take()?;
+        let _ = self.stop.send(());
+        match thread.join() {
+            Ok(writer) => Some(writer),
+            Err(_) => {
+                eprintln!("yieldprof: the snapshot thread panicked; the last snapshot is missing");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Snapshotter {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// The writer thread's state.
+struct Writer {
+    opts: Options,
+    dir: PathBuf,
+    previous: Profile,
+    since: SystemTime,
+    seq: u64,
+    last_error: Option<String>,
+}
+
+impl Writer {
+    fn new(opts: Options) -> Writer {
+        Writer {
+            dir: opts.snapshot_dir(),
+            opts,
+            previous: Profile {
+                threads: Vec::new(),
+                frames: Vec::new(),
+                calls: Vec::new(),
+            },
+            since: SystemTime::now(),
+            seq: 0,
+            last_error: None,
+        }
+    }
+
+    /// Writes the delta since the previous snapshot, then rotates. After a failed
+    /// write the next snapshot covers both intervals, so nothing is lost or doubled.
+    fn take(&mut self) {
+        let now = snapshot();
+        let end = SystemTime::now();
+        let delta = now.since(&self.previous);
+        let window = Window {
+            start: self.since,
+            length: end.duration_since(self.since).unwrap_or_default(),
+        };
+        let stem = format!("{}.{}-{:06}", self.opts.name, stamp(end), self.seq + 1);
+        let result = write_pair(&self.dir, &stem, &delta, window, &self.opts).map(|()| {
+            self.previous = now;
+            self.since = end;
+            self.seq += 1;
+        });
+        let result =
+            result.and_then(|()| rotate(&self.dir, &self.opts.name, self.opts.keep_snapshots));
+        match result {
+            Ok(()) => self.last_error = None,
+            Err(e) => {
+                if self.last_error.as_deref() != Some(e.as_str()) {
+                    eprintln!("yieldprof: snapshot {stem}: {e}");
+                }
+                self.last_error = Some(e);
+            }
+        }
+    }
+}
+
+/// Writes `<stem>.folded` and `<stem>.pb.gz`: both or (as far as it can) neither, so
+/// a reader never sees half a snapshot it would count again in the next one.
+fn write_pair(
+    dir: &Path,
+    stem: &str,
+    delta: &Profile,
+    window: Window,
+    opts: &Options,
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let lines = delta.folded(opts.metric);
+    let folded = dir.join(format!("{stem}.folded"));
+    write_folded(&folded, &lines).map_err(|e| e.to_string())?;
+    write_atomic(&dir.join(format!("{stem}.pb.gz")), |w| {
+        pprof::write(delta, window, w)
+    })
+    .map_err(|e| {
+        let _ = std::fs::remove_file(&folded);
+        e.to_string()
+    })
+}
+
+/// The `<time>-<sequence>` part of a snapshot file of `name`, if `file` is one.
+fn snapshot_key<'a>(file: &'a str, name: &str) -> Option<&'a str> {
+    let rest = file.strip_prefix(name)?.strip_prefix('.')?;
+    let key = rest
+        .strip_suffix(".pb.gz")
+        .or_else(|| rest.strip_suffix(".folded"))?;
+    // 20261202T151023.120Z-000007
+    let (time, seq) = key.split_once("Z-")?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let (date, clock) = time.split_once('T')?;
+    let (hms, millis) = clock.split_once('.')?;
+    (date.len() == 8
+        && digits(date)
+        && hms.len() == 6
+        && digits(hms)
+        && digits(millis)
+        && digits(seq))
+    .then_some(key)
+}
+
+/// Deletes all but the newest `keep` snapshots of `name` in `dir`.
+fn rotate(dir: &Path, name: &str, keep: usize) -> Result<(), String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let mut files: Vec<(String, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let file = e.file_name().into_string().ok()?;
+            let key = snapshot_key(&file, name)?.to_string();
+            Some((key, e.path()))
+        })
+        .collect();
+    files.sort();
+    let mut keys: Vec<&str> = files.iter().map(|(k, _)| k.as_str()).collect();
+    keys.dedup();
+    let Some(&oldest_kept) = keys.len().checked_sub(keep).and_then(|i| keys.get(i)) else {
+        return Ok(());
+    };
+    let oldest_kept = oldest_kept.to_string();
+    for (key, path) in &files {
+        if key.as_str() < oldest_kept.as_str() {
+            std::fs::remove_file(path)
+                .map_err(|e| format!("cannot delete {}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// `t` in UTC as `20261202T151023.120Z`.
+fn stamp(t: SystemTime) -> String {
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let s = secs % 86_400;
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}.{:03}Z",
+        s / 3600,
+        s / 60 % 60,
+        s % 60,
+        since.subsec_millis()
+    )
+}
+
+/// The proleptic Gregorian date of a count of days since 1970-01-01 (H. Hinnant's
+/// `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_are_utc_calendar_times() {
+        let at = |secs: u64, millis: u64| {
+            stamp(UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_millis(millis))
+        };
+        assert_eq!(at(0, 0), "19700101T000000.000Z");
+        assert_eq!(at(1_700_000_000, 7), "20231114T221320.007Z");
+        // 2024-02-29, a leap day, and the last second of 1999.
+        assert_eq!(at(1_709_164_800, 999), "20240229T000000.999Z");
+        assert_eq!(at(946_684_799, 0), "19991231T235959.000Z");
+    }
+
+    #[test]
+    fn only_this_programs_snapshot_files_are_recognised() {
+        let key = "20261202T151023.120Z-000007";
+        assert_eq!(snapshot_key(&format!("svc.{key}.pb.gz"), "svc"), Some(key));
+        assert_eq!(snapshot_key(&format!("svc.{key}.folded"), "svc"), Some(key));
+        for other in [
+            format!("svc-worker.{key}.pb.gz"),
+            format!("svc.{key}.pb.gz.tmp123"),
+            "svc.calls.folded".to_string(),
+            "svc.folded".to_string(),
+            format!("svc.{key}.svg"),
+        ] {
+            assert_eq!(snapshot_key(&other, "svc"), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn rotation_keeps_the_newest_pairs_and_other_files() {
+        let dir = std::env::temp_dir().join(format!("yieldprof-rotate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let names: Vec<String> = (1..=5)
+            .flat_map(|i| {
+                let stem = format!("svc.2026120{i}T000000.000Z-00000{i}");
+                [format!("{stem}.folded"), format!("{stem}.pb.gz")]
+            })
+            .chain([
+                "svc.folded".to_string(),
+                "other.20261201T000000.000Z-000001.pb.gz".to_string(),
+            ])
+            .collect();
+        for n in &names {
+            std::fs::write(dir.join(n), b"x").unwrap();
+        }
+        rotate(&dir, "svc", 2).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "other.20261201T000000.000Z-000001.pb.gz",
+                "svc.20261204T000000.000Z-000004.folded",
+                "svc.20261204T000000.000Z-000004.pb.gz",
+                "svc.20261205T000000.000Z-000005.folded",
+                "svc.20261205T000000.000Z-000005.pb.gz",
+                "svc.folded",
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

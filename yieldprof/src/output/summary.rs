@@ -1,0 +1,287 @@
+//! The plain-text summary: where each thread's time went and what each wait site did.
+//! Lines stay within 100 columns.
+
+use crate::base::site::Kind;
+use crate::base::text::{duration, percent, tail, wrap};
+use crate::model::profile::{totals, Profile, ThreadStats};
+use std::fmt::Write;
+
+/// `3 threads, 1.20 s thread time, 18.0% waiting`.
+fn headline(threads: &[ThreadStats]) -> String {
+    let (wall, wait) = totals(threads);
+    format!(
+        "{} threads, {} thread time, {:.1}% waiting",
+        threads.len(),
+        duration(wall),
+        percent(wait, wall)
+    )
+}
+
+/// Threads listed one by one in the text; the JSON has them all.
+const THREAD_ROWS: usize = 64;
+
+/// Longest-lived first.
+fn by_wall(threads: &[ThreadStats]) -> Vec<ThreadStats> {
+    let mut t = threads.to_vec();
+    t.sort_by_key(|t| std::cmp::Reverse(t.wall_ns));
+    t
+}
+
+/// The threads the text lists: all of them, or the `THREAD_ROWS` longest-lived.
+fn shown(threads: &[ThreadStats]) -> Vec<ThreadStats> {
+    if threads.len() <= THREAD_ROWS {
+        return threads.to_vec();
+    }
+    let mut t = by_wall(threads);
+    t.truncate(THREAD_ROWS);
+    t
+}
+
+/// One line for the threads `shown` leaves out.
+fn write_rest(threads: &[ThreadStats], s: &mut String) {
+    if threads.len() <= THREAD_ROWS {
+        return;
+    }
+    let all = by_wall(threads);
+    let rest = &all[THREAD_ROWS..];
+    let wall: u64 = rest.iter().map(|t| t.wall_ns).sum();
+    let wait: u64 = rest.iter().map(|t| t.wait_ns).sum();
+    let _ = writeln!(
+        s,
+        "  ... {} more threads: {} in all, {:.1}% waiting (every thread is in the JSON)",
+        rest.len(),
+        duration(wall),
+        percent(wait, wall)
+    );
+}
+
+impl Profile {
+    /// `3 threads, 1.20 s thread time, 18.0% waiting`: the totals at a glance.
+    pub fn headline(&self) -> String {
+        headline(&self.threads())
+    }
+
+    /// The text summary written to `<name>.txt`.
+    ///
+    /// ```
+    /// let text = yieldprof::snapshot().summary();
+    /// assert!(text.starts_with("yieldprof summary"));
+    /// ```
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        let threads = self.threads();
+        let _ = writeln!(s, "yieldprof summary: {}", headline(&threads));
+        let costs = crate::analysis::costs::Costs::current();
+        self.write_findings(&costs, &mut s);
+        let _ = writeln!(s, "\nThreads");
+        let _ = writeln!(
+            s,
+            "  {:<28} {:>8} {:>12} {:>8} {:>8} {:>9} {:>10}",
+            "thread", "tid", "wall", "wait %", "work %", "queued %", "overflow"
+        );
+        for t in shown(&threads) {
+            let _ = writeln!(
+                s,
+                "  {:<28} {:>8} {:>12} {:>7.1}% {:>7.1}% {:>9} {:>10}",
+                tail(
+                    &format!("{}{}", t.name, if t.exited { " (exited)" } else { "" }),
+                    28
+                ),
+                t.tid,
+                duration(t.wall_ns),
+                percent(t.wait_ns, t.wall_ns),
+                percent(t.work_ns, t.wall_ns),
+                t.run_queue_ns
+                    .map_or("n/a".into(), |q| format!("{:.1}%", percent(q, t.wall_ns))),
+                t.overflowed
+            );
+        }
+        write_rest(&threads, &mut s);
+        let sites = self.sites();
+        let _ = writeln!(s, "\nWait sites (by wall time)");
+        if sites.is_empty() {
+            let _ = writeln!(
+                s,
+                "  none recorded: annotate wait loops with #[instrument_wait]"
+            );
+        }
+        for site in &sites {
+            let _ = writeln!(
+                s,
+                "  {}  ({}:{})",
+                tail(&site.name, 60),
+                tail(site.file, 30),
+                site.line
+            );
+            let per = |n: u64| n as f64 / site.episodes.max(1) as f64;
+            let _ = writeln!(
+                s,
+                "    {} episodes, {} wall, {} mean; spinning {}, off-CPU/syscall {}",
+                site.episodes,
+                duration(site.wall_ns),
+                duration(site.wall_ns / site.episodes.max(1)),
+                duration(site.spin_ns()),
+                duration(site.self_ns.saturating_sub(site.spin_ns()))
+            );
+            let frag = self.site_fragmentation(site, &costs);
+            let _ = writeln!(
+                s,
+                "    fragmentation: {:.0} episodes/s, {:.1}% of episode time in episodes < {}",
+                frag.episodes_per_s,
+                100.0 * frag.short_share,
+                duration(costs.switch_ns as u64)
+            );
+            let q = |x: Option<u64>| x.map_or("-".to_string(), duration);
+            let h = &site.durations;
+            let _ = writeln!(
+                s,
+                "    episode time: min {}, median {}, p99 {}, max {}",
+                q(h.min()),
+                q(h.quantile(0.5)),
+                q(h.quantile(0.99)),
+                q(h.max())
+            );
+            for c in &site.calls {
+                let line = format!(
+                    "    {:<12} {:>28}:{:<5} {:>10} calls {:>8.1}/episode {:>11}",
+                    c.site.kind.name(),
+                    tail(c.site.file, 28),
+                    c.site.line,
+                    c.calls,
+                    per(c.calls),
+                    if c.site.kind == Kind::Spin {
+                        String::new()
+                    } else {
+                        duration(c.ns)
+                    }
+                );
+                let _ = writeln!(s, "{}", line.trim_end());
+            }
+        }
+        self.write_sharing(&mut s);
+        self.write_counters(&mut s);
+        s
+    }
+}
+
+impl Profile {
+    /// What to change, first: each finding with its evidence and fix.
+    fn write_findings(&self, costs: &crate::analysis::costs::Costs, s: &mut String) {
+        let findings = self.findings(costs);
+        let _ = writeln!(s, "\nFindings ({})", findings.len());
+        if findings.is_empty() {
+            let _ = writeln!(s, "  none: no wait pattern here calls for a change");
+        }
+        for f in &findings {
+            let at = f
+                .location
+                .as_ref()
+                .map_or(String::new(), |l| format!(" ({l})"));
+            let _ = writeln!(s, "  [{}] {}{at}", f.rule.name(), f.subject);
+            let _ = writeln!(s, "{}", wrap(&f.evidence, "    evidence: ", "      "));
+            let _ = writeln!(s, "{}", wrap(&f.fix, "    fix: ", "      "));
+        }
+        let costs_line = format!(
+            "(costs from {}: spin {}, yield {}, switch {}, timer slack {}, {} cores)",
+            costs.source,
+            duration(costs.spin_ns as u64),
+            duration(costs.yield_ns as u64),
+            duration(costs.switch_ns as u64),
+            duration(costs.timer_slack_ns),
+            costs.cores
+        );
+        let _ = writeln!(s, "{}", wrap(&costs_line, "  ", "   "));
+    }
+
+    /// The counter sections: switches per wait site and per thread, then what this
+    /// process can count (missing counters print `n/a`, estimates `~N`).
+    fn write_counters(&self, s: &mut String) {
+        write_site_counters(&self.sites(), s);
+        write_thread_counters(&shown(&self.threads()), s);
+        let _ = write!(s, "\n{}", crate::counters::capabilities());
+    }
+}
+
+fn write_site_counters(sites: &[crate::model::profile::SiteStats], s: &mut String) {
+    if sites.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nCounters per wait site (switches from getrusage; ~N estimated from sampled episodes)"
+    );
+    let _ = writeln!(
+        s,
+        "  {:<28} {:>8} {:>10} {:>11} {:>8} {:>9} {:>6} {:>8}",
+        "site", "sampled", "voluntary", "involuntary", "sw/ep", "perf cs", "migr", "faults"
+    );
+    for site in sites {
+        let c = &site.counters;
+        let per_episode = c
+            .switches()
+            .per(site.episodes)
+            .map_or("n/a".to_string(), |v| format!("{v:.1}"));
+        let _ = writeln!(
+            s,
+            "  {:<28} {:>8} {:>10} {:>11} {:>8} {:>9} {:>6} {:>8}",
+            tail(&site.name, 28),
+            c.sampled,
+            c.voluntary_switches,
+            c.involuntary_switches,
+            per_episode,
+            c.context_switches,
+            c.cpu_migrations,
+            c.page_faults
+        );
+        let hardware = [
+            ("cache-misses", c.cache_misses),
+            ("cache-refs", c.cache_references),
+            ("L1D-misses", c.l1d_read_misses),
+            ("instructions", c.instructions),
+            ("cycles", c.cycles),
+        ];
+        if hardware.iter().any(|(_, v)| v.value().is_some()) {
+            let line: Vec<String> = hardware.iter().map(|(n, v)| format!("{n} {v}")).collect();
+            let _ = writeln!(s, "    {}", line.join(", "));
+        }
+    }
+}
+
+fn write_thread_counters(threads: &[crate::model::profile::ThreadStats], s: &mut String) {
+    if threads.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nThread counters (voluntary/involuntary switches; the part not in waits is [work]'s)"
+    );
+    let _ = writeln!(
+        s,
+        "  {:<28} {:<10} {:>10} {:>11} {:>15} {:>16}",
+        "thread", "source", "voluntary", "involuntary", "in waits", "counter cost"
+    );
+    for t in threads {
+        let w = &t.counters_in_wait;
+        let in_waits = format!("{}/{}", w.voluntary_switches, w.involuntary_switches);
+        let cost = format!(
+            "{} ({:.1}%)",
+            duration(t.counter_overhead_ns),
+            percent(t.counter_overhead_ns, t.wait_ns)
+        );
+        let _ = writeln!(
+            s,
+            "  {:<28} {:<10} {:>10} {:>11} {:>15} {:>16}",
+            tail(&t.name, 28),
+            t.counter_source,
+            t.counters.voluntary_switches,
+            t.counters.involuntary_switches,
+            in_waits,
+            cost
+        );
+        // A thread that fell back after the process-wide probe (fd budget, EMFILE)
+        // says why under its row.
+        if let crate::counters::CounterSource::Getrusage(why) = t.counter_source {
+            let _ = writeln!(s, "    perf counters not used: {why}");
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! The hot path: entering and leaving frames, and counting the calls made inside them.
+//!
+//! Every entry point returns at once when recording is off: one relaxed load at run
+//! time (`YIELDPROF=0`), nothing at all when the `enabled` feature is off.
+
+use crate::base::arena::bump;
+use crate::base::clock;
+use crate::base::site::{CallInfo, CallSite, EpisodeSite, FrameInfo, Kind, WorkSite};
+use crate::config;
+use crate::record::thread;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::panic::Location;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+#[inline(always)]
+fn on() -> bool {
+    cfg!(feature = "enabled") && config::enabled()
+}
+
+const NO_NODE: u32 = u32::MAX;
+const NO_SAMPLE: u32 = u32::MAX;
+
+/// Closes a frame when dropped: on return, on `?` and during a panic.
+#[doc(hidden)]
+#[must_use = "the frame closes when this guard drops"]
+pub struct EpisodeGuard {
+    prev: u32,
+    node: u32,
+    start: u64,
+    count: bool,
+    // Wait episodes read counters (on a sample); business frames do not.
+    wait: bool,
+    // Index of this episode's opening counter reading, when it is sampled.
+    sample: u32,
+    // The frame belongs to this thread's tree.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl EpisodeGuard {
+    const INACTIVE: EpisodeGuard = EpisodeGuard {
+        prev: NO_NODE,
+        node: NO_NODE,
+        start: 0,
+        count: false,
+        wait: false,
+        sample: NO_SAMPLE,
+        _not_send: PhantomData,
+    };
+
+    #[inline(always)]
+    fn open(key: usize, wait: bool, info: impl FnOnce() -> FrameInfo) -> EpisodeGuard {
+        if !on() {
+            return EpisodeGuard::INACTIVE;
+        }
+        // A match, not `unwrap_or`: that would build and drop a second guard.
+        let opened = thread::with(|l| {
+            let prev = l.current.get();
+            let node = l.data.child(prev, key, info);
+            l.current.set(node);
+            // Read before the clock starts, so the episode's wall excludes the read.
+            let sample = if wait && l.counters.wants_sample() {
+                l.counters.begin()
+            } else {
+                NO_SAMPLE
+            };
+            EpisodeGuard {
+                prev,
+                node,
+                start: clock::now(),
+                count: true,
+                wait,
+                sample,
+                _not_send: PhantomData,
+            }
+        });
+        match opened {
+            Some(guard) => guard,
+            None => EpisodeGuard::INACTIVE,
+        }
+    }
+}
+
+impl EpisodeGuard {
+    /// The node this guard closes; `None` when it records nothing.
+    #[cfg(feature = "enabled")]
+    #[inline(always)]
+    pub(crate) fn node(&self) -> Option<u32> {
+        (self.node != NO_NODE).then_some(self.node)
+    }
+}
+
+impl Drop for EpisodeGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // Only the check is inlined at every call site, so an inactive guard (recording
+        // off) costs a compare and nothing else.
+        if self.node != NO_NODE {
+            self.close();
+        }
+    }
+}
+
+impl EpisodeGuard {
+    #[inline(never)]
+    fn close(&mut self) {
+        let end = clock::now();
+        let elapsed = end.saturating_sub(self.start);
+        thread::with(|l| {
+            let n = l.data.node(self.node);
+            if self.count {
+                bump(&n.episodes, 1);
+                n.durations.record(elapsed);
+            }
+            bump(&n.wall_ns, elapsed);
+            if self.sample != NO_SAMPLE {
+                l.counters
+                    .finish(&l.data.counters, &n.counts, self.sample, self.start, end);
+            } else if self.wait {
+                l.counters.earn(elapsed);
+            }
+            l.current.set(self.prev);
+        });
+    }
+}
+
+/// Opens a wait episode for an `#[instrument_wait]` function.
+#[doc(hidden)]
+#[inline(always)]
+pub fn enter(site: &'static EpisodeSite) -> EpisodeGuard {
+    EpisodeGuard::open(site as *const EpisodeSite as usize, true, || site.info())
+}
+
+/// Opens a business frame for `frame!`.
+#[doc(hidden)]
+#[inline(always)]
+pub fn enter_work(site: &'static WorkSite) -> EpisodeGuard {
+    EpisodeGuard::open(site as *const WorkSite as usize, false, || site.info())
+}
+
+/// Opens a business frame for a `tracing` span; `key` is its callsite's address.
+#[cfg(feature = "tracing")]
+pub(crate) fn open_frame(key: usize, info: impl FnOnce() -> FrameInfo) -> EpisodeGuard {
+    EpisodeGuard::open(key, false, info)
+}
+
+/// Times one yield/sleep/park call when dropped; adds it to the current frame.
+#[doc(hidden)]
+#[must_use = "the call is timed until this guard drops"]
+pub struct CallGuard {
+    key: usize,
+    start: u64,
+    // `None` once counted, or when recording is off.
+    site: Option<Site>,
+}
+
+#[derive(Clone, Copy)]
+enum Site {
+    Static(&'static CallSite),
+    Caller(Kind, &'static Location<'static>),
+}
+
+impl Site {
+    fn info(self) -> CallInfo {
+        match self {
+            Site::Static(s) => s.info(),
+            Site::Caller(kind, loc) => CallInfo {
+                kind,
+                file: loc.file(),
+                line: loc.line(),
+                column: loc.column(),
+            },
+        }
+    }
+}
+
+#[inline(always)]
+fn record(key: usize, site: Site, ns: u64) {
+    thread::with(|l| {
+        let d = &l.data;
+        let s = d.slot_of(l.current.get(), key, || site.info());
+        bump(&s.calls, 1);
+        bump(&s.ns, ns);
+    });
+}
+
+impl CallGuard {
+    #[inline(always)]
+    fn open(kind: Kind, key: usize, site: Site) -> CallGuard {
+        let idle = CallGuard {
+            key,
+            start: 0,
+            site: None,
+        };
+        if !on() {
+            return idle;
+        }
+        if !kind.timed() {
+            record(key, site, 0);
+            return idle;
+        }
+        CallGuard {
+            key,
+            start: clock::now(),
+            site: Some(site),
+        }
+    }
+}
+
+impl Drop for CallGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if let Some(site) = self.site {
+            record(self.key, site, clock::now().saturating_sub(self.start));
+        }
+    }
+}
+
+/// Counts (spin) or times (yield, sleep, park) one rewritten call.
+#[doc(hidden)]
+#[inline(always)]
+pub fn call(site: &'static CallSite) -> CallGuard {
+    CallGuard::open(
+        site.kind,
+        site as *const CallSite as usize,
+        Site::Static(site),
+    )
+}
+
+/// Counts a call without timing it (an awaited async yield).
+#[doc(hidden)]
+#[inline(always)]
+pub fn count(site: &'static CallSite) {
+    if on() {
+        record(site as *const CallSite as usize, Site::Static(site), 0);
+    }
+}
+
+/// The public wrappers' way in: the caller's `Location` is the call site.
+#[inline(always)]
+pub(crate) fn call_at(kind: Kind, loc: &'static Location<'static>) -> CallGuard {
+    CallGuard::open(
+        kind,
+        loc as *const Location<'static> as usize,
+        Site::Caller(kind, loc),
+    )
+}
+
+/// An `async fn` wait episode: each poll is timed as part of it (time between polls
+/// belongs to whoever runs then), and the episode counts once, when it completes.
+#[doc(hidden)]
+pub struct Instrumented<F> {
+    site: &'static EpisodeSite,
+    inner: F,
+}
+
+/// Wraps the body of an `async fn` annotated with `#[instrument_wait]`.
+#[doc(hidden)]
+pub fn instrument<F: Future>(site: &'static EpisodeSite, inner: F) -> Instrumented<F> {
+    Instrumented { site, inner }
+}
+
+impl<F: Future> Future for Instrumented<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: `inner` is structurally pinned: never moved out of `self`, and
+        // `Instrumented` has no Drop or Unpin impl of its own that could move it.
+        let this = unsafe { self.get_unchecked_mut() };
+        let mut guard = enter(this.site);
+        guard.count = false;
+        // SAFETY: see above.
+        let out = unsafe { Pin::new_unchecked(&mut this.inner) }.poll(cx);
+        guard.count = out.is_ready();
+        out
+    }
+}
