@@ -1,0 +1,317 @@
+//! The calling thread's counters: the sampling policy and the reads around an episode.
+
+use super::*;
+use crate::base::arena::bump;
+use crate::base::clock;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::Ordering::Relaxed;
+
+/// The sampling policy as credit arithmetic: each closed wait episode earns
+/// `elapsed × per_ns + per_episode`, each sample costs `cost × debit_per_ns +
+/// debit_per_sample`, and an episode is sampled when the credit is not negative.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Policy {
+    per_ns: i64,
+    per_episode: i64,
+    debit_per_ns: i64,
+    debit_per_sample: i64,
+    cap: i64,
+}
+
+/// Credit is kept in ns × 100 × 100: percent with two decimals, no division.
+pub(super) const AUTO_UNIT: i64 = 10_000;
+/// Auto saves up at most this much counter time (ns): a long sleep does not buy a
+/// burst of reads on the short episodes after it.
+pub(super) const AUTO_CAP_NS: i64 = 100_000;
+
+impl Policy {
+    pub(super) fn of(s: CounterSampling) -> Policy {
+        match s.normal() {
+            CounterSampling::Off => Policy {
+                per_ns: 0,
+                per_episode: 0,
+                debit_per_ns: 0,
+                debit_per_sample: 0,
+                cap: -1,
+            },
+            CounterSampling::Every(n) => Policy {
+                per_ns: 0,
+                per_episode: 1,
+                debit_per_ns: 0,
+                debit_per_sample: i64::from(n),
+                cap: 0,
+            },
+            CounterSampling::Auto => Policy {
+                per_ns: i64::from(AUTO_BUDGET_PERCENT) * 100,
+                per_episode: 0,
+                debit_per_ns: AUTO_UNIT,
+                debit_per_sample: 0,
+                cap: AUTO_CAP_NS * AUTO_UNIT,
+            },
+        }
+    }
+
+    pub(super) fn start(self) -> i64 {
+        // Off never samples; the others sample the thread's first episode.
+        self.cap.min(0)
+    }
+
+    pub(super) fn earn(self, credit: i64, elapsed_ns: u64) -> i64 {
+        // 2^40 ns is 18 minutes: no overflow, and the cap is far below anyway.
+        let elapsed = elapsed_ns.min(1 << 40) as i64;
+        credit
+            .saturating_add(elapsed * self.per_ns + self.per_episode)
+            .min(self.cap)
+    }
+
+    pub(super) fn spend(self, credit: i64, cost_ns: u64) -> i64 {
+        let cost = cost_ns.min(1 << 40) as i64;
+        credit.saturating_sub(cost * self.debit_per_ns + self.debit_per_sample)
+    }
+}
+
+thread_local! {
+    /// Marks threads whose counters are open, so a report can refresh the calling
+    /// thread's totals without registering it.
+    static OPEN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread has counters to refresh.
+pub(crate) fn open_here() -> bool {
+    OPEN.with(Cell::get)
+}
+
+/// A thread's own counter state: only the owner touches it.
+pub(crate) struct LocalCounters {
+    credit: Cell<i64>,
+    // Readings of the sampled episodes still open, innermost last. Kept here rather
+    // than in each guard so that a guard stays a few words: every episode moves one.
+    open_samples: RefCell<Vec<Begin>>,
+    policy: Policy,
+    on: bool,
+    base: [u64; 2],
+    groups: [Option<PerfGroup>; GROUPS],
+}
+
+impl LocalCounters {
+    /// Opens this thread's counters, within the fd budget.
+    pub(crate) fn open(shared: &ThreadCounters) -> LocalCounters {
+        let sampling = sampling();
+        let policy = Policy::of(sampling);
+        let mut local = LocalCounters {
+            credit: Cell::new(policy.start()),
+            open_samples: RefCell::new(Vec::new()),
+            policy,
+            on: sampling != CounterSampling::Off,
+            base: [0; 2],
+            groups: [None, None],
+        };
+        if !local.on {
+            let _ = shared.setup.set(Setup {
+                source: CounterSource::Off,
+                mask: 0,
+            });
+            return local;
+        }
+        let mut r = local.read();
+        local.base = [r.values[0], r.values[1]];
+        let p = probed();
+        let budget = fd_budget();
+        let mut why = None;
+        let mut mask = 0u16;
+        for e in events_of(EventSource::Getrusage, |e| {
+            p.status[e.index()].is_available()
+        }) {
+            mask |= e.bit();
+        }
+        for (k, source) in [EventSource::PerfSoftware, EventSource::PerfHardware]
+            .into_iter()
+            .enumerate()
+        {
+            let events = plan(&p.status, source);
+            if events.is_empty() {
+                if source == EventSource::PerfSoftware {
+                    why = p.status[CounterEvent::ContextSwitches.index()].reason();
+                }
+                continue;
+            }
+            let Some(fds) = FDS.reserve(group_fds(events.len()), budget) else {
+                why = why.or(Some(Reason::FdBudget { budget }));
+                continue;
+            };
+            match PerfGroup::open(&events, fds) {
+                Ok(g) => {
+                    for e in g.events() {
+                        mask |= e.bit();
+                    }
+                    local.groups[k] = Some(g);
+                }
+                Err(err) => why = why.or(Some(reason_of(&err, p.paranoid, source))),
+            }
+        }
+        let source = if local.groups[0].is_some() {
+            THREADS_ON_PERF.fetch_add(1, Relaxed);
+            CounterSource::Perf
+        } else {
+            THREADS_ON_GETRUSAGE.fetch_add(1, Relaxed);
+            CounterSource::Getrusage(why.unwrap_or(Reason::Off))
+        };
+        let _ = shared.setup.set(Setup { source, mask });
+        // Perf counters start at 0 now; the getrusage base was taken above.
+        r = local.read();
+        local.publish(shared, &r);
+        OPEN.with(|o| o.set(true));
+        local
+    }
+
+    /// Whether the episode opening now has its counters read: one load and compare.
+    #[inline(always)]
+    pub(crate) fn wants_sample(&self) -> bool {
+        self.credit.get() >= 0
+    }
+
+    /// Reads every source at a sampled episode's start; the returned index goes
+    /// back to [`LocalCounters::finish`].
+    #[inline(never)]
+    pub(crate) fn begin(&self) -> u32 {
+        let begin = Begin {
+            t0: clock::now(),
+            reading: self.read(),
+        };
+        let mut open = self.open_samples.borrow_mut();
+        open.push(begin);
+        open.len() as u32 - 1
+    }
+
+    /// A wait episode that was not sampled closed after `elapsed` ns.
+    #[inline(always)]
+    pub(crate) fn earn(&self, elapsed: u64) {
+        self.credit
+            .set(self.policy.earn(self.credit.get(), elapsed));
+    }
+
+    /// A sampled episode on `node` ran from `start` to `end`: adds its deltas to the
+    /// node, refreshes the thread totals and pays for the reads.
+    #[inline(never)]
+    pub(crate) fn finish(
+        &self,
+        shared: &ThreadCounters,
+        node: &NodeCounts,
+        sample: u32,
+        start: u64,
+        end: u64,
+    ) {
+        let r = self.read();
+        let begin = {
+            let mut open = self.open_samples.borrow_mut();
+            let Some(&begin) = open.get(sample as usize) else {
+                return;
+            };
+            // Also drops readings of inner episodes whose guards were leaked.
+            open.truncate(sample as usize);
+            begin
+        };
+        let begin = &begin;
+        // At least 1 ns, so a sampled episode always shows as counted time.
+        let wall = end.saturating_sub(start).max(1);
+        let b = &begin.reading;
+        for e in [
+            CounterEvent::VoluntarySwitches,
+            CounterEvent::InvoluntarySwitches,
+        ] {
+            let i = e.index();
+            bump(&node.values[i], r.values[i].saturating_sub(b.values[i]));
+        }
+        bump(&node.src_ns[EventSource::Getrusage.index()], wall);
+        for (k, g) in self.groups.iter().enumerate() {
+            let (Some(g), Some(t0), Some(t1)) = (g, b.times[k], r.times[k]) else {
+                continue;
+            };
+            let enabled = t1.0.saturating_sub(t0.0);
+            let running = t1.1.saturating_sub(t0.1);
+            // Not scheduled at all in this window: nothing to scale from.
+            let Some((_, scaled)) = scale(1, enabled, running) else {
+                continue;
+            };
+            for &e in g.events() {
+                let i = e.index();
+                let delta = r.values[i].saturating_sub(b.values[i]);
+                if let Some((v, _)) = scale(delta, enabled, running) {
+                    bump(&node.values[i], v);
+                }
+            }
+            bump(&node.src_ns[k + 1], wall);
+            if scaled {
+                bump(&node.scaled, 1);
+            }
+        }
+        bump(&node.sampled, 1);
+        self.publish(shared, &r);
+        let cost = start.saturating_sub(begin.t0) + clock::now().saturating_sub(end);
+        bump(&shared.overhead_ns, cost);
+        bump(&shared.sampled, 1);
+        let credit = self.policy.spend(self.credit.get(), cost);
+        self.credit
+            .set(self.policy.earn(credit, end.saturating_sub(start)));
+    }
+
+    /// Brings the thread totals up to now (a report on this thread, thread exit).
+    pub(crate) fn refresh(&self, shared: &ThreadCounters) {
+        if self.on {
+            self.publish(shared, &self.read());
+        }
+    }
+
+    fn read(&self) -> Reading {
+        let mut r = Reading {
+            values: [0; N],
+            times: [None; GROUPS],
+        };
+        let mut ru = zeroed_rusage();
+        // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD reads this thread.
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0 {
+            r.values[CounterEvent::VoluntarySwitches.index()] = ru.ru_nvcsw as u64;
+            r.values[CounterEvent::InvoluntarySwitches.index()] = ru.ru_nivcsw as u64;
+        }
+        for (k, g) in self.groups.iter().enumerate() {
+            if let Some(g) = g {
+                r.times[k] = g.read_into(&mut r.values);
+            }
+        }
+        r
+    }
+
+    /// Stores the thread totals: getrusage since the thread registered, perf since its
+    /// groups opened (scaled like `perf stat` when multiplexed).
+    fn publish(&self, shared: &ThreadCounters, r: &Reading) {
+        for (i, e) in [
+            CounterEvent::VoluntarySwitches,
+            CounterEvent::InvoluntarySwitches,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let v = r.values[e.index()].saturating_sub(self.base[i]);
+            shared.totals[e.index()].store(v, Relaxed);
+        }
+        for (k, g) in self.groups.iter().enumerate() {
+            let (Some(g), Some((enabled, running))) = (g, r.times[k]) else {
+                continue;
+            };
+            for &e in g.events() {
+                if let Some((v, scaled)) = scale(r.values[e.index()], enabled, running) {
+                    shared.totals[e.index()].store(v, Relaxed);
+                    if scaled {
+                        shared.scaled.store(true, Relaxed);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for LocalCounters {
+    fn drop(&mut self) {
+        OPEN.with(|o| o.set(false));
+    }
+}

@@ -1,0 +1,220 @@
+//! What the machine allows, probed once: the paranoid level, the events that open, the group plan.
+
+use super::*;
+use perf_event::{Builder, Counter, Group};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::OnceLock;
+
+/// Parses `/proc/sys/kernel/perf_event_paranoid`.
+pub(crate) fn parse_paranoid(text: &str) -> Option<i32> {
+    text.trim().parse().ok()
+}
+
+/// The paranoid level, if readable.
+pub(crate) fn paranoid() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|t| parse_paranoid(&t))
+}
+
+pub(super) struct Probed {
+    pub(super) paranoid: Option<i32>,
+    pub(super) status: [Availability; N],
+}
+
+pub(super) fn probed() -> &'static Probed {
+    static PROBED: OnceLock<Probed> = OnceLock::new();
+    PROBED.get_or_init(|| {
+        let paranoid = paranoid();
+        let mut status = [Availability::Available; N];
+        for source in [EventSource::PerfSoftware, EventSource::PerfHardware] {
+            for (e, r) in open_errors(source, paranoid) {
+                status[e.index()] = Availability::Unavailable(r);
+            }
+        }
+        // A hardware group that opens may still never get on the PMU (more events than
+        // counters): keep the longest prefix that runs.
+        let (_, dropped) = fit_group(plan(&status, EventSource::PerfHardware), runs);
+        for e in dropped {
+            status[e.index()] = Availability::Unavailable(Reason::PmuFull);
+        }
+        let mut ru = zeroed_rusage();
+        // SAFETY: `ru` is a valid, writable rusage.
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            for e in events_of(EventSource::Getrusage, |_| true) {
+                status[e.index()] = Availability::Unavailable(Reason::NotSupported { errno });
+            }
+        }
+        Probed { paranoid, status }
+    })
+}
+
+/// The events of `source` that cannot join a group, and why.
+pub(super) fn open_errors(
+    source: EventSource,
+    paranoid: Option<i32>,
+) -> Vec<(CounterEvent, Reason)> {
+    let events = events_of(source, |_| true);
+    // The probe's fds are counted, not limited: a few, for microseconds, once.
+    let _fds = FDS.reserve(1 + events.len(), usize::MAX);
+    let mut group = match new_group() {
+        Ok(g) => g,
+        Err(err) => {
+            let r = reason_of(&err, paranoid, source);
+            return events.into_iter().map(|e| (e, r)).collect();
+        }
+    };
+    // Members stay open while the next ones join: they must fit in one group.
+    let mut members = Vec::new();
+    let mut errors = Vec::new();
+    for e in events {
+        match build(e, &mut group) {
+            Ok(c) => members.push(c),
+            Err(err) => errors.push((e, reason_of(&err, paranoid, source))),
+        }
+    }
+    drop(members);
+    errors
+}
+
+/// Whether a group of `events` gets scheduled on the PMU within ~50 µs of running.
+pub(super) fn runs(events: &[CounterEvent]) -> bool {
+    let Some(fds) = FDS.reserve(group_fds(events.len()), usize::MAX) else {
+        return false;
+    };
+    let Ok(g) = PerfGroup::open(events, fds) else {
+        return false;
+    };
+    let t = std::time::Instant::now();
+    while t.elapsed() < std::time::Duration::from_micros(50) {
+        std::hint::spin_loop();
+    }
+    let mut out = [0; N];
+    matches!(g.read_into(&mut out), Some((_, running)) if running > 0)
+}
+
+/// Drops events from the end of `events` until `runs` accepts the rest: the kept
+/// ones, and the dropped ones in their original order.
+pub(crate) fn fit_group(
+    mut events: Vec<CounterEvent>,
+    mut runs: impl FnMut(&[CounterEvent]) -> bool,
+) -> (Vec<CounterEvent>, Vec<CounterEvent>) {
+    let mut dropped = Vec::new();
+    while !events.is_empty() && !runs(&events) {
+        dropped.extend(events.pop());
+    }
+    dropped.reverse();
+    (events, dropped)
+}
+
+/// Every perf group starts here. For tests only: `YIELDPROF_TEST_PERF_ERRNO=N` (read
+/// once) makes it fail with errno N, for the refusals a test cannot cause for real
+/// (`EACCES` from `perf_event_paranoid` when the tests run as root, for one).
+pub(super) fn new_group() -> std::io::Result<Group> {
+    static INJECTED: OnceLock<Option<i32>> = OnceLock::new();
+    let injected = INJECTED.get_or_init(|| {
+        std::env::var("YIELDPROF_TEST_PERF_ERRNO")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+    });
+    match *injected {
+        Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
+        None => Group::new(),
+    }
+}
+
+pub(super) fn reason_of(
+    err: &std::io::Error,
+    paranoid: Option<i32>,
+    source: EventSource,
+) -> Reason {
+    Reason::from_errno(err.raw_os_error().unwrap_or(0), paranoid, source)
+}
+
+/// The events of `source` that `keep` accepts, in report order.
+pub(super) fn events_of(
+    source: EventSource,
+    keep: impl Fn(CounterEvent) -> bool,
+) -> Vec<CounterEvent> {
+    CounterEvent::ALL
+        .into_iter()
+        .filter(|e| e.source() == source && keep(*e))
+        .collect()
+}
+
+/// What one thread opens: the available events of each perf group. A group of one
+/// dummy leader and no member is not worth its fd.
+pub(crate) fn plan(status: &[Availability; N], source: EventSource) -> Vec<CounterEvent> {
+    events_of(source, |e| status[e.index()].is_available())
+}
+
+/// Fds for a group of `members` (plus its leader); 0 for none.
+pub(super) fn group_fds(members: usize) -> usize {
+    if members == 0 {
+        0
+    } else {
+        members + 1
+    }
+}
+
+pub(super) fn build(e: CounterEvent, group: &mut Group) -> std::io::Result<Counter> {
+    let kind = e.perf().expect("only perf events are built");
+    let mut b = Builder::new().kind(kind).group(group);
+    if e.source() == EventSource::PerfSoftware {
+        b.include_kernel();
+    }
+    b.build()
+}
+
+/// What this process can count, probed once (a few `perf_event_open` calls), plus the
+/// fd budget and how threads are using it now.
+///
+/// ```
+/// use yieldprof::{capabilities, Availability, CounterEvent};
+/// let caps = capabilities();
+/// match caps.get(CounterEvent::CacheMisses) {
+///     Availability::Available => println!("this machine has a PMU"),
+///     Availability::Unavailable(why) => println!("cache-misses: n/a ({why})"),
+/// }
+/// ```
+pub fn capabilities() -> Capabilities {
+    let p = probed();
+    let sampling = sampling();
+    let budget = fd_budget();
+    let sw = plan(&p.status, EventSource::PerfSoftware).len();
+    let hw = plan(&p.status, EventSource::PerfHardware).len();
+    let events = CounterEvent::ALL
+        .into_iter()
+        .map(|event| {
+            let need = match event.source() {
+                EventSource::Getrusage => 0,
+                EventSource::PerfSoftware => group_fds(sw),
+                EventSource::PerfHardware => group_fds(hw),
+            };
+            let availability = match p.status[event.index()] {
+                Availability::Available if sampling == CounterSampling::Off => {
+                    Availability::Unavailable(Reason::Off)
+                }
+                Availability::Available if need > budget => {
+                    Availability::Unavailable(Reason::FdBudget { budget })
+                }
+                a => a,
+            };
+            EventStatus {
+                event,
+                availability,
+            }
+        })
+        .collect();
+    Capabilities {
+        paranoid: p.paranoid,
+        events,
+        sampling,
+        fd_budget: budget,
+        fds_in_use: FDS.in_use(),
+        fds_per_thread: group_fds(sw) + group_fds(hw),
+        threads_on_perf: THREADS_ON_PERF.load(Relaxed),
+        threads_on_getrusage: THREADS_ON_GETRUSAGE.load(Relaxed),
+    }
+}
