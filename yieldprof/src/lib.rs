@@ -77,9 +77,11 @@ pub use counters::{
 pub use model::histogram::Histogram;
 pub use model::profile::{CallStats, Profile, SiteStats, ThreadStats};
 pub use output::diff::{diff, parse_folded, DiffError, Malformed};
+pub use output::files::WriteError;
 pub use output::flush::flush;
 pub use output::fold::Metric;
-pub use output::init::{init, Guard, Options, WriteError};
+pub use output::init::{init, Guard};
+pub use output::options::Options;
 pub use record::thread::snapshot;
 pub use record::thread::MAX_EXITED_THREADS;
 #[cfg(feature = "tracing")]

@@ -8,7 +8,8 @@
 //! fatal signal and `panic = "abort"` run neither: flush earlier, or use continuous
 //! mode ([`Options::snapshot_every`]).
 
-use crate::output::init::{write_profile, Options, WriteError};
+use crate::output::files::{write_profile, WriteError};
+use crate::output::options::{options_here, Options};
 use crate::record::thread::snapshot;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -69,23 +70,6 @@ impl Drop for Registration {
     }
 }
 
-impl Options {
-    /// Also writes the files when the process calls `exit()` (`std::process::exit`
-    /// included) while the guard is alive; off by default, `YIELDPROF_WRITE_AT_EXIT=1`
-    /// from the environment. A guard that drops first writes as usual and the hook
-    /// then has nothing to do.
-    ///
-    /// ```no_run
-    /// let _guard = yieldprof::Options::from_env().write_at_exit(true).init();
-    /// // ... the program ...
-    /// std::process::exit(3); // the files are written, then the process exits with 3
-    /// ```
-    pub fn write_at_exit(mut self, on: bool) -> Self {
-        self.write_at_exit = on;
-        self
-    }
-}
-
 /// Writes the files of every guard alive in this process now, from a fresh snapshot,
 /// as each would when dropped; returns the paths written (none without a live guard).
 /// Every guard is tried; the first failure is returned, and reported on stderr.
@@ -106,7 +90,7 @@ impl Options {
 pub fn flush() -> Result<Vec<PathBuf>, WriteError> {
     let targets: Vec<Options> = active()
         .iter()
-        .map(|a| crate::output::init::options_here(&a.opts, a.pid))
+        .map(|a| options_here(&a.opts, a.pid))
         .collect();
     if targets.is_empty() {
         return Ok(Vec::new());

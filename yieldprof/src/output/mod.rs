@@ -2,11 +2,13 @@
 //! graphs, diff, pprof, JSON, the text summary, snapshots and the exit flush.
 
 pub(crate) mod diff;
+pub(crate) mod files;
 pub(crate) mod flamegraph;
 pub(crate) mod flush;
 pub(crate) mod fold;
 pub(crate) mod init;
 pub(crate) mod json;
+pub(crate) mod options;
 pub(crate) mod pprof;
 pub(crate) mod snapshots;
 pub(crate) mod summary;

@@ -16,7 +16,8 @@
 //! `yieldprof-snapshots`. It records nothing itself.
 
 use crate::model::profile::Profile;
-use crate::output::init::{write_atomic, write_folded, Guard, Options};
+use crate::output::files::{write_atomic, write_folded};
+use crate::output::options::Options;
 use crate::output::pprof::{self, Window};
 use crate::record::thread::snapshot;
 use std::path::{Path, PathBuf};
@@ -24,112 +25,9 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// How many snapshots are kept by default.
-pub(crate) const DEFAULT_KEEP_SNAPSHOTS: usize = 60;
-
 /// Intervals shorter than this are raised to it: each snapshot copies every thread's
 /// tree and writes, and syncs, two files.
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
-
-impl Options {
-    /// Continuous mode: also writes a snapshot (folded and pprof) every `every`, from
-    /// a background thread named `yieldprof-snapshots`, and a last one when the guard
-    /// drops. Each holds only what was recorded since the previous one (the first:
-    /// everything before it), so a backend that sums them gets the whole run.
-    ///
-    /// Files: [`snapshot_dir`](Options::snapshot_dir)`/<name>.<UTC time>-<n>.{folded,pb.gz}`,
-    /// e.g. `svc.20261202T151023.120Z-000007.pb.gz`, in the order taken; only the
-    /// newest [`keep_snapshots`](Options::keep_snapshots) are kept. A failed write is
-    /// reported on stderr (once until the error changes), never stops the program, and
-    /// the next snapshot covers the missed interval. Intervals under 10 ms are raised to
-    /// 10 ms. `YIELDPROF_SNAPSHOT_EVERY` (seconds) sets it from the environment.
-    ///
-    /// ```no_run
-    /// use std::time::Duration;
-    /// let _guard = yieldprof::Options::from_env()
-    ///     .name("svc")
-    ///     .snapshot_every(Duration::from_secs(10))
-    ///     .keep_snapshots(360) // an hour
-    ///     .init();
-    /// // target/yieldprof/snapshots/svc.<time>-<n>.{folded,pb.gz}, one pair per 10 s
-    /// ```
-    pub fn snapshot_every(mut self, every: Duration) -> Self {
-        self.snapshot_every = Some(every);
-        self
-    }
-
-    /// How many snapshots to keep (each is a `.folded` and a `.pb.gz`); older ones
-    /// are deleted. At least 1; default 60; `YIELDPROF_SNAPSHOT_KEEP` from the
-    /// environment.
-    pub fn keep_snapshots(mut self, keep: usize) -> Self {
-        self.keep_snapshots = keep.max(1);
-        self
-    }
-
-    /// The folder snapshots go to: `<out_dir>/snapshots`.
-    ///
-    /// ```
-    /// let opts = yieldprof::Options::from_env().out_dir("/tmp/p");
-    /// assert_eq!(opts.snapshot_dir(), std::path::Path::new("/tmp/p/snapshots"));
-    /// ```
-    pub fn snapshot_dir(&self) -> PathBuf {
-        self.out_dir.join("snapshots")
-    }
-}
-
-/// Reads `YIELDPROF_SNAPSHOT_EVERY` and `YIELDPROF_SNAPSHOT_KEEP` into `o`.
-pub(crate) fn from_env(o: &mut Options) {
-    if let Ok(v) = std::env::var("YIELDPROF_SNAPSHOT_EVERY") {
-        match v.parse::<f64>().ok().and_then(|s| Duration::try_from_secs_f64(s).ok()) {
-            Some(d) if !d.is_zero() => o.snapshot_every = Some(d),
-            _ => eprintln!(
-                "yieldprof: YIELDPROF_SNAPSHOT_EVERY={v:?} is not a positive number of seconds; no snapshots"
-            ),
-        }
-    }
-    if let Ok(v) = std::env::var("YIELDPROF_SNAPSHOT_KEEP") {
-        match v.parse::<usize>() {
-            Ok(k) if k > 0 => o.keep_snapshots = k,
-            _ => eprintln!(
-                "yieldprof: YIELDPROF_SNAPSHOT_KEEP={v:?} is not a positive number; keeping {}",
-                o.keep_snapshots
-            ),
-        }
-    }
-}
-
-impl Guard {
-    /// Starts continuous mode on a running guard (see [`Options::snapshot_every`]):
-    /// `let _guard = yieldprof::init().snapshot_every(Duration::from_secs(10));`.
-    /// Calling it again restarts the timer with the new interval.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let dir = std::env::temp_dir().join(format!("yp-doc-snap-{}", std::process::id()));
-    /// let guard = yieldprof::Options::from_env()
-    ///     .out_dir(&dir)
-    ///     .name("doc")
-    ///     .init()
-    ///     .snapshot_every(Duration::from_secs(3600));
-    /// yieldprof::yield_now();
-    /// drop(guard); // writes the last snapshot, then the whole-run files
-    /// let names: Vec<String> = std::fs::read_dir(dir.join("snapshots"))
-    ///     .unwrap()
-    ///     .map(|e| e.unwrap().file_name().into_string().unwrap())
-    ///     .collect();
-    /// assert_eq!(names.len(), 2, "{names:?}"); // one .folded and one .pb.gz
-    /// # std::fs::remove_dir_all(&dir).unwrap();
-    /// ```
-    pub fn snapshot_every(mut self, every: Duration) -> Guard {
-        // The running writer takes its last snapshot and hands its state on, so the
-        // next delta starts where that one ended: nothing lost or counted twice.
-        let writer = self.snapshots.take().and_then(Snapshotter::finish);
-        self.opts.snapshot_every = Some(every);
-        let writer = writer.unwrap_or_else(|| Writer::new(self.opts.clone()));
-        self.snapshots = Snapshotter::resume(writer, every);
-        self
-    }
-}
 
 /// The background writer; stops (after a last snapshot) when dropped.
 #[derive(Debug)]
@@ -144,7 +42,7 @@ impl Snapshotter {
         Snapshotter::resume(Writer::new(opts.clone()), every)
     }
 
-    fn resume(mut writer: Writer, every: Duration) -> Option<Snapshotter> {
+    pub(crate) fn resume(mut writer: Writer, every: Duration) -> Option<Snapshotter> {
         let (stop, stopped) = mpsc::channel();
         let every = every.max(MIN_INTERVAL);
         let spawned = std::thread::Builder::new()
@@ -182,7 +80,7 @@ impl Snapshotter {
     }
 
     /// Stops the writer after a last snapshot; its state, to go on from.
-    fn finish(mut self) -> Option<Writer> {
+    pub(crate) fn finish(mut self) -> Option<Writer> {
         self.stop_and_join()
     }
 
@@ -206,7 +104,7 @@ impl Drop for Snapshotter {
 }
 
 /// The writer thread's state.
-struct Writer {
+pub(crate) struct Writer {
     opts: Options,
     dir: PathBuf,
     previous: Profile,
@@ -216,7 +114,7 @@ struct Writer {
 }
 
 impl Writer {
-    fn new(opts: Options) -> Writer {
+    pub(crate) fn new(opts: Options) -> Writer {
         Writer {
             dir: opts.snapshot_dir(),
             opts,

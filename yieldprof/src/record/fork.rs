@@ -17,15 +17,15 @@
 //! The handlers also hold the registry and site-table locks across the fork, so the
 //! child never inherits them locked by a thread that does not exist there.
 
-use crate::record::thread;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Once;
 
 /// Set in a child (and its descendants) made by `fork()` after profiling began.
 static FORKED: AtomicBool = AtomicBool::new(false);
 
-/// Registers the `fork()` handlers once; called when the first thread registers.
-pub(crate) fn install() {
+/// Registers the `fork()` handlers once (the thread registry's, which hold and release
+/// its locks); later calls do nothing.
+pub(crate) fn install(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern "C" fn()) {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
         // SAFETY: the handlers are `extern "C" fn()`s that never unwind.
@@ -36,17 +36,10 @@ pub(crate) fn install() {
     });
 }
 
-extern "C" fn prepare() {
-    thread::hold_for_fork();
-}
-
-extern "C" fn parent() {
-    thread::release_after_fork(false);
-}
-
-extern "C" fn child() {
+/// Marks this process as a child forked after profiling began; the child handler's
+/// first step.
+pub(crate) fn mark_child() {
     FORKED.store(true, Relaxed);
-    thread::release_after_fork(true);
 }
 
 /// Whether this process is a child forked after profiling began.

@@ -10,6 +10,7 @@ use crate::base::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME
 use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters, ThreadSnap};
 use crate::model::histogram::AtomicHistogram;
 use crate::model::profile::{NodeStats, Profile, SlotStats, ThreadProfile};
+use crate::record::fork;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -255,7 +256,7 @@ thread_local! {
 }
 
 fn register() -> Local {
-    crate::record::fork::install();
+    install_fork_handlers();
     let data = {
         let mut r = registry();
         r.next_serial += 1;
@@ -344,10 +345,25 @@ fn registry() -> MutexGuard<'static, Registry> {
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Registers the `fork()` handlers once; called when the first thread registers.
+pub(crate) fn install_fork_handlers() {
+    extern "C" fn prepare() {
+        hold_for_fork();
+    }
+    extern "C" fn parent() {
+        release_after_fork(false);
+    }
+    extern "C" fn child() {
+        fork::mark_child();
+        release_after_fork(true);
+    }
+    fork::install(prepare, parent, child);
+}
+
 /// `fork()` is about to run on this thread: takes the locks a child could otherwise
 /// inherit held by a thread it does not have. Site table first, as nowhere else takes
 /// both.
-pub(crate) fn hold_for_fork() {
+fn hold_for_fork() {
     let _ = HELD.try_with(|h| {
         let sites = site::hold_for_fork();
         *h.borrow_mut() = Some((registry(), sites));
@@ -356,7 +372,7 @@ pub(crate) fn hold_for_fork() {
 
 /// After `fork()`: releases the locks; in the child, first forgets the parent's other
 /// threads and keeps this one's counts at the fork as the baseline.
-pub(crate) fn release_after_fork(in_child: bool) {
+fn release_after_fork(in_child: bool) {
     let _ = HELD.try_with(|h| {
         let Some((mut r, sites)) = h.borrow_mut().take() else {
             return;

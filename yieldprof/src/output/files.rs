@@ -1,0 +1,127 @@
+//! Files: each written to a temporary name and renamed into place, so a reader (or a
+//! crash mid-write) never sees a truncated profile.
+
+use crate::model::profile::Profile;
+use crate::output::flamegraph;
+use crate::output::options::Options;
+use std::fmt;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// A file that could not be written.
+#[derive(Debug)]
+pub struct WriteError {
+    /// The file (or folder) concerned.
+    pub path: PathBuf,
+    /// What the OS said.
+    pub source: io::Error,
+}
+
+impl fmt::Display for WriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot write {}: {}", self.path.display(), self.source)
+    }
+}
+
+impl std::error::Error for WriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// Writes `path` through a temporary file in the same folder and a rename.
+pub(crate) fn write_atomic(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), WriteError> {
+    let err = |source| WriteError {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = path.with_extension(format!(
+        "{}.tmp{}",
+        path.extension().and_then(|e| e.to_str()).unwrap_or(""),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut w = io::BufWriter::new(std::fs::File::create(&tmp)?);
+        fill(&mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(err)
+}
+
+/// Writes folded `lines`, one per line, to `path` (atomically).
+pub(crate) fn write_folded(path: &Path, lines: &[String]) -> Result<(), WriteError> {
+    write_atomic(path, |w| lines.iter().try_for_each(|l| writeln!(w, "{l}")))
+}
+
+/// Writes `<name>.folded`, `<name>.svg`, `<name>.split.svg`, `<name>.pb.gz` (pprof),
+/// `<name>.txt` and the requested metric views for `profile`.
+pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<PathBuf>, WriteError> {
+    let dir = &opts.out_dir;
+    std::fs::create_dir_all(dir).map_err(|source| WriteError {
+        path: dir.clone(),
+        source,
+    })?;
+    let path = |ext: &str| dir.join(format!("{}.{ext}", opts.name));
+    let lines = profile.folded(opts.metric);
+    let folded = path("folded");
+    write_folded(&folded, &lines)?;
+    let subtitle = format!(
+        "{} (spin red, yield orange, sleep/park blue, work green, false sharing purple)",
+        profile.headline()
+    );
+    let svg = path("svg");
+    write_atomic(&svg, |w| {
+        flamegraph::write_svg(
+            &lines,
+            opts.metric,
+            &format!("yieldprof: {}", opts.name),
+            Some(subtitle),
+            w,
+        )
+    })?;
+    let split = path("split.svg");
+    write_atomic(&split, |w| {
+        let title = format!("yieldprof: {} (wait | work)", opts.name);
+        flamegraph::write_svg(
+            &profile.folded_split(opts.metric),
+            opts.metric,
+            &title,
+            None,
+            w,
+        )
+    })?;
+    let pb = path("pb.gz");
+    write_atomic(&pb, |w| profile.write_pprof(w))?;
+    let mut written = vec![folded, svg, split, pb];
+    for &metric in &opts.views {
+        let view = path(&format!("{}.folded", metric.name()));
+        write_folded(&view, &profile.folded(metric))?;
+        written.push(view);
+    }
+    let json = path("json");
+    let doc = profile.json(&crate::analysis::costs::Costs::current());
+    write_atomic(&json, |w| {
+        serde_json::to_writer_pretty(&mut *w, &doc)?;
+        writeln!(w)
+    })?;
+    written.push(json);
+    let txt = path("txt");
+    let summary = profile.summary();
+    write_atomic(&txt, |w| w.write_all(summary.as_bytes()))?;
+    written.push(txt);
+    Ok(written)
+}
+
+impl Profile {
+    /// Writes `<dir>/<name>.{folded,svg,split.svg,json,txt,pb.gz}` for this report.
+    pub fn write(&self, dir: impl Into<PathBuf>, name: &str) -> Result<Vec<PathBuf>, WriteError> {
+        write_profile(self, &Options::from_env().out_dir(dir).name(name))
+    }
+}

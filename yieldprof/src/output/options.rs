@@ -1,0 +1,266 @@
+//! [`Options`]: what `init` writes and where, from the environment and the builders.
+
+use crate::config;
+use crate::counters::{self, CounterSampling};
+use crate::output::fold::Metric;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How many snapshots are kept by default.
+pub(crate) const DEFAULT_KEEP_SNAPSHOTS: usize = 60;
+
+/// What [`init`] writes and where. Built from the environment, then adjusted.
+///
+/// | variable | meaning | default |
+/// |---|---|---|
+/// | `YIELDPROF` | `0` turns recording off | on |
+/// | `YIELDPROF_OUT` | output folder | `target/yieldprof` |
+/// | `YIELDPROF_METRIC` | `wall`, `calls` or `switches`: the value in `.folded`/`.svg` | `wall` |
+/// | `YIELDPROF_VIEWS` | extra `<name>.<metric>.folded` files, e.g. `calls,switches` | none |
+/// | `YIELDPROF_MAX_NODES` | cap on calling-context nodes per thread | 4096 |
+/// | `YIELDPROF_COUNTERS_EVERY` | `auto`, `off` or `N`: read counters on 1 of N wait episodes | `auto` |
+/// | `YIELDPROF_FD_BUDGET` | perf-event fds for the whole process; past it, getrusage | 512 |
+/// | `YIELDPROF_SNAPSHOT_EVERY` | seconds between delta snapshots (continuous mode) | off |
+/// | `YIELDPROF_SNAPSHOT_KEEP` | snapshots kept in `<out_dir>/snapshots` | 60 |
+/// | `YIELDPROF_WRITE_AT_EXIT` | `1`: also write when the process calls `exit()` ([`Options::write_at_exit`]) | off |
+///
+/// ```no_run
+/// let _guard = yieldprof::Options::from_env()
+///     .name("my-service")
+///     .out_dir("/tmp/profiles")
+///     .init();
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Options {
+    /// Folder the files go into.
+    pub out_dir: PathBuf,
+    /// File stem: `<name>.folded`, `<name>.svg`, `<name>.txt`.
+    pub name: String,
+    /// Value carried by the folded stacks and the flame graph.
+    pub metric: Metric,
+    /// Cap on calling-context nodes per thread; past it entries fold into `[overflow]`.
+    pub max_nodes: u32,
+    /// Extra folded files, one per metric: `<name>.<metric>.folded`.
+    pub views: Vec<Metric>,
+    /// Which wait episodes have their counters read (context switches, perf events).
+    pub counters: CounterSampling,
+    /// Most perf-event fds the process may hold; threads past it use getrusage only.
+    pub fd_budget: usize,
+    /// Continuous mode: a delta snapshot every so often ([`Options::snapshot_every`]).
+    pub snapshot_every: Option<std::time::Duration>,
+    /// Snapshots kept ([`Options::keep_snapshots`]).
+    pub keep_snapshots: usize,
+    /// Also write when the process calls `exit()` ([`Options::write_at_exit`]).
+    pub write_at_exit: bool,
+}
+
+impl Options {
+    /// Defaults, overridden by the `YIELDPROF_*` variables. A bad value is reported on
+    /// stderr and the default kept.
+    pub fn from_env() -> Self {
+        let mut o = Options {
+            out_dir: PathBuf::from("target/yieldprof"),
+            name: default_name(),
+            metric: Metric::Wall,
+            max_nodes: config::DEFAULT_MAX_NODES,
+            views: Vec::new(),
+            counters: CounterSampling::from_env(),
+            fd_budget: counters::fd_budget_from_env(),
+            snapshot_every: None,
+            keep_snapshots: DEFAULT_KEEP_SNAPSHOTS,
+            write_at_exit: matches!(
+                std::env::var("YIELDPROF_WRITE_AT_EXIT").as_deref(),
+                Ok("1" | "on" | "true" | "yes")
+            ),
+        };
+        from_env(&mut o);
+        if let Some(dir) = std::env::var_os("YIELDPROF_OUT").filter(|d| !d.is_empty()) {
+            o.out_dir = dir.into();
+        }
+        if let Ok(m) = std::env::var("YIELDPROF_METRIC") {
+            match Metric::parse(&m) {
+                Some(m) => o.metric = m,
+                None => {
+                    eprintln!("yieldprof: YIELDPROF_METRIC={m:?} is not wall, calls or switches; using wall")
+                }
+            }
+        }
+        if let Ok(views) = std::env::var("YIELDPROF_VIEWS") {
+            for v in views.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+                match Metric::parse(v) {
+                    Some(m) => o.views.push(m),
+                    None => eprintln!(
+                        "yieldprof: YIELDPROF_VIEWS has {v:?}, not wall, calls or switches"
+                    ),
+                }
+            }
+        }
+        if let Ok(n) = std::env::var("YIELDPROF_MAX_NODES") {
+            match n.parse() {
+                Ok(n) => o.max_nodes = n,
+                Err(_) => eprintln!(
+                    "yieldprof: YIELDPROF_MAX_NODES={n:?} is not a number; using {}",
+                    o.max_nodes
+                ),
+            }
+        }
+        o
+    }
+
+    /// Sets the output folder.
+    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.out_dir = dir.into();
+        self
+    }
+
+    /// Sets the file stem.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Sets the metric of the folded stacks and flame graph.
+    pub fn metric(mut self, metric: Metric) -> Self {
+        self.metric = metric;
+        self
+    }
+
+    /// Also writes `<name>.<metric>.folded` for `metric` (e.g. `calls`).
+    pub fn view(mut self, metric: Metric) -> Self {
+        self.views.push(metric);
+        self
+    }
+
+    /// Sets the per-thread node cap (for threads that start recording afterwards).
+    pub fn max_nodes(mut self, n: u32) -> Self {
+        self.max_nodes = n;
+        self
+    }
+
+    /// Sets which wait episodes have their counters read (for threads that start
+    /// recording afterwards); see [`CounterSampling`].
+    pub fn counters(mut self, sampling: CounterSampling) -> Self {
+        self.counters = sampling;
+        self
+    }
+
+    /// Sets the process-wide perf-event fd budget (capped at a quarter of the soft
+    /// `RLIMIT_NOFILE`); threads that find it spent count with getrusage only.
+    pub fn fd_budget(mut self, fds: usize) -> Self {
+        self.fd_budget = fds;
+        self
+    }
+}
+
+impl Options {
+    /// Also writes the files when the process calls `exit()` (`std::process::exit`
+    /// included) while the guard is alive; off by default, `YIELDPROF_WRITE_AT_EXIT=1`
+    /// from the environment. A guard that drops first writes as usual and the hook
+    /// then has nothing to do.
+    ///
+    /// ```no_run
+    /// let _guard = yieldprof::Options::from_env().write_at_exit(true).init();
+    /// // ... the program ...
+    /// std::process::exit(3); // the files are written, then the process exits with 3
+    /// ```
+    pub fn write_at_exit(mut self, on: bool) -> Self {
+        self.write_at_exit = on;
+        self
+    }
+}
+
+impl Options {
+    /// Continuous mode: also writes a snapshot (folded and pprof) every `every`, from
+    /// a background thread named `yieldprof-snapshots`, and a last one when the guard
+    /// drops. Each holds only what was recorded since the previous one (the first:
+    /// everything before it), so a backend that sums them gets the whole run.
+    ///
+    /// Files: [`snapshot_dir`](Options::snapshot_dir)`/<name>.<UTC time>-<n>.{folded,pb.gz}`,
+    /// e.g. `svc.20261202T151023.120Z-000007.pb.gz`, in the order taken; only the
+    /// newest [`keep_snapshots`](Options::keep_snapshots) are kept. A failed write is
+    /// reported on stderr (once until the error changes), never stops the program, and
+    /// the next snapshot covers the missed interval. Intervals under 10 ms are raised to
+    /// 10 ms. `YIELDPROF_SNAPSHOT_EVERY` (seconds) sets it from the environment.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// let _guard = yieldprof::Options::from_env()
+    ///     .name("svc")
+    ///     .snapshot_every(Duration::from_secs(10))
+    ///     .keep_snapshots(360) // an hour
+    ///     .init();
+    /// // target/yieldprof/snapshots/svc.<time>-<n>.{folded,pb.gz}, one pair per 10 s
+    /// ```
+    pub fn snapshot_every(mut self, every: Duration) -> Self {
+        self.snapshot_every = Some(every);
+        self
+    }
+
+    /// How many snapshots to keep (each is a `.folded` and a `.pb.gz`); older ones
+    /// are deleted. At least 1; default 60; `YIELDPROF_SNAPSHOT_KEEP` from the
+    /// environment.
+    pub fn keep_snapshots(mut self, keep: usize) -> Self {
+        self.keep_snapshots = keep.max(1);
+        self
+    }
+
+    /// The folder snapshots go to: `<out_dir>/snapshots`.
+    ///
+    /// ```
+    /// let opts = yieldprof::Options::from_env().out_dir("/tmp/p");
+    /// assert_eq!(opts.snapshot_dir(), std::path::Path::new("/tmp/p/snapshots"));
+    /// ```
+    pub fn snapshot_dir(&self) -> PathBuf {
+        self.out_dir.join("snapshots")
+    }
+}
+
+/// Reads `YIELDPROF_SNAPSHOT_EVERY` and `YIELDPROF_SNAPSHOT_KEEP` into `o`.
+pub(crate) fn from_env(o: &mut Options) {
+    if let Ok(v) = std::env::var("YIELDPROF_SNAPSHOT_EVERY") {
+        match v.parse::<f64>().ok().and_then(|s| Duration::try_from_secs_f64(s).ok()) {
+            Some(d) if !d.is_zero() => o.snapshot_every = Some(d),
+            _ => eprintln!(
+                "yieldprof: YIELDPROF_SNAPSHOT_EVERY={v:?} is not a positive number of seconds; no snapshots"
+            ),
+        }
+    }
+    if let Ok(v) = std::env::var("YIELDPROF_SNAPSHOT_KEEP") {
+        match v.parse::<usize>() {
+            Ok(k) if k > 0 => o.keep_snapshots = k,
+            _ => eprintln!(
+                "yieldprof: YIELDPROF_SNAPSHOT_KEEP={v:?} is not a positive number; keeping {}",
+                o.keep_snapshots
+            ),
+        }
+    }
+}
+
+/// The executable's file stem, e.g. `spsc` for `target/release/examples/spsc`.
+fn default_name() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "yieldprof".to_string())
+}
+
+/// `opts` as a guard created by process `pid` writes them from this process: under
+/// `<name>.<pid>` when this is a forked child, so the parent's files stay its own.
+pub(crate) fn options_here(opts: &Options, pid: u32) -> Options {
+    let here = std::process::id();
+    if pid == here {
+        opts.clone()
+    } else {
+        opts.clone().name(format!("{}.{here}", opts.name))
+    }
+}
+
+/// The name a guard created now writes under.
+pub(crate) fn name_here(name: String) -> String {
+    if crate::record::fork::is_child() {
+        format!("{name}.{}", std::process::id())
+    } else {
+        name
+    }
+}
