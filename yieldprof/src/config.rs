@@ -9,7 +9,7 @@ const OFF: u8 = 2;
 static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
 
 /// Default cap on calling-context-tree nodes per thread.
-pub const DEFAULT_MAX_NODES: u32 = 4096;
+pub(crate) const DEFAULT_MAX_NODES: u32 = 4096;
 static MAX_NODES: AtomicU32 = AtomicU32::new(DEFAULT_MAX_NODES);
 
 /// Whether probes record anything: `YIELDPROF=0` (or `off`/`false`) turns them off.

@@ -39,8 +39,8 @@
 //! Nested items (`fn`, `impl`, `mod` inside the body) are not rewritten: they are
 //! separate functions and get their own annotation if they wait. Macro invocations
 //! (`println!(...)`, user macros) are left alone too: their tokens are not Rust
-//! expressions until expanded. Use [`spin`], [`yield_now`], [`sleep`], [`park`] and
-//! [`park_timeout`] where a wait sits outside an annotated function.
+//! expressions until expanded. Use [`wait::spin`], [`wait::yield_now`], [`wait::sleep`],
+//! [`wait::park`] and [`wait::park_timeout`] where a wait sits outside an annotated function.
 //!
 //! ## Costs and switches
 //!
@@ -56,44 +56,24 @@
 mod analysis;
 mod base;
 mod config;
-mod counters;
+pub mod counters;
 mod model;
 mod output;
 mod record;
-mod sharing;
+pub mod sharing;
 
-pub use analysis::budget::{Budget, BudgetExceeded, SiteBudget, ThreadBudget, Violation};
-pub use analysis::costs::Costs;
-pub use analysis::findings::{Finding, Fragmentation, Rule};
 pub use analysis::probe;
 pub use analysis::session::{Session, SessionScope};
-pub use base::site::Limit;
-pub use base::site::{CallInfo, FrameInfo, FrameKind, Kind};
-pub use config::{is_enabled, set_enabled, DEFAULT_MAX_NODES};
-pub use counters::{
-    capabilities, Availability, Capabilities, Count, CounterEvent, CounterSampling, CounterSource,
-    Counters, EventSource, EventStatus, Reason, AUTO_BUDGET_PERCENT, DEFAULT_FD_BUDGET,
-};
-pub use model::histogram::Histogram;
-pub use model::profile::{CallStats, Profile, SiteStats, ThreadStats};
-pub use output::diff::{diff, parse_folded, DiffError, Malformed};
-pub use output::files::WriteError;
+pub use base::site::Kind;
+pub use config::{is_enabled, set_enabled};
+pub use model::profile::Profile;
 pub use output::flush::flush;
-pub use output::fold::Metric;
 pub use output::init::{init, Guard};
 pub use output::options::Options;
 pub use record::thread::snapshot;
-pub use record::thread::MAX_EXITED_THREADS;
 #[cfg(feature = "tracing")]
 pub use record::tracing_bridge;
-pub use record::wait::{park, park_timeout, sleep, spin, yield_now};
-pub use sharing::layout::SEPARATE_LINE_BYTES;
-pub use sharing::watch::{watch, WatchableAtomic, WatchableBits, WatchableInteger, Watched};
-pub use sharing::{
-    set_watch_sampling, LineVerdict, SpinningSite, ThreadAccess, Verdict, WordAccess,
-    DEFAULT_WATCH_SAMPLING, MAX_LINES, MIN_INVALIDATIONS, OWNED_THREADS, SHARE_DIVISOR,
-    WARMUP_ACCESSES,
-};
+pub use sharing::watch::{watch, Watched};
 pub use yieldprof_macros::instrument_wait;
 
 /// Opens a named business frame until the end of the enclosing block, so business work
@@ -146,7 +126,7 @@ macro_rules! assert_budget {
 }
 
 /// Fails (panics) when two of the named fields of `Type` can share a 128-B line
-/// ([`SEPARATE_LINE_BYTES`]): two 64-B lines, the unit the adjacent-line prefetcher
+/// ([`sharing::SEPARATE_LINE_BYTES`]): two 64-B lines, the unit the adjacent-line prefetcher
 /// moves. It reads `core::mem::offset_of!`, the fields' sizes and `Type`'s alignment (a
 /// low alignment lets the value start anywhere in a line), so a test catches removed
 /// padding without running a thread. The message names the fields, their offsets and
@@ -188,6 +168,34 @@ macro_rules! assert_separate_lines {
     };
 }
 
+/// Waits written outside an annotated function, recorded as if they were inside one:
+/// each call is counted (and timed, except spins) at its own call site.
+pub mod wait {
+    pub use crate::record::wait::{park, park_timeout, sleep, spin, yield_now};
+}
+
+/// What a [`Profile`] holds, read by site and by thread, and what is made of it:
+/// findings, folded stacks and their diff, the cost model the findings use.
+pub mod report {
+    pub use crate::analysis::costs::Costs;
+    pub use crate::analysis::findings::{Finding, Fragmentation, Rule};
+    pub use crate::base::site::{CallInfo, FrameInfo, FrameKind};
+    pub use crate::model::histogram::Histogram;
+    pub use crate::model::profile::{CallStats, SiteStats, ThreadStats};
+    pub use crate::output::diff::{diff, parse_folded, DiffError, Malformed};
+    pub use crate::output::files::WriteError;
+    pub use crate::output::fold::Metric;
+}
+
+/// Budgets: limits on what wait sites and threads may cost, checked in tests with
+/// [`Profile::check`], [`Profile::check_declared`] or [`assert_budget!`].
+pub mod budget {
+    pub use crate::analysis::budget::{
+        Budget, BudgetExceeded, SiteBudget, ThreadBudget, Violation,
+    };
+    pub use crate::base::site::Limit;
+}
+
 /// What `#[instrument_wait]` expands to. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
@@ -205,7 +213,7 @@ pub mod __private {
 
     /// The body of `assert_budget!`.
     #[track_caller]
-    pub fn assert_budget(report: &crate::Profile, budget: &crate::Budget) {
+    pub fn assert_budget(report: &crate::Profile, budget: &crate::budget::Budget) {
         let Err(e) = report.check(budget) else {
             return;
         };

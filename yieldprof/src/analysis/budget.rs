@@ -485,10 +485,10 @@ impl Profile {
     /// assert!(err.to_string().contains("episodes measured 3, limit 2"), "{err}");
     /// ```
     ///
-    /// [`Limit::Episodes`]: crate::Limit::Episodes
-    /// [`Limit::Calls`]: crate::Limit::Calls
-    /// [`Limit::CallsPerEpisode`]: crate::Limit::CallsPerEpisode
-    /// [`Limit::WallShare`]: crate::Limit::WallShare
+    /// [`Limit::Episodes`]: crate::budget::Limit::Episodes
+    /// [`Limit::Calls`]: crate::budget::Limit::Calls
+    /// [`Limit::CallsPerEpisode`]: crate::budget::Limit::CallsPerEpisode
+    /// [`Limit::WallShare`]: crate::budget::Limit::WallShare
     pub fn check_declared(&self) -> Result<(), BudgetExceeded> {
         check_declared(self)
     }

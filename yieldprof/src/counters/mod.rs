@@ -20,7 +20,7 @@
 //! estimate = counted × wall of all episodes / wall of the sampled ones.
 //!
 //! File descriptors: each counter is one fd per thread, so the process holds at most
-//! a budget of them (default [`DEFAULT_FD_BUDGET`], never more than a quarter of the
+//! a budget of them (default 512, never more than a quarter of the
 //! soft `RLIMIT_NOFILE`); a thread whose groups do not fit uses getrusage only. A
 //! thread's fds close when it exits.
 

@@ -26,7 +26,7 @@ pub enum CounterSampling {
     /// Read 1 of N wait episodes per thread (`Every(1)`: all of them).
     Every(u32),
     /// The default: read an episode whenever the thread's counter reads so far cost
-    /// less than [`AUTO_BUDGET_PERCENT`] % of its wait time. With ~1.1 µs per sampled
+    /// less than 2 % of its wait time. With ~1.1 µs per sampled
     /// episode, every episode of 60 µs or more (any real sleep or park) is read, a
     /// 1 µs spin episode about 1 in 60. A thread's first episode is always read.
     #[default]
@@ -34,10 +34,10 @@ pub enum CounterSampling {
 }
 
 /// The share of wait time [`CounterSampling::Auto`] lets counter reads cost.
-pub const AUTO_BUDGET_PERCENT: u32 = 2;
+pub(crate) const AUTO_BUDGET_PERCENT: u32 = 2;
 
 /// Default for [`Options::fd_budget`](crate::Options::fd_budget).
-pub const DEFAULT_FD_BUDGET: usize = 512;
+pub(crate) const DEFAULT_FD_BUDGET: usize = 512;
 
 impl CounterSampling {
     /// Parses `auto`, `off` (or `0`) and `N` (read 1 of N episodes).

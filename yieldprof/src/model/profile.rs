@@ -227,7 +227,7 @@ impl ThreadProfile {
     }
 }
 
-/// Everything recorded so far, copied with [`snapshot`].
+/// Everything recorded so far, copied with [`snapshot`](crate::snapshot).
 #[derive(Clone, Debug)]
 pub struct Profile {
     pub(crate) threads: Vec<ThreadProfile>,

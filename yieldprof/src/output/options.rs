@@ -9,7 +9,7 @@ use std::time::Duration;
 /// How many snapshots are kept by default.
 pub(crate) const DEFAULT_KEEP_SNAPSHOTS: usize = 60;
 
-/// What [`init`] writes and where. Built from the environment, then adjusted.
+/// What [`init`](crate::init) writes and where. Built from the environment, then adjusted.
 ///
 /// | variable | meaning | default |
 /// |---|---|---|

@@ -295,7 +295,7 @@ pub(crate) struct Registry {
 /// Exited threads kept one by one (~1 KiB each); later ones are merged per name (up
 /// to 256 names, unnamed threads and the rest as `[exited threads]`), so a program
 /// that starts a thread per request keeps bounded memory.
-pub const MAX_EXITED_THREADS: usize = 10_000;
+pub(crate) const MAX_EXITED_THREADS: usize = 10_000;
 /// Names kept apart once merging starts; the rest share one profile.
 const MAX_MERGED_NAMES: usize = 256;
 const MERGED_UNNAMED: &str = "[exited threads]";

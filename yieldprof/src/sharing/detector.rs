@@ -514,8 +514,8 @@ pub(super) fn track(addr: usize, write: bool) {
 }
 
 /// Sets the sampling rate of watched accesses: `1` tracks every one, `n` one in `n` on
-/// average after each thread's first [`WARMUP_ACCESSES`] (default
-/// [`DEFAULT_WATCH_SAMPLING`], or `YIELDPROF_WATCH_SAMPLE=n`, read at the first
+/// average after each thread's first 10 000 (default
+/// 64, or `YIELDPROF_WATCH_SAMPLE=n`, read at the first
 /// [`watch`](crate::watch)). Bounds of the rule apply to tracked events, so a lower
 /// rate needs a longer run for a verdict.
 ///

@@ -28,10 +28,10 @@
 //!
 //! | verdict | when |
 //! |---|---|
-//! | quiet | `N` < [`MIN_INVALIDATIONS`] |
-//! | FALSE | false ≥ `MIN_INVALIDATIONS` and false ≥ `N` / [`SHARE_DIVISOR`], not contended |
+//! | quiet | `N` < 32 |
+//! | FALSE | false ≥ 32 and false ≥ `N` / 4, not contended |
 //! | MIXED | the FALSE condition, and contended ≥ both bounds too |
-//! | TRUE | `N` ≥ `MIN_INVALIDATIONS`, the false part below the bounds |
+//! | TRUE | `N` ≥ 32, the false part below the bounds |
 //!
 //! The adjacent-line prefetcher of current x86 and aarch64 cores fetches 64-B lines in
 //! aligned pairs, which makes 128 B the unit that ping-pongs. When both lines of a pair
@@ -51,11 +51,11 @@
 //! not serialize it.
 //! Counters each thread writes sit in its own 128-B block of the line's slot, and slots
 //! never share a block, so the profiler adds no false sharing of its own. The table is
-//! fixed ([`MAX_LINES`] lines, first [`OWNED_THREADS`] threads of a line with their own
+//! fixed (256 lines, first 4 threads of a line with their own
 //! counters, the rest pooled): no lock and no allocation on the hot path.
-//! [`set_watch_sampling`](crate::set_watch_sampling) tracks one access in `n` on average
+//! [`set_watch_sampling`] tracks one access in `n` on average
 //! (random gaps, so loop shapes cannot alias) after each thread's first
-//! [`WARMUP_ACCESSES`]; [`DEFAULT_WATCH_SAMPLING`] is the default `n`. The bounds apply
+//! 10 000 accesses; 64 is the default `n`. The bounds apply
 //! to tracked events. Sampling shifts the split toward true sharing: a victim's tracked
 //! words then span the window since the last *tracked* write, longer than the real one.
 //!
@@ -74,8 +74,10 @@ mod verdicts;
 pub(crate) mod watch;
 
 pub use detector::*;
+pub use layout::SEPARATE_LINE_BYTES;
 pub(crate) use lines::*;
 pub use verdicts::*;
+pub use watch::{WatchableAtomic, WatchableBits, WatchableInteger};
 
 /// The coherence unit the history models.
 pub(crate) const LINE: usize = 64;
@@ -85,20 +87,20 @@ pub(super) const WORD: usize = 8;
 pub(super) const WORDS: usize = LINE / WORD;
 
 /// Lines watched at once; a `watch` beyond it is refused with a message on stderr.
-pub const MAX_LINES: usize = 256;
+pub(crate) const MAX_LINES: usize = 256;
 /// Threads per line with counters of their own; later threads share one pooled set.
-pub const OWNED_THREADS: usize = 4;
+pub(crate) const OWNED_THREADS: usize = 4;
 /// Fewest tracked invalidations a line needs for a verdict other than quiet.
-pub const MIN_INVALIDATIONS: u64 = 32;
+pub(crate) const MIN_INVALIDATIONS: u64 = 32;
 /// The false (or contended) part must be at least `1 / SHARE_DIVISOR` of all
 /// invalidations: a few stray ones are not worth padding for.
-pub const SHARE_DIVISOR: u64 = 4;
+pub(crate) const SHARE_DIVISOR: u64 = 4;
 /// Accesses each thread has tracked in full before sampling starts.
-pub const WARMUP_ACCESSES: u32 = 10_000;
+pub(crate) const WARMUP_ACCESSES: u32 = 10_000;
 /// One access in this many is tracked (after the warm-up) unless
 /// [`set_watch_sampling`] or `YIELDPROF_WATCH_SAMPLE` says otherwise: full tracking
 /// doubles the coherence traffic of the watched lines (see the README's overhead table).
-pub const DEFAULT_WATCH_SAMPLING: u32 = 64;
+pub(crate) const DEFAULT_WATCH_SAMPLING: u32 = 64;
 
 pub(super) const BLOCKS: usize = OWNED_THREADS + 1;
 pub(super) const FRAMES: usize = 4;

@@ -12,9 +12,9 @@ use std::fmt;
 /// to word `w` while the history holds another thread `U` is an *invalidation*: *false*
 /// when no such `U` touched `w` (padding would remove it; a reader spinning on another
 /// word is such a victim), else *true*, and also *contended* when a `U` wrote `w`. With
-/// `N` invalidations, a line is [`Quiet`](Verdict::Quiet) below [`MIN_INVALIDATIONS`];
-/// [`False`](Verdict::False) when the false ones reach both `MIN_INVALIDATIONS` and
-/// `N /` [`SHARE_DIVISOR`]; [`Mixed`](Verdict::Mixed) when the contended ones do too;
+/// `N` invalidations, a line is [`Quiet`](Verdict::Quiet) below 32;
+/// [`False`](Verdict::False) when the false ones reach both 32 and
+/// `N /` 4; [`Mixed`](Verdict::Mixed) when the contended ones do too;
 /// [`True`](Verdict::True) otherwise. Two watched lines of one 128-B block keep the
 /// same history with the line as the word: [`AdjacentRisk`](Verdict::AdjacentRisk)
 /// when the block passes the FALSE bounds and neither line is FALSE or MIXED.
@@ -32,7 +32,7 @@ pub enum Verdict {
     /// Invalidations between threads that use the same word: communication or
     /// contention, which no layout removes.
     True,
-    /// Fewer than [`MIN_INVALIDATIONS`] invalidations.
+    /// Fewer than 32 invalidations.
     Quiet,
 }
 
