@@ -6,7 +6,7 @@
 
 use std::hint::black_box;
 use std::time::Instant;
-use yieldprof::CounterSampling;
+use yieldprof::counters::CounterSampling;
 
 const ROUNDS: usize = 7;
 

@@ -9,7 +9,7 @@
 //!
 //! - `off`: the same `Watched` indices, never `watch`ed (one relaxed load per access);
 //! - `full`: watched, every access tracked;
-//! - `sampled`: watched, one access in `yieldprof::DEFAULT_WATCH_SAMPLING` (64) tracked
+//! - `sampled`: watched, one access in `64` (64) tracked
 //!   after each thread's warm-up (the default).
 //!
 //! `--work W` sets the hashing rounds per message on the producer, a quarter of it on
@@ -167,9 +167,9 @@ fn main() {
     let work = arg(&args, "--work", 256u32);
     if let Some(i) = args.iter().position(|a| a == "--child") {
         let mode = args[i + 1].as_str();
-        yieldprof::set_watch_sampling(match mode {
+        yieldprof::sharing::set_watch_sampling(match mode {
             "full" => 1,
-            _ => yieldprof::DEFAULT_WATCH_SAMPLING,
+            _ => 64,
         });
         let t = ring_time(mode != "off", messages, work);
         let access = per_access_ns(mode != "off");

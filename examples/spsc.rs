@@ -320,7 +320,7 @@ fn main() {
     let diff = out.join("spsc-diff-packed-vs-padded.svg");
     let svg = std::fs::File::create(&diff).map_err(|e| e.to_string());
     let made = svg.and_then(|f| {
-        yieldprof::diff(
+        yieldprof::report::diff(
             &out.join("spsc-packed-spin.folded"),
             &out.join("spsc-padded-spin.folded"),
             std::io::BufWriter::new(f),

@@ -3,7 +3,8 @@
 //! the limit; unknown names are errors; tests running in parallel on different sites
 //! do not see each other.
 
-use yieldprof::{Budget, Kind, Limit, Session};
+use yieldprof::budget::{Budget, Limit};
+use yieldprof::{Kind, Session};
 
 /// Exactly `n` yields per episode.
 #[yieldprof::instrument_wait]
@@ -177,7 +178,7 @@ fn assert_budget_saves_the_failing_run_before_it_panics() {
     assert!(folded.contains("budget::yields;[yield] "), "{folded}");
 }
 
-/// Declares its budget on the attribute: `Report::check_declared` checks it.
+/// Declares its budget on the attribute: `Profile::check_declared` checks it.
 #[yieldprof::instrument_wait(budget(max_episodes = 10, max_yields = 160, yields_per_episode = 16))]
 fn declared_yields(n: u32) {
     for _ in 0..n {

@@ -4,7 +4,8 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Arc;
-use yieldprof::{Budget, Session, Watched};
+use yieldprof::budget::Budget;
+use yieldprof::{Session, Watched};
 
 #[yieldprof::instrument_wait]
 fn sleepy(n: u32) {
@@ -47,8 +48,8 @@ fn cache_misses_are_a_note_without_a_pmu_and_a_failure_when_required() {
     sleepy(1);
     let report = session.finish();
     let budget = Budget::new().site("sleepy", |s| s.max_cache_misses_per_episode(1e9));
-    let has_pmu = yieldprof::capabilities()
-        .get(yieldprof::CounterEvent::CacheMisses)
+    let has_pmu = yieldprof::counters::capabilities()
+        .get(yieldprof::counters::CounterEvent::CacheMisses)
         .is_available();
     if has_pmu {
         report.check(&budget.require_counters()).unwrap();

@@ -1,6 +1,7 @@
 //! The user workflow: annotate the wait loop, run the workload in a session, assert.
 use std::sync::atomic::{AtomicU64, Ordering};
-use yieldprof::{assert_budget, Budget, Kind, Session};
+use yieldprof::budget::Budget;
+use yieldprof::{assert_budget, Kind, Session};
 
 #[yieldprof::instrument_wait]
 fn wait_for(next: &AtomicU64, want: u64) {

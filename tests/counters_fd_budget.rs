@@ -3,7 +3,7 @@
 //! getrusage, every thread reports its switches, and no fd error reaches the host.
 
 use std::sync::{Arc, Barrier};
-use yieldprof::{capabilities, Availability, CounterEvent, CounterSource, Reason};
+use yieldprof::counters::{capabilities, Availability, CounterEvent, CounterSource, Reason};
 
 mod fd_limit;
 use fd_limit::set_soft_fd_limit;

@@ -1,7 +1,7 @@
 //! Hardware counters where there is no PMU: reported unavailable with the reason,
 //! shown as `n/a` (never 0), and nothing else breaks.
 
-use yieldprof::{capabilities, Availability, Count, CounterEvent, EventSource, Reason};
+use yieldprof::counters::{capabilities, Availability, Count, CounterEvent, EventSource, Reason};
 
 #[yieldprof::instrument_wait]
 fn short_nap() {

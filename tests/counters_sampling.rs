@@ -1,7 +1,7 @@
 //! Sampling: `Every(4)` reads 1 episode in 4 and marks the site's figures as
 //! estimates; `Off` opens nothing and reports every counter as n/a.
 
-use yieldprof::{Count, CounterSampling, CounterSource};
+use yieldprof::counters::{Count, CounterSampling, CounterSource};
 
 #[yieldprof::instrument_wait]
 fn nap() {
@@ -68,7 +68,7 @@ fn one_in_four_is_read_and_scaled_and_off_reads_nothing() {
     let profile = yieldprof::snapshot();
     let site = profile.site("nap_unread").unwrap();
     assert_eq!(site.episodes, 10);
-    assert_eq!(site.counters, yieldprof::Counters::default());
+    assert_eq!(site.counters, yieldprof::counters::Counters::default());
     assert_eq!(site.counters.voluntary_switches.to_string(), "n/a");
     let t = profile
         .threads()

@@ -8,7 +8,7 @@
 //! no switch either. So the site must show at least 98 % of the calls, and the thread
 //! total must match the kernel.
 
-use yieldprof::{capabilities, Availability, Count, CounterEvent, CounterSource};
+use yieldprof::counters::{capabilities, Availability, Count, CounterEvent, CounterSource};
 
 #[yieldprof::instrument_wait]
 fn nap_500() {

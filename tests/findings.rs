@@ -4,9 +4,10 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use yieldprof::{Costs, Finding, Report, Rule, Session};
+use yieldprof::report::{Costs, Finding, Rule};
+use yieldprof::{Profile, Session};
 
-fn findings(report: &Report, costs: &Costs, site: &str) -> Vec<Finding> {
+fn findings(report: &Profile, costs: &Costs, site: &str) -> Vec<Finding> {
     report
         .findings(costs)
         .into_iter()
@@ -22,7 +23,7 @@ fn rules(found: &[Finding]) -> Vec<Rule> {
 /// busy threads don't take their cores.
 static SCHEDULER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn run(f: impl FnOnce()) -> Report {
+fn run(f: impl FnOnce()) -> Profile {
     let _one_at_a_time = SCHEDULER.lock().unwrap_or_else(|e| e.into_inner());
     let session = Session::this_thread();
     f();

@@ -4,7 +4,8 @@
 //! unwatched flag, so the interleaving is the same on any machine.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
-use yieldprof::{Costs, Rule, Watched};
+use yieldprof::report::{Costs, Rule};
+use yieldprof::Watched;
 
 #[repr(C, align(128))]
 struct Turn(AtomicUsize);
@@ -48,7 +49,7 @@ fn take_turns(slots: [&Watched<AtomicU64>; 2], wait: Wait) {
     });
 }
 
-fn sharing_findings(site: &str) -> Vec<yieldprof::Finding> {
+fn sharing_findings(site: &str) -> Vec<yieldprof::report::Finding> {
     yieldprof::snapshot()
         .findings(&Costs::current())
         .into_iter()
@@ -60,7 +61,7 @@ fn sharing_findings(site: &str) -> Vec<yieldprof::Finding> {
 fn a_wait_site_on_a_falsely_shared_line_is_named_and_a_padded_one_is_not() {
     let packed = [Watched::new(0), Watched::new(0)];
     yieldprof::watch(&packed, "packed_counters");
-    yieldprof::set_watch_sampling(1);
+    yieldprof::sharing::set_watch_sampling(1);
     take_turns([&packed[0], &packed[1]], wait_turn_packed);
     let found = sharing_findings("wait_turn_packed");
     assert_eq!(found.len(), 1, "{found:?}");

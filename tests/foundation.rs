@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 use std::time::Duration;
-use yieldprof::{Kind, Metric, Session};
+use yieldprof::report::Metric;
+use yieldprof::{Kind, Session};
 
 /// 1000 spins, 10 yields and 3 sleeps per call.
 #[yieldprof::instrument_wait]

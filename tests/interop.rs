@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
-use yieldprof::{Kind, Metric, Session};
+use yieldprof::report::Metric;
+use yieldprof::{Kind, Session};
 
 /// `Some(program)` if `program` runs (`probe` are arguments that make it print its
 /// version); `None` with a message, or a panic under `YIELDPROF_INTEROP=1`.
@@ -88,7 +89,7 @@ fn interop_serve(requests: u32) {
 /// One run's files, written once for every test of this binary.
 struct Run {
     dir: PathBuf,
-    /// `<dir>/interop.folded`, as `Report::write` (and so the guard) wrote it.
+    /// `<dir>/interop.folded`, as `Profile::write` (and so the guard) wrote it.
     folded: BTreeMap<String, u64>,
     /// Which pprof value the folded file carries (0 wall, 1 calls).
     folded_index: usize,
@@ -102,7 +103,7 @@ struct Run {
 }
 
 fn folded_map(lines: &str) -> BTreeMap<String, u64> {
-    yieldprof::parse_folded(lines)
+    yieldprof::report::parse_folded(lines)
         .expect("a well-formed folded file")
         .into_iter()
         .collect()

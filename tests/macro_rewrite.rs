@@ -9,7 +9,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::Duration;
-use yieldprof::{CallStats, Kind, SiteStats};
+use yieldprof::report::{CallStats, SiteStats};
+use yieldprof::Kind;
 
 fn site(name: &str) -> SiteStats {
     yieldprof::snapshot()
@@ -299,7 +300,7 @@ fn spins_inner(n: u32) {
 fn spins_under(frames: &str) -> u64 {
     let stack = format!("{};{frames};[spin] ", thread::current().name().unwrap());
     yieldprof::snapshot()
-        .folded(yieldprof::Metric::Calls)
+        .folded(yieldprof::report::Metric::Calls)
         .iter()
         .find_map(|l| l.strip_prefix(&stack).map(|n| n.parse().unwrap()))
         .unwrap_or(0)

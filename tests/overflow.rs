@@ -1,7 +1,8 @@
 //! Memory is bounded: past the per-thread node cap, new stacks fold into `[overflow]`
 //! and are counted, never dropped. (Own test binary: the cap is process-wide.)
 
-use yieldprof::{Kind, Metric, Session};
+use yieldprof::report::Metric;
+use yieldprof::{Kind, Session};
 
 #[yieldprof::instrument_wait]
 fn descend(depth: u32) {

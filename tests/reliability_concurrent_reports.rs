@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::Duration;
-use yieldprof::{Kind, Metric, Profile};
+use yieldprof::report::Metric;
+use yieldprof::{Kind, Profile};
 
 const WORKERS: usize = 8;
 const REPORTS: usize = 100;

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use yieldprof::{diff, parse_folded, DiffError};
+use yieldprof::report::{diff, parse_folded, DiffError};
 
 /// One line of a generated file: well-formed (its stack and count), or malformed.
 #[derive(Clone, Debug)]

@@ -4,7 +4,8 @@
 //! (Own test binary: it reads every thread of the process.)
 
 use std::sync::{Arc, Barrier};
-use yieldprof::{capabilities, Kind, Session};
+use yieldprof::counters::capabilities;
+use yieldprof::{Kind, Session};
 
 const THREADS: u64 = 1000;
 const EPISODES: u64 = 20;
@@ -67,7 +68,7 @@ fn a_thousand_live_threads_are_all_counted_exactly() {
     let caps = capabilities();
     assert!(caps.fds_in_use <= caps.fd_budget, "{caps}");
     // Each of the 1000 on perf or, past the budget, on getrusage.
-    let on = |c: &yieldprof::Capabilities| c.threads_on_perf + c.threads_on_getrusage;
+    let on = |c: &yieldprof::counters::Capabilities| c.threads_on_perf + c.threads_on_getrusage;
     assert_eq!(on(&caps) - on(&before), THREADS);
     measured.wait();
     let rss_alive = rss_kib();

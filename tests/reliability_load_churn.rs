@@ -7,7 +7,12 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
-use yieldprof::{capabilities, Kind, Session, MAX_EXITED_THREADS};
+use yieldprof::{Kind, Session};
+
+/// Exited threads kept one by one before they merge per name (documented in the
+/// crate's `Profile::threads`).
+const MAX_EXITED_THREADS: usize = 10_000;
+use yieldprof::counters::capabilities;
 
 const THREADS: u64 = 20_000;
 const AT_ONCE: u64 = 8;

@@ -8,7 +8,8 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
-use yieldprof::{Kind, Metric, Session};
+use yieldprof::report::Metric;
+use yieldprof::{Kind, Session};
 
 const CAP: u32 = 4096;
 

@@ -240,7 +240,7 @@ fn a_write_killed_half_way_never_leaves_a_truncated_folded_file() {
         // Whatever the moment, the final name holds a whole profile: 2000 spins, each
         // in its own stack, every line parsed.
         let text = std::fs::read_to_string(&folded).unwrap();
-        let stacks = yieldprof::parse_folded(&text).unwrap();
+        let stacks = yieldprof::report::parse_folded(&text).unwrap();
         assert_eq!(stacks.len(), 2000, "kill {k}");
         assert_eq!(folded_total(&text, "[spin]"), 2000, "kill {k}");
         leftovers += names(&dir).iter().filter(|n| n.contains(".tmp")).count();

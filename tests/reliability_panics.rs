@@ -7,7 +7,8 @@ mod child_process;
 use child_process::{folded_total, names, run, temp_dir};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
-use yieldprof::{Kind, Metric, Session};
+use yieldprof::report::Metric;
+use yieldprof::{Kind, Session};
 
 fn quietly<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
     catch_unwind(AssertUnwindSafe(f))

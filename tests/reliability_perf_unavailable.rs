@@ -17,7 +17,8 @@ mod fd_limit;
 
 use child_process::{folded_total, run, temp_dir};
 use std::path::Path;
-use yieldprof::{capabilities, Availability, CounterEvent, CounterSource, Kind, Reason};
+use yieldprof::counters::{capabilities, Availability, CounterEvent, CounterSource, Reason};
+use yieldprof::Kind;
 
 const THREADS: u64 = 4;
 const EPISODES: u64 = 25;
@@ -28,7 +29,7 @@ fn nap() {
 }
 
 /// The workload: `THREADS` threads of `EPISODES` naps; returns their reports' view.
-fn workload() -> yieldprof::Report {
+fn workload() -> yieldprof::Profile {
     let session = yieldprof::Session::start();
     let threads: Vec<_> = (0..THREADS)
         .map(|_| {
@@ -47,7 +48,7 @@ fn workload() -> yieldprof::Report {
 
 /// The checks every host makes on itself: exact counts, switches still counted (by
 /// getrusage), every worker on getrusage for `why`, no perf figure made up.
-fn check_fallback(report: &yieldprof::Report, why: Reason) {
+fn check_fallback(report: &yieldprof::Profile, why: Reason) {
     let site = report.site("nap").unwrap();
     assert_eq!(site.episodes, THREADS * EPISODES);
     assert_eq!(site.calls_of(Kind::Sleep), THREADS * EPISODES);

@@ -2,7 +2,8 @@
 //! columns, the split view, metric views and a differential graph.
 
 use std::time::Duration;
-use yieldprof::{Kind, Metric, Options, Session};
+use yieldprof::report::Metric;
+use yieldprof::{Kind, Options, Session};
 
 #[yieldprof::instrument_wait]
 fn report_wait() {
@@ -156,7 +157,7 @@ fn views_split_calls_switches_and_diff_are_written() {
     let later = Options::from_env().out_dir(&d).name("later").init();
     later.write().unwrap();
     let mut svg = Vec::new();
-    yieldprof::diff(&d.join("v.folded"), &d.join("later.folded"), &mut svg).unwrap();
+    yieldprof::report::diff(&d.join("v.folded"), &d.join("later.folded"), &mut svg).unwrap();
     let svg = String::from_utf8(svg).unwrap();
     // (Frame names are not checked: inferno leaves out frames too narrow to draw, and
     // this whole-process profile holds the other tests' threads too.)
@@ -169,7 +170,7 @@ fn diff_reports_malformed_lines_with_their_numbers() {
     std::fs::create_dir_all(&d).unwrap();
     let bad = d.join("bad.folded");
     std::fs::write(&bad, "main;[work] 10\nmain;oops\nmain;[spin] x\n").unwrap();
-    let err = yieldprof::diff(&bad, &bad, Vec::new())
+    let err = yieldprof::report::diff(&bad, &bad, Vec::new())
         .unwrap_err()
         .to_string();
     assert!(err.contains("line 2") && err.contains("line 3"), "{err}");
@@ -192,6 +193,6 @@ fn the_summary_lists_64_threads_and_counts_the_rest() {
     assert_eq!(report.threads().len(), 101);
     let text = report.summary();
     assert!(text.contains("... 37 more threads"), "{text}");
-    let json = report.json(&yieldprof::Costs::current());
+    let json = report.json(&yieldprof::report::Costs::current());
     assert_eq!(json["threads"].as_array().unwrap().len(), 101);
 }

@@ -6,7 +6,8 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Arc;
-use yieldprof::{LineVerdict, Verdict, Watched};
+use yieldprof::sharing::{LineVerdict, Verdict};
+use yieldprof::Watched;
 
 mod watching;
 use watching::{serial, writers};
@@ -175,7 +176,7 @@ fn one_counter_bumped_by_both_threads_is_true_sharing_not_false() {
 fn sampled_tracking_still_finds_false_sharing() {
     let _serial = serial();
     // A rate below the turns per thread, so most accesses after warm-up are skipped.
-    yieldprof::set_watch_sampling(8);
+    yieldprof::sharing::set_watch_sampling(8);
     #[repr(C, align(64))]
     struct Pair([Watched<AtomicU64>; 2]);
     for r in 0..RUNS {
@@ -183,7 +184,7 @@ fn sampled_tracking_still_finds_false_sharing() {
         let name = format!("sampled#{r}");
         yieldprof::watch(&pair.0, &name);
         // Past the warm-up, so sampling is in force for most of the run.
-        let per_thread = 4 * yieldprof::WARMUP_ACCESSES as u64;
+        let per_thread = 4 * 10_000 as u64;
         let turns = Arc::new(Turn(AtomicUsize::new(0)));
         let threads: Vec<_> = (0..2)
             .map(|me| {
@@ -206,7 +207,7 @@ fn sampled_tracking_still_finds_false_sharing() {
         assert_eq!(line.sample_every, 8);
         let tracked: u64 = line.words[0].threads.iter().map(|t| t.writes).sum();
         assert!(
-            tracked < per_thread / 2 && tracked > yieldprof::WARMUP_ACCESSES as u64,
+            tracked < per_thread / 2 && tracked > 10_000 as u64,
             "run {r}: {tracked} of {per_thread} writes tracked"
         );
     }

@@ -79,7 +79,7 @@ fn fields_64_bytes_apart_in_one_block_fail() {
         m.contains("`head` (offset 0, 8 B) and `tail` (offset 64, 8 B)"),
         "{m}"
     );
-    assert_eq!(yieldprof::SEPARATE_LINE_BYTES, 128);
+    assert_eq!(yieldprof::sharing::SEPARATE_LINE_BYTES, 128);
 }
 
 #[test]

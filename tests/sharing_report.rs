@@ -5,7 +5,9 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Arc;
 use yieldprof::__private::{enter, EpisodeSite};
-use yieldprof::{Metric, Verdict, Watched};
+use yieldprof::report::Metric;
+use yieldprof::sharing::Verdict;
+use yieldprof::Watched;
 
 const TURNS: u64 = 2_000;
 
@@ -27,7 +29,7 @@ static WAIT_FOR_FLAG: EpisodeSite = EpisodeSite::new(
 
 #[test]
 fn the_summary_and_the_flame_graph_name_the_falsely_shared_line() {
-    yieldprof::set_watch_sampling(1);
+    yieldprof::sharing::set_watch_sampling(1);
     let shared = Arc::new(Shared {
         counter: Watched::new(0),
         flag: Watched::new(0),

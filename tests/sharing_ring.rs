@@ -12,7 +12,8 @@
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::Arc;
 use yieldprof::__private::{enter, EpisodeSite};
-use yieldprof::{LineVerdict, Verdict, Watched};
+use yieldprof::sharing::{LineVerdict, Verdict};
+use yieldprof::Watched;
 
 mod watching;
 use watching::{serial, writers};
@@ -228,7 +229,7 @@ fn run<I: Indices>((head, tail): &(String, String)) -> Vec<LineVerdict> {
         .collect()
 }
 
-fn word<'a>(line: &'a LineVerdict, name: &str) -> &'a yieldprof::WordAccess {
+fn word<'a>(line: &'a LineVerdict, name: &str) -> &'a yieldprof::sharing::WordAccess {
     line.words
         .iter()
         .find(|w| w.name == name)

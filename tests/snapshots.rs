@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use yieldprof::{Metric, Options};
+use yieldprof::report::Metric;
+use yieldprof::Options;
 
 fn temp_dir(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("yieldprof-{test}-{}", std::process::id()));
@@ -47,7 +48,7 @@ fn snapshot_files(dir: &Path, name: &str) -> BTreeMap<u64, (bool, bool)> {
 
 /// The `calls` of folded lines ending in `leaf`.
 fn calls_ending(text: &str, leaf: &str) -> u64 {
-    yieldprof::parse_folded(text)
+    yieldprof::report::parse_folded(text)
         .unwrap()
         .into_iter()
         .filter(|(stack, _)| stack.ends_with(leaf))

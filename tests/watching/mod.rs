@@ -1,14 +1,14 @@
 //! Helpers of the false-sharing tests.
 
 use std::sync::{Mutex, MutexGuard};
-use yieldprof::WordAccess;
+use yieldprof::sharing::WordAccess;
 
 /// One test at a time, every access tracked: the workloads spin, and two of them at
 /// once would share the two cores.
 pub fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    yieldprof::set_watch_sampling(1);
+    yieldprof::sharing::set_watch_sampling(1);
     guard
 }
 

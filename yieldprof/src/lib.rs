@@ -86,7 +86,7 @@ pub use yieldprof_macros::instrument_wait;
 /// }
 /// handle();
 /// let profile = yieldprof::snapshot();
-/// assert!(profile.folded(yieldprof::Metric::Wall).iter().any(|l| l.contains(";handle_request;")));
+/// assert!(profile.folded(yieldprof::report::Metric::Wall).iter().any(|l| l.contains(";handle_request;")));
 /// ```
 #[macro_export]
 macro_rules! frame {
@@ -105,7 +105,8 @@ macro_rules! frame {
 /// location, measured value and limit.
 ///
 /// ```should_panic
-/// use yieldprof::{assert_budget, Budget, Kind, Session};
+/// use yieldprof::{assert_budget, Kind, Session};
+/// use yieldprof::budget::Budget;
 ///
 /// #[yieldprof::instrument_wait]
 /// fn poll() {

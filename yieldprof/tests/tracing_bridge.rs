@@ -10,8 +10,9 @@ use tracing::span::{Attributes, Id};
 use tracing::Subscriber;
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
+use yieldprof::report::Metric;
 use yieldprof::tracing_bridge::SpanFrames;
-use yieldprof::{Kind, Metric, Session};
+use yieldprof::{Kind, Session};
 
 /// What a tiny in-test layer saw: `new <target>:<name> site=<site>` and `close`.
 #[derive(Clone, Default)]

@@ -34,12 +34,12 @@ mod tests {
     fn nothing_is_recorded_and_the_function_still_runs() {
         assert!(!yieldprof::is_enabled());
         assert_eq!(annotated(1_000), 1_000);
-        yieldprof::spin();
+        yieldprof::wait::spin();
         yieldprof::frame!("business");
         let p = yieldprof::snapshot();
         assert_eq!(p.sites(), vec![]);
         assert_eq!(p.threads(), vec![]);
-        assert_eq!(p.folded(yieldprof::Metric::Calls), Vec::<String>::new());
+        assert_eq!(p.folded(yieldprof::report::Metric::Calls), Vec::<String>::new());
     }
 
     /// Prints raw vs annotated (run with `--release -- --nocapture`); asserts nothing

@@ -46,8 +46,8 @@ fn scoped() -> u32 {
         0
     );
 
-    // `yieldprof::spin()` counts itself; it is not wrapped a second time.
-    yieldprof::spin();
+    // `yieldprof::wait::spin()` counts itself; it is not wrapped a second time.
+    yieldprof::wait::spin();
     ZERO
 }
 
@@ -56,7 +56,7 @@ fn main() {
     let s = yieldprof::snapshot().site("custom").unwrap();
     assert_eq!(s.name, "custom");
     assert_eq!(s.episodes, 1);
-    // 2 from the closure, 1 from `yieldprof::spin()`.
+    // 2 from the closure, 1 from `yieldprof::wait::spin()`.
     assert_eq!(s.calls_of(yieldprof::Kind::Spin), 3);
     assert_eq!(s.calls_of(yieldprof::Kind::Yield), 3);
     assert_eq!(s.calls.len(), 3);

@@ -117,7 +117,8 @@ impl ThreadBudget {
 /// What a test allows its wait sites and threads.
 ///
 /// ```
-/// use yieldprof::{Budget, Kind, Session};
+/// use yieldprof::{Kind, Session};
+/// use yieldprof::budget::Budget;
 ///
 /// #[yieldprof::instrument_wait]
 /// fn take(ready: &std::sync::atomic::AtomicBool) {

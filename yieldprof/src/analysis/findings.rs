@@ -296,8 +296,8 @@ impl Profile {
     /// }
     /// let session = yieldprof::Session::this_thread();
     /// nap();
-    /// let findings = session.finish().findings(&yieldprof::Costs::current());
-    /// assert_eq!(findings[0].rule, yieldprof::Rule::SleepZeroIsNoOp);
+    /// let findings = session.finish().findings(&yieldprof::report::Costs::current());
+    /// assert_eq!(findings[0].rule, yieldprof::report::Rule::SleepZeroIsNoOp);
     /// ```
     pub fn findings(&self, costs: &Costs) -> Vec<Finding> {
         let mut out = Vec::new();

@@ -66,7 +66,7 @@ impl Session {
     /// ```
     /// let session = yieldprof::Session::this_thread();
     /// session.scope(|s| {
-    ///     s.spawn(|| yieldprof::yield_now());
+    ///     s.spawn(|| yieldprof::wait::yield_now());
     /// });
     /// assert_eq!(session.finish().threads().len(), 2);
     /// ```

@@ -90,7 +90,7 @@ impl EpisodeSite {
     }
 
     /// The limits of `budget(...)`, checked by
-    /// [`Report::check_declared`](crate::Report::check_declared).
+    /// [`Profile::check_declared`](crate::Profile::check_declared).
     pub const fn with_budget(self, budget: &'static [Limit]) -> Self {
         EpisodeSite { budget, ..self }
     }

@@ -59,7 +59,7 @@ impl Reason {
     /// The errno behind the reason, if one.
     ///
     /// ```
-    /// assert_eq!(yieldprof::Reason::NoPmu { errno: libc::ENOENT }.errno(), Some(libc::ENOENT));
+    /// assert_eq!(yieldprof::counters::Reason::NoPmu { errno: libc::ENOENT }.errno(), Some(libc::ENOENT));
     /// ```
     pub fn errno(self) -> Option<i32> {
         match self {
@@ -192,9 +192,9 @@ pub struct EventStatus {
 /// What this process can count, and how the counters are being used.
 ///
 /// ```
-/// let caps = yieldprof::capabilities();
+/// let caps = yieldprof::counters::capabilities();
 /// // getrusage always works: voluntary/involuntary switches are always there.
-/// assert!(caps.get(yieldprof::CounterEvent::VoluntarySwitches).is_available());
+/// assert!(caps.get(yieldprof::counters::CounterEvent::VoluntarySwitches).is_available());
 /// assert!(caps.fds_in_use <= caps.fd_budget.max(caps.fds_in_use));
 /// println!("{caps}");
 /// ```

@@ -74,7 +74,7 @@ impl CounterEvent {
     /// The name `perf list` uses (or the `getrusage` field's meaning).
     ///
     /// ```
-    /// assert_eq!(yieldprof::CounterEvent::CacheMisses.name(), "cache-misses");
+    /// assert_eq!(yieldprof::counters::CounterEvent::CacheMisses.name(), "cache-misses");
     /// ```
     pub const fn name(self) -> &'static str {
         match self {

@@ -171,7 +171,7 @@ pub(super) fn build(e: CounterEvent, group: &mut Group) -> std::io::Result<Count
 /// fd budget and how threads are using it now.
 ///
 /// ```
-/// use yieldprof::{capabilities, Availability, CounterEvent};
+/// use yieldprof::counters::{capabilities, Availability, CounterEvent};
 /// let caps = capabilities();
 /// match caps.get(CounterEvent::CacheMisses) {
 ///     Availability::Available => println!("this machine has a PMU"),

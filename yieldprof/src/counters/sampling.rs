@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 /// proportion to wall time, and shown as `~N`.
 ///
 /// ```
-/// use yieldprof::CounterSampling;
+/// use yieldprof::counters::CounterSampling;
 /// assert_eq!(CounterSampling::parse("auto"), Some(CounterSampling::Auto));
 /// assert_eq!(CounterSampling::parse("8"), Some(CounterSampling::Every(8)));
 /// assert_eq!(CounterSampling::parse("off"), Some(CounterSampling::Off));

@@ -6,7 +6,7 @@ use std::fmt;
 /// A counter's figure: counted, estimated, or not available (never a made-up 0).
 ///
 /// ```
-/// use yieldprof::Count;
+/// use yieldprof::counters::Count;
 /// assert_eq!(Count::Exact(512).to_string(), "512");
 /// assert_eq!(Count::Scaled(512).to_string(), "~512");
 /// assert_eq!(Count::NotAvailable.to_string(), "n/a");
@@ -89,7 +89,7 @@ impl Counters {
     /// The figure for `event`.
     ///
     /// ```
-    /// use yieldprof::{CounterEvent, Counters, Count};
+    /// use yieldprof::counters::{Count, CounterEvent, Counters};
     /// assert_eq!(Counters::default().get(CounterEvent::Cycles), Count::NotAvailable);
     /// ```
     pub fn get(&self, event: CounterEvent) -> Count {

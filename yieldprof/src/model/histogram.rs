@@ -132,7 +132,7 @@ impl Histogram {
     /// the bucket it lands in; `None` when empty.
     ///
     /// ```
-    /// let h = yieldprof::Histogram::default();
+    /// let h = yieldprof::report::Histogram::default();
     /// assert_eq!(h.quantile(0.5), None);
     /// ```
     pub fn quantile(&self, q: f64) -> Option<u64> {

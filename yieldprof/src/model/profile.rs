@@ -211,7 +211,7 @@ impl ThreadProfile {
             .map(|(_, n)| n)
     }
 
-    /// Time in wait frames, and in wrapper calls (`yieldprof::yield_now()`) outside
+    /// Time in wait frames, and in wrapper calls (`yieldprof::wait::yield_now()`) outside
     /// them: the thread's time that is not `[work]`.
     fn wait_ns(&self, frames: &[FrameInfo]) -> u64 {
         let in_wait = self.in_wait(frames);
@@ -423,7 +423,10 @@ impl Profile {
         self.sites().into_iter().find(|s| s.matches(name))
     }
 
-    /// Every thread that recorded, in the order they started recording.
+    /// Every thread that recorded, in the order they started recording. The first
+    /// 10 000 threads to exit are kept one by one (~1 KiB each); later ones are merged
+    /// per name (up to 256 names; unnamed threads and the rest as `[exited threads]`),
+    /// so a program that starts a thread per request keeps bounded memory.
     pub fn threads(&self) -> Vec<ThreadStats> {
         self.threads
             .iter()
@@ -505,9 +508,9 @@ impl Profile {
     ///
     /// ```
     /// let before = yieldprof::snapshot();
-    /// yieldprof::spin();
+    /// yieldprof::wait::spin();
     /// let delta = yieldprof::snapshot().since(&before);
-    /// assert_eq!(delta.folded(yieldprof::Metric::Calls).len(), 1);
+    /// assert_eq!(delta.folded(yieldprof::report::Metric::Calls).len(), 1);
     /// ```
     pub fn since(&self, earlier: &Profile) -> Profile {
         let threads = self

@@ -21,9 +21,9 @@ pub struct Malformed {
 /// Identical stacks are summed. Every malformed line is reported, with its number.
 ///
 /// ```
-/// let ok = yieldprof::parse_folded("main;[work] 5\nmain;[work] 2\n").unwrap();
+/// let ok = yieldprof::report::parse_folded("main;[work] 5\nmain;[work] 2\n").unwrap();
 /// assert_eq!(ok, vec![("main;[work]".to_string(), 7)]);
-/// let bad = yieldprof::parse_folded("main;[work] 5\nno-count\n;x 1\n").unwrap_err();
+/// let bad = yieldprof::report::parse_folded("main;[work] 5\nno-count\n;x 1\n").unwrap_err();
 /// assert_eq!(bad.iter().map(|m| m.line).collect::<Vec<_>>(), vec![2, 3]);
 /// ```
 pub fn parse_folded(text: &str) -> Result<Vec<(String, u64)>, Vec<Malformed>> {
@@ -111,7 +111,7 @@ fn differential(before: &[(String, u64)], after: &[(String, u64)]) -> Vec<String
 ///
 /// ```no_run
 /// let mut svg = Vec::new();
-/// yieldprof::diff(
+/// yieldprof::report::diff(
 ///     "target/yieldprof/spsc-packed-spin.folded".as_ref(),
 ///     "target/yieldprof/spsc-padded-spin.folded".as_ref(),
 ///     &mut svg,

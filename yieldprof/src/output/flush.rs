@@ -80,7 +80,7 @@ impl Drop for Registration {
 /// ```
 /// let dir = std::env::temp_dir().join(format!("yp-doc-flush-{}", std::process::id()));
 /// let guard = yieldprof::Options::from_env().out_dir(&dir).name("flushed").init();
-/// yieldprof::yield_now();
+/// yieldprof::wait::yield_now();
 /// let paths = yieldprof::flush().unwrap();
 /// assert!(paths.contains(&dir.join("flushed.folded")));
 /// // `std::process::exit(0)` here would keep these files.

@@ -28,8 +28,8 @@ impl Metric {
     /// Parses `wall`, `calls` or `switches` (the values of `YIELDPROF_METRIC`).
     ///
     /// ```
-    /// assert_eq!(yieldprof::Metric::parse("calls"), Some(yieldprof::Metric::Calls));
-    /// assert_eq!(yieldprof::Metric::parse("cycles"), None);
+    /// assert_eq!(yieldprof::report::Metric::parse("calls"), Some(yieldprof::report::Metric::Calls));
+    /// assert_eq!(yieldprof::report::Metric::parse("cycles"), None);
     /// ```
     pub fn parse(s: &str) -> Option<Metric> {
         match s {
@@ -147,8 +147,8 @@ impl Profile {
     ///
     /// ```
     /// yieldprof::frame!("serve");
-    /// yieldprof::yield_now();
-    /// let lines = yieldprof::snapshot().folded_split(yieldprof::Metric::Calls);
+    /// yieldprof::wait::yield_now();
+    /// let lines = yieldprof::snapshot().folded_split(yieldprof::report::Metric::Calls);
     /// assert!(lines.iter().any(|l| l.contains(";wait;serve;[yield] ")));
     /// ```
     pub fn folded_split(&self, metric: Metric) -> Vec<String> {
@@ -168,7 +168,7 @@ impl Profile {
     /// Folded lines in inferno's format, sorted.
     ///
     /// ```
-    /// let lines = yieldprof::snapshot().folded(yieldprof::Metric::Wall);
+    /// let lines = yieldprof::snapshot().folded(yieldprof::report::Metric::Wall);
     /// assert!(lines.iter().all(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().is_ok()));
     /// ```
     pub fn folded(&self, metric: Metric) -> Vec<String> {

@@ -122,7 +122,7 @@ impl Guard {
     ///     .name("doc")
     ///     .init()
     ///     .snapshot_every(Duration::from_secs(3600));
-    /// yieldprof::yield_now();
+    /// yieldprof::wait::yield_now();
     /// drop(guard); // writes the last snapshot, then the whole-run files
     /// let names: Vec<String> = std::fs::read_dir(dir.join("snapshots"))
     ///     .unwrap()

@@ -68,7 +68,7 @@ impl Profile {
     /// `cache-misses`. Sites are sorted by wall time, costliest first, as in the text.
     ///
     /// ```
-    /// let v = yieldprof::snapshot().json(&yieldprof::Costs::current());
+    /// let v = yieldprof::snapshot().json(&yieldprof::report::Costs::current());
     /// assert_eq!(v["schema"], "yieldprof/1");
     /// ```
     pub fn json(&self, costs: &Costs) -> Value {

@@ -18,12 +18,12 @@
 //!
 //! #[tracing::instrument]
 //! fn handle_request() {
-//!     yieldprof::yield_now();
+//!     yieldprof::wait::yield_now();
 //! }
 //!
 //! let subscriber = tracing_subscriber::registry().with(yieldprof::tracing_bridge::SpanFrames::new());
 //! tracing::subscriber::with_default(subscriber, handle_request);
-//! let folded = yieldprof::snapshot().folded(yieldprof::Metric::Calls);
+//! let folded = yieldprof::snapshot().folded(yieldprof::report::Metric::Calls);
 //! assert!(folded.iter().any(|l| l.ends_with(";handle_request;[yield] 1")), "{folded:?}");
 //! ```
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 /// `std::hint::spin_loop()`, counted at the caller's line.
 ///
 /// ```
-/// yieldprof::spin();
+/// yieldprof::wait::spin();
 /// ```
 #[track_caller]
 #[inline(always)]
@@ -21,7 +21,7 @@ pub fn spin() {
 /// `std::thread::yield_now()`, counted and timed at the caller's line.
 ///
 /// ```
-/// yieldprof::yield_now();
+/// yieldprof::wait::yield_now();
 /// ```
 #[track_caller]
 #[inline]
@@ -33,7 +33,7 @@ pub fn yield_now() {
 /// `std::thread::sleep(d)`, counted and timed at the caller's line.
 ///
 /// ```
-/// yieldprof::sleep(std::time::Duration::from_micros(1));
+/// yieldprof::wait::sleep(std::time::Duration::from_micros(1));
 /// ```
 #[track_caller]
 #[inline]
@@ -53,7 +53,7 @@ pub fn park() {
 /// `std::thread::park_timeout(d)`, counted and timed at the caller's line.
 ///
 /// ```
-/// yieldprof::park_timeout(std::time::Duration::from_micros(1));
+/// yieldprof::wait::park_timeout(std::time::Duration::from_micros(1));
 /// ```
 #[track_caller]
 #[inline]

@@ -520,8 +520,8 @@ pub(super) fn track(addr: usize, write: bool) {
 /// rate needs a longer run for a verdict.
 ///
 /// ```
-/// yieldprof::set_watch_sampling(16);
-/// yieldprof::set_watch_sampling(1);
+/// yieldprof::sharing::set_watch_sampling(16);
+/// yieldprof::sharing::set_watch_sampling(1);
 /// ```
 pub fn set_watch_sampling(every: u32) {
     SAMPLE_EVERY.store(every.max(1), Relaxed);

@@ -14,7 +14,8 @@ impl Profile {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
-    /// use yieldprof::{Verdict, Watched};
+    /// use yieldprof::Watched;
+    /// use yieldprof::sharing::Verdict;
     ///
     /// let counter: Box<Watched<AtomicU64>> = Box::new(Watched::new(0));
     /// yieldprof::watch(&*counter, "counter");

@@ -420,7 +420,7 @@ impl Profile {
     /// labels `thread` and `kind`. The stacks are those of [`Profile::folded`].
     ///
     /// ```
-    /// yieldprof::yield_now();
+    /// yieldprof::wait::yield_now();
     /// let mut gz = Vec::new();
     /// yieldprof::snapshot().write_pprof(&mut gz).unwrap();
     /// assert_eq!(gz[..2], [0x1f, 0x8b]); // the gzip magic number
