@@ -68,7 +68,7 @@ mod flush;
 mod fold;
 mod fork;
 mod histogram;
-mod json;
+pub mod json;
 mod layout;
 mod output;
 mod pprof;
