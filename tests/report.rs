@@ -1,9 +1,11 @@
-//! The written report: JSON with the summary's figures, a text summary within 100
-//! columns, the split view, metric views and a differential graph.
+//! The written report: JSON with the summary's figures that reads back into its typed
+//! schema, a text summary within 100 columns, the split view, metric views and a
+//! differential graph.
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
-use yieldprof::report::Metric;
-use yieldprof::{Kind, Options, Session};
+use yieldprof::report::{json, Costs, Metric};
+use yieldprof::{Kind, Options, Session, Watched};
 
 #[yieldprof::instrument_wait]
 fn report_wait() {
@@ -33,9 +35,12 @@ fn the_json_carries_the_same_figures_as_the_summary() {
         .iter()
         .find(|p| p.extension().unwrap() == "json")
         .unwrap();
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
-    assert_eq!(v["schema"], "yieldprof/1");
+    let text = std::fs::read_to_string(json).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["schema"], "yieldprof/2");
+    // The file as written reads into the typed schema and back without a change.
+    let typed: json::Document = serde_json::from_str(&text).unwrap();
+    assert_eq!(serde_json::to_value(&typed).unwrap(), v);
     let site = v["sites"]
         .as_array()
         .unwrap()
@@ -193,6 +198,23 @@ fn the_summary_lists_64_threads_and_counts_the_rest() {
     assert_eq!(report.threads().len(), 101);
     let text = report.summary();
     assert!(text.contains("... 37 more threads"), "{text}");
-    let json = report.json(&yieldprof::report::Costs::current());
-    assert_eq!(json["threads"].as_array().unwrap().len(), 101);
+    assert_eq!(report.json(&Costs::current()).threads.len(), 101);
+}
+
+#[test]
+fn a_report_read_back_from_its_json_text_is_the_report_written() {
+    // A watched line, so the sharing section has rows to carry too.
+    let counter: Watched<AtomicU64> = Watched::new(0);
+    yieldprof::watch(&counter, "round_trip");
+    counter.fetch_add(1, Relaxed);
+    let session = Session::this_thread();
+    report_wait();
+    let written = session.finish().json(&Costs::current());
+    assert!(!written.sites.is_empty() && !written.findings.is_empty());
+    assert!(!written.sharing.is_empty() && !written.capabilities.events.is_empty());
+
+    let text = serde_json::to_string_pretty(&written).unwrap();
+    let read: json::Document = serde_json::from_str(&text).unwrap();
+    assert_eq!(read, written);
+    assert_eq!(serde_json::to_string_pretty(&read).unwrap(), text);
 }

@@ -186,6 +186,7 @@ pub mod report {
     pub use crate::output::diff::{diff, parse_folded, DiffError, Malformed};
     pub use crate::output::files::WriteError;
     pub use crate::output::fold::Metric;
+    pub use crate::output::json;
 }
 
 /// Budgets: limits on what wait sites and threads may cost, checked in tests with

@@ -7,7 +7,7 @@ pub(crate) mod flamegraph;
 pub(crate) mod flush;
 pub(crate) mod fold;
 pub(crate) mod init;
-pub(crate) mod json;
+pub mod json;
 pub(crate) mod options;
 pub(crate) mod pprof;
 pub(crate) mod snapshots;

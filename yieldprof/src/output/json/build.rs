@@ -1,0 +1,188 @@
+//! A [`Profile`] into the schema's types.
+
+use super::{
+    Call, Capabilities, Costs, Count, Counters, Document, Durations, EventStatus, Finding,
+    Fragmentation, Line, Run, Site, SpinningSite, Thread, ThreadAccess, Totals, Word, SCHEMA,
+};
+use crate::analysis::costs::Costs as MachineCosts;
+use crate::analysis::findings;
+use crate::counters::{self, CounterEvent};
+use crate::model::profile::{totals, Profile};
+use crate::sharing::LineVerdict;
+
+fn count(c: counters::Count) -> Option<Count> {
+    match c {
+        counters::Count::NotAvailable => None,
+        counters::Count::Exact(value) => Some(Count {
+            value,
+            estimated: false,
+        }),
+        counters::Count::Scaled(value) => Some(Count {
+            value,
+            estimated: true,
+        }),
+    }
+}
+
+fn counters(c: &counters::Counters) -> Counters {
+    Counters {
+        events: CounterEvent::ALL
+            .iter()
+            .map(|&e| (e.name().to_string(), count(c.get(e))))
+            .collect(),
+        sampled: c.sampled,
+    }
+}
+
+fn fragmentation(f: findings::Fragmentation) -> Fragmentation {
+    Fragmentation {
+        episodes_per_s: f.episodes_per_s,
+        short_share: f.short_share,
+    }
+}
+
+fn share(part: u64, whole: u64) -> f64 {
+    part as f64 / whole.max(1) as f64
+}
+
+fn line(l: &LineVerdict) -> Line {
+    let words = l.words.iter().map(|w| Word {
+        offset: w.offset as u64,
+        name: w.name.clone(),
+        invalidations: w.invalidations,
+        threads: w
+            .threads
+            .iter()
+            .map(|a| ThreadAccess {
+                thread: a.thread.clone(),
+                reads: a.reads,
+                writes: a.writes,
+            })
+            .collect(),
+    });
+    let wait_sites = l.wait_sites.iter().map(|w| SpinningSite {
+        name: w.name.clone(),
+        reads: w.reads,
+    });
+    Line {
+        verdict: l.verdict.to_string(),
+        address: l.address as u64,
+        size: l.size as u64,
+        invalidations: l.invalidations,
+        false_invalidations: l.false_invalidations,
+        contended_invalidations: l.contended_invalidations,
+        sample_every: l.sample_every,
+        words: words.collect(),
+        wait_sites: wait_sites.collect(),
+        fix: l.fix.clone(),
+    }
+}
+
+fn capabilities() -> Capabilities {
+    let caps = counters::capabilities();
+    let events = caps.events.iter().map(|e| EventStatus {
+        event: e.event.name().to_string(),
+        source: e.event.source().name().to_string(),
+        available: e.availability.is_available(),
+        reason: e.availability.reason().map(|r| r.to_string()),
+    });
+    Capabilities {
+        paranoid: caps.paranoid,
+        fd_budget: caps.fd_budget as u64,
+        fds_in_use: caps.fds_in_use as u64,
+        events: events.collect(),
+    }
+}
+
+impl Profile {
+    /// The report as written to `<name>.json`: schema `yieldprof/2`, described in
+    /// [`crate::report::json`]. `serde_json::to_value` gives it untyped.
+    ///
+    /// ```
+    /// let report = yieldprof::snapshot().json(&yieldprof::report::Costs::current());
+    /// assert_eq!(report.schema, "yieldprof/2");
+    /// assert_eq!(report.run.version, env!("CARGO_PKG_VERSION"));
+    /// ```
+    pub fn json(&self, costs: &MachineCosts) -> Document {
+        let threads = self.threads();
+        let (wall, wait) = totals(&threads);
+        let frag = self.thread_fragmentation(costs);
+        let thread_rows = threads.iter().zip(frag).map(|(t, f)| Thread {
+            name: t.name.clone(),
+            tid: t.tid,
+            exited: t.exited,
+            wall_ns: t.wall_ns,
+            wait_ns: t.wait_ns,
+            work_ns: t.work_ns,
+            wait_share: share(t.wait_ns, t.wall_ns),
+            overflowed: t.overflowed,
+            run_queue_ns: t.run_queue_ns,
+            counter_source: t.counter_source.to_string(),
+            counters: counters(&t.counters),
+            counters_in_wait: counters(&t.counters_in_wait),
+            fragmentation: fragmentation(f),
+        });
+        let sites = self.sites().into_iter().map(|s| {
+            let h = &s.durations;
+            let calls = s.calls.iter().map(|c| Call {
+                kind: c.site.kind.name().to_string(),
+                file: c.site.file.to_string(),
+                line: c.site.line,
+                column: c.site.column,
+                calls: c.calls,
+                ns: c.ns,
+                per_episode: share(c.calls, s.episodes),
+            });
+            Site {
+                spin_ns: s.spin_ns(),
+                blocked_ns: s.self_ns.saturating_sub(s.spin_ns()),
+                durations: Durations {
+                    min_ns: h.min(),
+                    median_ns: h.quantile(0.5),
+                    p99_ns: h.quantile(0.99),
+                    max_ns: h.max(),
+                },
+                fragmentation: fragmentation(self.site_fragmentation(&s, costs)),
+                counters: counters(&s.counters),
+                calls: calls.collect(),
+                file: s.file.to_string(),
+                line: s.line,
+                episodes: s.episodes,
+                wall_ns: s.wall_ns,
+                self_ns: s.self_ns,
+                name: s.name,
+                path: s.path,
+            }
+        });
+        let findings = self.findings(costs).into_iter().map(|f| Finding {
+            rule: f.rule.name().to_string(),
+            subject: f.subject,
+            location: f.location,
+            evidence: f.evidence,
+            fix: f.fix,
+        });
+        Document {
+            schema: SCHEMA.to_string(),
+            run: Run::current(),
+            costs: Costs {
+                spin_ns: costs.spin_ns,
+                yield_ns: costs.yield_ns,
+                switch_ns: costs.switch_ns,
+                timer_slack_ns: costs.timer_slack_ns,
+                cores: costs.cores as u64,
+                source: costs.source.to_string(),
+            },
+            totals: Totals {
+                threads: threads.len() as u64,
+                thread_ns: wall,
+                wait_ns: wait,
+                wait_share: share(wait, wall),
+            },
+            findings: findings.collect(),
+            threads: thread_rows.collect(),
+            sites: sites.collect(),
+            sharing: self.sharing().iter().map(line).collect(),
+            capabilities: capabilities(),
+        }
+    }
+}

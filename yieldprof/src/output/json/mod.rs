@@ -1,0 +1,401 @@
+//! `<name>.json`: the summary's figures for tools, as typed structs.
+//!
+//! [`Profile::json`](crate::Profile::json) builds a [`Document`]; the exit flush and
+//! [`Profile::write`](crate::Profile::write) write it with `serde_json`, and a tool reads
+//! it back into the same types:
+//!
+//! ```
+//! let written = yieldprof::snapshot().json(&yieldprof::report::Costs::current());
+//! let text = serde_json::to_string(&written).unwrap();
+//! let read: yieldprof::report::json::Document = serde_json::from_str(&text).unwrap();
+//! assert_eq!(read.schema, yieldprof::report::json::SCHEMA);
+//! assert_eq!(read, written);
+//! ```
+//!
+//! These types are the schema, kept apart from the in-memory ones ([`crate::report::SiteStats`],
+//! [`crate::counters::Counters`], …) so that reshaping those does not change the file. Enums are
+//! written as the names the text summary uses (`"spin"`, `"perf sw"`, `"FALSE"`), so a
+//! tool needs no table to show them.
+//!
+//! # Schema `yieldprof/2`
+//!
+//! Times are in ns, shares in 0..=1. A counter is `null` where it could not be counted
+//! (`capabilities` says why), else `{"value": n, "estimated": bool}`. A `run` figure the
+//! system does not give is `null`.
+//!
+//! ```text
+//! {
+//!   "schema": "yieldprof/2",
+//!   "run": { "version", "command_line": [ arg, ... ],
+//!            "start": { "secs_since_epoch", "nanos_since_epoch" }, "duration_ns",
+//!            "host": { "cpu_model", "cores", "kernel" } },
+//!   "costs": { "spin_ns", "yield_ns", "switch_ns", "timer_slack_ns", "cores", "source" },
+//!   "totals": { "threads", "thread_ns", "wait_ns", "wait_share" },
+//!   "findings": [ { "rule", "subject", "location", "evidence", "fix" } ],
+//!   "threads": [ { "name", "tid", "exited", "wall_ns", "wait_ns", "work_ns",
+//!                  "wait_share", "overflowed", "run_queue_ns", "counter_source",
+//!                  "counters": { <event>: counter, ..., "sampled": n },
+//!                  "counters_in_wait": { <event>: counter, ..., "sampled": n },
+//!                  "fragmentation": { "episodes_per_s", "short_share" } } ],
+//!   "sites": [ { "name", "path", "file", "line", "episodes", "wall_ns", "self_ns",
+//!                "spin_ns", "blocked_ns",
+//!                "durations": { "min_ns", "median_ns", "p99_ns", "max_ns" },
+//!                "fragmentation": { "episodes_per_s", "short_share" },
+//!                "counters": { <event>: counter, ..., "sampled": n },
+//!                "calls": [ { "kind", "file", "line", "column", "calls", "ns",
+//!                             "per_episode" } ] } ],
+//!   "sharing": [ { "verdict", "address", "size", "invalidations",
+//!                  "false_invalidations", "contended_invalidations", "sample_every",
+//!                  "words": [ { "offset", "name", "invalidations",
+//!                               "threads": [ { "thread", "reads", "writes" } ] } ],
+//!                  "wait_sites": [ { "name", "reads" } ], "fix" } ],
+//!   "capabilities": { "paranoid", "fd_budget", "fds_in_use",
+//!                     "events": [ { "event", "source", "available", "reason" } ] }
+//! }
+//! ```
+//!
+//! `<event>` is a `perf list` style name ([`crate::counters::CounterEvent::name`]) such as
+//! `voluntary-switches` or `cache-misses`; every event has its key. Sites are sorted by
+//! wall time, costliest first, as in the text. Each field is described on its type below.
+//!
+//! From `yieldprof/1`: `run` is new; every other field keeps its name and meaning.
+//! Fields may be added within `yieldprof/2` (readers ignore unknown keys); a removal or a
+//! change of meaning gets a new schema string.
+
+mod build;
+mod run;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+/// The value of [`Document::schema`] for the layout these types describe.
+pub const SCHEMA: &str = "yieldprof/2";
+
+/// The whole `<name>.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Document {
+    /// [`SCHEMA`] when written by this version; check it before trusting the rest.
+    pub schema: String,
+    /// What ran, where, and for how long.
+    pub run: Run,
+    /// The machine costs the findings were judged with.
+    pub costs: Costs,
+    /// Time summed over every thread.
+    pub totals: Totals,
+    /// What the rules found, in the summary's order.
+    pub findings: Vec<Finding>,
+    /// Every thread that recorded, exited ones included.
+    pub threads: Vec<Thread>,
+    /// Wait sites, costliest (wall time) first.
+    pub sites: Vec<Site>,
+    /// The false-sharing detector's lines (empty without `yieldprof::watch`).
+    pub sharing: Vec<Line>,
+    /// Which counters this process can read, and why not.
+    pub capabilities: Capabilities,
+}
+
+/// The run the report describes: this process, up to the moment the report was taken.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Run {
+    /// The `yieldprof` crate's version.
+    pub version: String,
+    /// The process's arguments, program first; bytes that are not UTF-8 become U+FFFD.
+    pub command_line: Vec<String>,
+    /// When the process started (not when yieldprof was first used), wall clock, to
+    /// the kernel's clock tick (1/USER_HZ, 10 ms): the start in `/proc/self/stat` is
+    /// the only one that includes the time before the first probe. `null` without
+    /// `/proc`.
+    pub start: Option<SystemTime>,
+    /// From `start` to the report, on `CLOCK_BOOTTIME` (the clock the kernel keeps the
+    /// start on, so a wall-clock step does not skew it); `null` with `start`.
+    pub duration_ns: Option<u64>,
+    /// The machine.
+    pub host: Host,
+}
+
+/// The machine the run was on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Host {
+    /// `model name` in `/proc/cpuinfo`, e.g. `AMD EPYC 7B13`; `null` where the kernel
+    /// does not name the CPU (many ARM machines).
+    pub cpu_model: Option<String>,
+    /// CPUs this process may run on (`std::thread::available_parallelism`: affinity and
+    /// cgroup quota applied).
+    pub cores: Option<u64>,
+    /// The kernel release (`uname -r`).
+    pub kernel: Option<String>,
+}
+
+/// The machine costs of [`crate::report::Costs`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Costs {
+    /// One `spin_loop()` (PAUSE).
+    pub spin_ns: f64,
+    /// One `sched_yield()` with nothing else runnable.
+    pub yield_ns: f64,
+    /// One context switch.
+    pub switch_ns: f64,
+    /// The timer slack every sleep is rounded up by.
+    pub timer_slack_ns: u64,
+    /// Cores the findings assumed.
+    pub cores: u64,
+    /// Where the figures come from: `"probe"` or `"quick estimate"`.
+    pub source: String,
+}
+
+/// Time summed over every thread.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Totals {
+    /// Threads that recorded.
+    pub threads: u64,
+    /// Their wall time, summed.
+    pub thread_ns: u64,
+    /// Their time in wait episodes and wait calls, summed.
+    pub wait_ns: u64,
+    /// `wait_ns / thread_ns`.
+    pub wait_share: f64,
+}
+
+/// One finding of [`crate::report::Finding`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Finding {
+    /// [`crate::report::Rule::name`], e.g. `sleep-zero-is-no-op`.
+    pub rule: String,
+    /// The site (`module::fn`) or thread concerned.
+    pub subject: String,
+    /// `file:line`, where there is one.
+    pub location: Option<String>,
+    /// The figures behind it.
+    pub evidence: String,
+    /// What to do.
+    pub fix: String,
+}
+
+/// One thread, as in [`crate::report::ThreadStats`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Thread {
+    /// The thread's name, else `thread-<n>`.
+    pub name: String,
+    /// Kernel thread id.
+    pub tid: i32,
+    /// Whether the thread had exited.
+    pub exited: bool,
+    /// From its first recorded event to its exit (or the report).
+    pub wall_ns: u64,
+    /// Time in wait episodes and wait calls.
+    pub wait_ns: u64,
+    /// The rest: `[work]`.
+    pub work_ns: u64,
+    /// `wait_ns / wall_ns`.
+    pub wait_share: f64,
+    /// Frame entries folded into `[overflow]` because the node cap was reached.
+    pub overflowed: u64,
+    /// Time runnable but waiting for a CPU (the kernel's schedstat); `null` where the
+    /// kernel does not say.
+    pub run_queue_ns: Option<u64>,
+    /// How its counters were read: `perf`, `getrusage` or `off`.
+    pub counter_source: String,
+    /// Counter totals over the thread's life.
+    pub counters: Counters,
+    /// The part of `counters` spent in wait episodes; the rest is `[work]`'s.
+    pub counters_in_wait: Counters,
+    /// Its wait episodes' fragmentation.
+    pub fragmentation: Fragmentation,
+}
+
+/// Counters keyed by event, as in [`crate::counters::Counters`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Counters {
+    /// One entry per [`crate::counters::CounterEvent`], keyed by its `perf list` name: a map rather
+    /// than fields, so a new event is a new key and older readers still parse.
+    #[serde(flatten)]
+    pub events: BTreeMap<String, Option<Count>>,
+    /// Episodes whose counters were read; the rest are estimated from them.
+    pub sampled: u64,
+}
+
+/// One counted figure ([`crate::counters::Count`] other than `NotAvailable`, which is `null`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Count {
+    /// The figure.
+    pub value: u64,
+    /// Whether it was scaled up from sampled episodes or multiplexed counters.
+    pub estimated: bool,
+}
+
+/// [`crate::report::Fragmentation`]: how much of the waiting came in episodes shorter than a
+/// context switch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Fragmentation {
+    /// Episodes per second of the wall time of the threads that ran them.
+    pub episodes_per_s: f64,
+    /// Share of episode time in episodes shorter than one context switch.
+    pub short_share: f64,
+}
+
+/// A wait site (an `#[instrument_wait]` function), as in [`crate::report::SiteStats`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Site {
+    /// The frame name: `name = "..."`, else `module::function`.
+    pub name: String,
+    /// The function's full path, `crate::module::function`.
+    pub path: String,
+    /// Source file of the function.
+    pub file: String,
+    /// Line of the function.
+    pub line: u32,
+    /// Calls of the function.
+    pub episodes: u64,
+    /// Wall time of the episodes, nested frames included.
+    pub wall_ns: u64,
+    /// Wall time minus nested frames: the site's own waiting.
+    pub self_ns: u64,
+    /// Own time outside timed yield/sleep/park calls: CPU burnt checking and spinning.
+    pub spin_ns: u64,
+    /// `self_ns - spin_ns`: own time inside timed calls.
+    pub blocked_ns: u64,
+    /// Episode durations.
+    pub durations: Durations,
+    /// Its episodes' fragmentation.
+    pub fragmentation: Fragmentation,
+    /// Counters over the episodes (nested frames included).
+    pub counters: Counters,
+    /// Calls per call site, ordered by line.
+    pub calls: Vec<Call>,
+}
+
+/// Episode durations of a site (nested frames included); `null` without episodes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Durations {
+    /// The shortest.
+    pub min_ns: Option<u64>,
+    /// The median, to the histogram's resolution.
+    pub median_ns: Option<u64>,
+    /// The 99th percentile, to the histogram's resolution.
+    pub p99_ns: Option<u64>,
+    /// The longest.
+    pub max_ns: Option<u64>,
+}
+
+/// One call site inside a wait site, as in [`crate::report::CallStats`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Call {
+    /// [`crate::Kind::name`]: `spin`, `yield`, `sleep`, `park` or `async-yield`.
+    pub kind: String,
+    /// Source file of the call.
+    pub file: String,
+    /// Its line.
+    pub line: u32,
+    /// Its column.
+    pub column: u32,
+    /// Number of calls.
+    pub calls: u64,
+    /// Time inside the calls (0 for spins, which are counted only).
+    pub ns: u64,
+    /// `calls` per episode of the site.
+    pub per_episode: f64,
+}
+
+/// One watched line (or 128-B block), as in [`crate::sharing::LineVerdict`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Line {
+    /// [`crate::sharing::Verdict`] as the summary writes it: `FALSE`, `MIXED`, `ADJACENT-RISK`,
+    /// `TRUE` or `quiet`.
+    pub verdict: String,
+    /// Start of the line (of the block for `ADJACENT-RISK`).
+    pub address: u64,
+    /// 64, or 128 for a block.
+    pub size: u64,
+    /// Tracked writes that took the line from another thread.
+    pub invalidations: u64,
+    /// Those of them whose victims had touched only other words.
+    pub false_invalidations: u64,
+    /// Those whose victims had written the same word.
+    pub contended_invalidations: u64,
+    /// 1 when every access was tracked, else the sampling rate.
+    pub sample_every: u32,
+    /// Words that are watched or were accessed, by offset.
+    pub words: Vec<Word>,
+    /// Wait sites that spin on the line, most reads first.
+    pub wait_sites: Vec<SpinningSite>,
+    /// What to do about it.
+    pub fix: String,
+}
+
+/// One 8-B word of a line, as in [`crate::sharing::WordAccess`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Word {
+    /// Offset from the start of the line (of the block for `ADJACENT-RISK`).
+    pub offset: u64,
+    /// The watched field(s) on the word, e.g. `tail`.
+    pub name: String,
+    /// Invalidations caused by writes to this word.
+    pub invalidations: u64,
+    /// Per-thread counts, most accesses first.
+    pub threads: Vec<ThreadAccess>,
+}
+
+/// One thread's tracked accesses to one word, as in [`crate::sharing::ThreadAccess`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ThreadAccess {
+    /// Thread name (`other threads` for the pooled set).
+    pub thread: String,
+    /// Tracked reads.
+    pub reads: u64,
+    /// Tracked writes.
+    pub writes: u64,
+}
+
+/// A wait site that read a line inside its episodes, as in [`crate::sharing::SpinningSite`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SpinningSite {
+    /// The wait site's frame name.
+    pub name: String,
+    /// Tracked reads of the line inside its episodes.
+    pub reads: u64,
+}
+
+/// What this process can count, as in [`crate::counters::Capabilities`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// `/proc/sys/kernel/perf_event_paranoid`, if readable.
+    pub paranoid: Option<i32>,
+    /// The fd budget for counters in force.
+    pub fd_budget: u64,
+    /// Counter fds open when the report was taken.
+    pub fds_in_use: u64,
+    /// One row per [`crate::counters::CounterEvent`], in [`crate::counters::CounterEvent::ALL`] order.
+    pub events: Vec<EventStatus>,
+}
+
+/// Whether one event is counted, as in [`crate::counters::EventStatus`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct EventStatus {
+    /// The event's `perf list` name.
+    pub event: String,
+    /// [`crate::counters::EventSource::name`]: `getrusage`, `perf sw` or `perf hw`.
+    pub source: String,
+    /// Whether it is counted.
+    pub available: bool,
+    /// Why not ([`crate::counters::Reason`] as the summary writes it); `null` when available.
+    pub reason: Option<String>,
+}
