@@ -166,3 +166,39 @@ fn no_source_file_is_over_600_lines() {
         .collect();
     assert!(long.is_empty(), "{}", long.join("\n"));
 }
+
+#[test]
+fn the_crate_root_has_at_most_25_public_items() {
+    // Root declarations start in column 0; the facade modules' `pub use`s are indented.
+    let lib = code(&src().join("lib.rs"));
+    let mut items: Vec<&str> = Vec::new();
+    for line in lib.lines() {
+        if let Some(path) = line.strip_prefix("pub use ") {
+            let path = path.trim_end_matches(';');
+            match path.split_once('{') {
+                Some((_, names)) => items.extend(names.trim_end_matches('}').split(", ")),
+                None => items.push(path.rsplit("::").next().unwrap()),
+            }
+        }
+        for prefix in ["pub mod ", "macro_rules! "] {
+            if let Some(rest) = line.strip_prefix(prefix) {
+                items.push(rest.split([' ', ';', '{']).next().unwrap());
+            }
+        }
+    }
+    items.retain(|n| *n != "__private");
+    items.sort();
+    items.dedup();
+    assert!(items.len() <= 25, "{} root items: {items:?}", items.len());
+    // What the facade must keep: the attribute, the guard, the recording.
+    for needed in [
+        "instrument_wait",
+        "init",
+        "Guard",
+        "Profile",
+        "snapshot",
+        "Session",
+    ] {
+        assert!(items.contains(&needed), "{needed} missing from {items:?}");
+    }
+}

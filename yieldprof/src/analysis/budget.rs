@@ -181,8 +181,8 @@ impl Budget {
             require_counters: self.require_counters,
             ..BudgetExceeded::default()
         };
-        let sites = profile.sites();
-        let threads = profile.threads();
+        let sites = profile.site_views();
+        let threads = profile.thread_views();
         for (name, budget) in &self.sites {
             let Some(site) = sites.iter().find(|s| s.matches(name)) else {
                 out.unknown.push(format!(
@@ -238,7 +238,7 @@ impl Budget {
 /// ran outside the session.
 pub(crate) fn check_declared(profile: &Profile) -> Result<(), BudgetExceeded> {
     let mut out = BudgetExceeded::default();
-    let sites = profile.sites();
+    let sites = profile.site_views();
     let declared: Vec<&SiteStats> = sites.iter().filter(|s| !s.budget.is_empty()).collect();
     if declared.is_empty() {
         out.unknown.push(format!(

@@ -301,8 +301,8 @@ impl Profile {
     /// ```
     pub fn findings(&self, costs: &Costs) -> Vec<Finding> {
         let mut out = Vec::new();
-        let sites = self.sites();
-        for site in &sites {
+        let sites = self.site_views();
+        for site in sites {
             site_findings(site, costs, &mut out);
         }
         for line in self.sharing().iter().filter(|l| l.verdict.is_suspicious()) {
@@ -334,8 +334,8 @@ impl Profile {
                 });
             }
         }
-        for t in self.threads() {
-            thread_findings(&t, costs, &mut out);
+        for t in self.thread_views() {
+            thread_findings(t, costs, &mut out);
         }
         out
     }

@@ -6,6 +6,7 @@ use crate::base::site::{CallInfo, FrameInfo, FrameKind, Kind};
 use crate::counters::{Acc, Count, CounterEvent, CounterSource, Counters, NodeSnap, ThreadSnap};
 use crate::model::histogram::Histogram;
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// One calling-context-tree node as copied out of a thread.
 #[derive(Clone, Debug, Default)]
@@ -228,11 +229,20 @@ impl ThreadProfile {
 }
 
 /// Everything recorded so far, copied with [`snapshot`](crate::snapshot).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Profile {
     pub(crate) threads: Vec<ThreadProfile>,
     pub(crate) frames: Vec<FrameInfo>,
     pub(crate) calls: Vec<CallInfo>,
+    /// The per-site and per-thread views, each computed at most once: writing one
+    /// report reads them from the summary, the JSON, the findings and the budgets.
+    views: Views,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Views {
+    sites: OnceLock<Vec<SiteStats>>,
+    threads: OnceLock<Vec<ThreadStats>>,
 }
 
 /// Calls made at one call site, summed over every thread and calling context.
@@ -350,8 +360,30 @@ pub(crate) fn totals(threads: &[ThreadStats]) -> (u64, u64) {
 }
 
 impl Profile {
+    pub(crate) fn new(
+        threads: Vec<ThreadProfile>,
+        frames: Vec<FrameInfo>,
+        calls: Vec<CallInfo>,
+    ) -> Profile {
+        Profile {
+            threads,
+            frames,
+            calls,
+            views: Views::default(),
+        }
+    }
+
     /// Wait sites, costliest (wall time) first.
     pub fn sites(&self) -> Vec<SiteStats> {
+        self.site_views().to_vec()
+    }
+
+    /// [`sites`](Profile::sites) without the copy.
+    pub(crate) fn site_views(&self) -> &[SiteStats] {
+        self.views.sites.get_or_init(|| self.compute_sites())
+    }
+
+    fn compute_sites(&self) -> Vec<SiteStats> {
         let mut by_frame: Vec<Option<SiteStats>> = vec![None; self.frames.len()];
         let mut counts = vec![Acc::default(); self.frames.len()];
         for t in &self.threads {
@@ -420,7 +452,7 @@ impl Profile {
     /// assert_eq!(p.site("poll_once").unwrap().episodes, 1);
     /// ```
     pub fn site(&self, name: &str) -> Option<SiteStats> {
-        self.sites().into_iter().find(|s| s.matches(name))
+        self.site_views().iter().find(|s| s.matches(name)).cloned()
     }
 
     /// Every thread that recorded, in the order they started recording. The first
@@ -428,6 +460,15 @@ impl Profile {
     /// per name (up to 256 names; unnamed threads and the rest as `[exited threads]`),
     /// so a program that starts a thread per request keeps bounded memory.
     pub fn threads(&self) -> Vec<ThreadStats> {
+        self.thread_views().to_vec()
+    }
+
+    /// [`threads`](Profile::threads) without the copy.
+    pub(crate) fn thread_views(&self) -> &[ThreadStats] {
+        self.views.threads.get_or_init(|| self.compute_threads())
+    }
+
+    fn compute_threads(&self) -> Vec<ThreadStats> {
         self.threads
             .iter()
             .map(|t| {
@@ -523,11 +564,7 @@ impl Profile {
                 },
             )
             .collect();
-        Profile {
-            threads,
-            frames: self.frames.clone(),
-            calls: self.calls.clone(),
-        }
+        Profile::new(threads, self.frames.clone(), self.calls.clone())
     }
 
     /// Wall time of the threads on which `site` ran.
@@ -547,5 +584,22 @@ impl Profile {
     /// Only the threads `keep` accepts (by serial number).
     pub(crate) fn retain_threads(&mut self, keep: impl Fn(u64) -> bool) {
         self.threads.retain(|t| keep(t.serial));
+        self.views = Views::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn views_are_kept_once_computed_and_dropped_after_a_change() {
+        let mut p = Profile::default();
+        assert!(p.views.sites.get().is_none() && p.views.threads.get().is_none());
+        p.site_views();
+        p.thread_views();
+        assert!(p.views.sites.get().is_some() && p.views.threads.get().is_some());
+        p.retain_threads(|_| true);
+        assert!(p.views.sites.get().is_none() && p.views.threads.get().is_none());
     }
 }

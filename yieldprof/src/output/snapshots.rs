@@ -118,11 +118,7 @@ impl Writer {
         Writer {
             dir: opts.snapshot_dir(),
             opts,
-            previous: Profile {
-                threads: Vec::new(),
-                frames: Vec::new(),
-                calls: Vec::new(),
-            },
+            previous: Profile::default(),
             since: SystemTime::now(),
             seq: 0,
             last_error: None,

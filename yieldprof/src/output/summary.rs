@@ -58,7 +58,7 @@ fn write_rest(threads: &[ThreadStats], s: &mut String) {
 impl Profile {
     /// `3 threads, 1.20 s thread time, 18.0% waiting`: the totals at a glance.
     pub fn headline(&self) -> String {
-        headline(&self.threads())
+        headline(self.thread_views())
     }
 
     /// The text summary written to `<name>.txt`.
@@ -69,8 +69,8 @@ impl Profile {
     /// ```
     pub fn summary(&self) -> String {
         let mut s = String::new();
-        let threads = self.threads();
-        let _ = writeln!(s, "yieldprof summary: {}", headline(&threads));
+        let threads = self.thread_views();
+        let _ = writeln!(s, "yieldprof summary: {}", headline(threads));
         let costs = crate::analysis::costs::Costs::current();
         self.write_findings(&costs, &mut s);
         let _ = writeln!(s, "\nThreads");
@@ -79,7 +79,7 @@ impl Profile {
             "  {:<28} {:>8} {:>12} {:>8} {:>8} {:>9} {:>10}",
             "thread", "tid", "wall", "wait %", "work %", "queued %", "overflow"
         );
-        for t in shown(&threads) {
+        for t in shown(threads) {
             let _ = writeln!(
                 s,
                 "  {:<28} {:>8} {:>12} {:>7.1}% {:>7.1}% {:>9} {:>10}",
@@ -96,8 +96,8 @@ impl Profile {
                 t.overflowed
             );
         }
-        write_rest(&threads, &mut s);
-        let sites = self.sites();
+        write_rest(threads, &mut s);
+        let sites = self.site_views();
         let _ = writeln!(s, "\nWait sites (by wall time)");
         if sites.is_empty() {
             let _ = writeln!(
@@ -105,7 +105,7 @@ impl Profile {
                 "  none recorded: annotate wait loops with #[instrument_wait]"
             );
         }
-        for site in &sites {
+        for site in sites {
             let _ = writeln!(
                 s,
                 "  {}  ({}:{})",
@@ -196,8 +196,8 @@ impl Profile {
     /// The counter sections: switches per wait site and per thread, then what this
     /// process can count (missing counters print `n/a`, estimates `~N`).
     fn write_counters(&self, s: &mut String) {
-        write_site_counters(&self.sites(), s);
-        write_thread_counters(&shown(&self.threads()), s);
+        write_site_counters(self.site_views(), s);
+        write_thread_counters(&shown(self.thread_views()), s);
         let _ = write!(s, "\n{}", crate::counters::capabilities());
     }
 }

@@ -443,9 +443,5 @@ pub fn snapshot() -> Profile {
     }
     // Tables after threads, so every id a thread holds is in them.
     let (frames, calls) = site::tables();
-    Profile {
-        threads,
-        frames,
-        calls,
-    }
+    Profile::new(threads, frames, calls)
 }

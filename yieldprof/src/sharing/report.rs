@@ -98,7 +98,7 @@ impl Profile {
             "  rule: FALSE when >= {MIN_INVALIDATIONS} invalidations and >= 1/{SHARE_DIVISOR} \
              of them between different words"
         );
-        let sites = self.sites();
+        let sites = self.site_views();
         for l in &lines {
             let pct = percent(l.false_invalidations, l.invalidations);
             let _ = writeln!(
@@ -153,7 +153,7 @@ impl Profile {
                 let rest = format!(
                     " ({} reads); cache misses there: {}",
                     w.reads,
-                    misses_text(site_cache_misses(&sites, &w.name))
+                    misses_text(site_cache_misses(sites, &w.name))
                 );
                 let room = WIDTH.saturating_sub("    spun on by ".len() + rest.chars().count());
                 let _ = writeln!(s, "    spun on by {}{rest}", cut(&w.name, room.max(8)));

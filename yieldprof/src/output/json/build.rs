@@ -104,8 +104,8 @@ impl Profile {
     /// assert_eq!(report.run.version, env!("CARGO_PKG_VERSION"));
     /// ```
     pub fn json(&self, costs: &MachineCosts) -> Document {
-        let threads = self.threads();
-        let (wall, wait) = totals(&threads);
+        let threads = self.thread_views();
+        let (wall, wait) = totals(threads);
         let frag = self.thread_fragmentation(costs);
         let thread_rows = threads.iter().zip(frag).map(|(t, f)| Thread {
             name: t.name.clone(),
@@ -122,7 +122,7 @@ impl Profile {
             counters_in_wait: counters(&t.counters_in_wait),
             fragmentation: fragmentation(f),
         });
-        let sites = self.sites().into_iter().map(|s| {
+        let sites = self.site_views().iter().map(|s| {
             let h = &s.durations;
             let calls = s.calls.iter().map(|c| Call {
                 kind: c.site.kind.name().to_string(),
@@ -142,7 +142,7 @@ impl Profile {
                     p99_ns: h.quantile(0.99),
                     max_ns: h.max(),
                 },
-                fragmentation: fragmentation(self.site_fragmentation(&s, costs)),
+                fragmentation: fragmentation(self.site_fragmentation(s, costs)),
                 counters: counters(&s.counters),
                 calls: calls.collect(),
                 file: s.file.to_string(),
@@ -150,8 +150,8 @@ impl Profile {
                 episodes: s.episodes,
                 wall_ns: s.wall_ns,
                 self_ns: s.self_ns,
-                name: s.name,
-                path: s.path,
+                name: s.name.clone(),
+                path: s.path.clone(),
             }
         });
         let findings = self.findings(costs).into_iter().map(|f| Finding {

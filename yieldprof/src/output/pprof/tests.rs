@@ -60,11 +60,7 @@ fn sample_profile() -> Profile {
             counters: Default::default(),
         }
     };
-    Profile {
-        threads: vec![thread(1, 1), thread(2, 2)],
-        frames,
-        calls,
-    }
+    Profile::new(vec![thread(1, 1), thread(2, 2)], frames, calls)
 }
 
 fn decoded(profile: &Profile) -> proto::Profile {
@@ -208,10 +204,6 @@ fn call_sites_are_leaf_lines_and_threads_and_kinds_are_labels() {
 
 #[test]
 fn an_empty_profile_is_a_valid_profile_without_samples() {
-    let p = decoded(&Profile {
-        threads: Vec::new(),
-        frames: Vec::new(),
-        calls: Vec::new(),
-    });
+    let p = decoded(&Profile::default());
     assert_eq!((p.sample.len(), p.sample_type.len()), (0, 3));
 }
