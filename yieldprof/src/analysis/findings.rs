@@ -55,6 +55,7 @@ impl Rule {
 
 /// One thing to change.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Finding {
     /// The rule that fired.
     pub rule: Rule,

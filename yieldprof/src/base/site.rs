@@ -6,6 +6,7 @@ use std::sync::{Mutex, OnceLock};
 
 /// What a rewritten call does while it waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Kind {
     /// `spin_loop()`: a PAUSE instruction; the core stays busy.
     Spin,
@@ -136,6 +137,7 @@ impl CallSite {
 
 /// What a calling-context-tree node stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum FrameKind {
     /// A thread's root: its self time is `[work]`.
     Thread,

@@ -247,6 +247,7 @@ struct Views {
 
 /// Calls made at one call site, summed over every thread and calling context.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CallStats {
     /// Where, and what kind of call.
     pub site: CallInfo,
@@ -258,6 +259,7 @@ pub struct CallStats {
 
 /// A wait site (an `#[instrument_wait]` function), summed over threads and callers.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SiteStats {
     /// The frame name: `name = "..."`, else `module::function`.
     pub name: String,
@@ -323,6 +325,7 @@ impl SiteStats {
 
 /// One thread at a glance.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ThreadStats {
     /// The thread's name, else `thread-<n>` (n counts threads in the order they
     /// first recorded).

@@ -60,6 +60,7 @@ impl fmt::Display for Verdict {
 
 /// One thread's tracked accesses to one word.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ThreadAccess {
     /// Thread name (`thread-<n>` if unnamed; `other threads` for the pooled set).
     pub thread: String,
@@ -71,6 +72,7 @@ pub struct ThreadAccess {
 
 /// One 8-B word of a line (or block) and who used it.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WordAccess {
     /// Offset from the start of the line (of the block for ADJACENT-RISK).
     pub offset: usize,
@@ -85,6 +87,7 @@ pub struct WordAccess {
 
 /// A wait site that read the line inside its episodes.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SpinningSite {
     /// The wait site's frame name.
     pub name: String,
@@ -95,6 +98,7 @@ pub struct SpinningSite {
 /// The detector's finding for one watched line, or for a 128-B block with
 /// [`Verdict::AdjacentRisk`]. [`Verdict`] states the rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LineVerdict {
     /// What the counts say.
     pub verdict: Verdict,
