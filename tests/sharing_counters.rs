@@ -183,8 +183,9 @@ fn sampled_tracking_still_finds_false_sharing() {
         let pair = Arc::new(Pair(std::array::from_fn(|_| Watched::new(0))));
         let name = format!("sampled#{r}");
         yieldprof::watch(&pair.0, &name);
-        // Past the warm-up, so sampling is in force for most of the run.
-        let per_thread = 4 * 10_000 as u64;
+        // Past the documented warm-up of 10 000 accesses per thread, so sampling is in
+        // force for most of the run.
+        let per_thread = 4 * 10_000u64;
         let turns = Arc::new(Turn(AtomicUsize::new(0)));
         let threads: Vec<_> = (0..2)
             .map(|me| {
@@ -207,7 +208,7 @@ fn sampled_tracking_still_finds_false_sharing() {
         assert_eq!(line.sample_every, 8);
         let tracked: u64 = line.words[0].threads.iter().map(|t| t.writes).sum();
         assert!(
-            tracked < per_thread / 2 && tracked > 10_000 as u64,
+            tracked < per_thread / 2 && tracked > 10_000,
             "run {r}: {tracked} of {per_thread} writes tracked"
         );
     }

@@ -44,7 +44,7 @@ pub(crate) struct Hot {
 #[repr(C, align(128))]
 pub(super) struct Meta {
     pub(super) owners: [AtomicU64; OWNED_THREADS],
-    /// Slot + 1 of the other line of this 128-B block when it is watched too.
+    /// Table index + 1 of the other line of this 128-B block when it is watched too.
     pub(super) partner: AtomicU32,
 }
 
@@ -60,7 +60,7 @@ pub(super) struct PerThread {
 }
 
 #[repr(C)]
-pub(super) struct Slot {
+pub(super) struct LineSlot {
     pub(super) meta: Meta,
     pub(super) hot: Hot,
     /// The 128-B block's history; used in the slot of the even line of a watched pair.
@@ -295,9 +295,9 @@ impl PerThread {
     }
 }
 
-impl Slot {
-    const fn new() -> Slot {
-        Slot {
+impl LineSlot {
+    const fn new() -> LineSlot {
+        LineSlot {
             meta: Meta::new(),
             hot: Hot::new(),
             pair: Hot::new(),
@@ -351,7 +351,7 @@ pub(super) fn add(a: &AtomicU64, owned: bool) {
 // Both live in .bss: zeroed pages cost nothing until touched.
 pub(super) static KEYS: [AtomicUsize; MAX_LINES] =
     [const { AtomicUsize::new(EMPTY_KEY) }; MAX_LINES];
-pub(super) static TABLE: [Slot; MAX_LINES] = [const { Slot::new() }; MAX_LINES];
+pub(super) static TABLE: [LineSlot; MAX_LINES] = [const { LineSlot::new() }; MAX_LINES];
 /// Set by the first `watch`: until then every access returns after one load.
 pub(super) static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// 0 until read from `YIELDPROF_WATCH_SAMPLE`; 1 tracks every access.

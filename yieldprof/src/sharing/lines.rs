@@ -48,7 +48,7 @@ pub(super) struct LiveLine {
     pub(super) since: u64,
 }
 
-pub(super) struct Registry {
+pub(super) struct WatchedLines {
     pub(super) fields: Vec<Field>,
     pub(super) live: Vec<LiveLine>,
     pub(super) retired: Vec<LineRecord>,
@@ -56,8 +56,8 @@ pub(super) struct Registry {
     pub(super) warned_full: bool,
 }
 
-pub(super) fn registry() -> MutexGuard<'static, Registry> {
-    static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+pub(super) fn watched_lines() -> MutexGuard<'static, WatchedLines> {
+    static WATCHED_LINES: Mutex<WatchedLines> = Mutex::new(WatchedLines {
         fields: Vec::new(),
         live: Vec::new(),
         retired: Vec::new(),
@@ -65,7 +65,7 @@ pub(super) fn registry() -> MutexGuard<'static, Registry> {
         warned_full: false,
     });
     // Every update leaves the registry consistent, so a poisoned lock is still usable.
-    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+    WATCHED_LINES.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 pub(super) fn lines_of(addr: usize, size: usize) -> impl Iterator<Item = usize> {
@@ -74,7 +74,7 @@ pub(super) fn lines_of(addr: usize, size: usize) -> impl Iterator<Item = usize> 
     (first..=last).step_by(LINE)
 }
 
-impl Registry {
+impl WatchedLines {
     fn copy(&self, l: &LiveLine, until: u64) -> LineRecord {
         let s = &TABLE[l.slot];
         let mut frames: Vec<(u32, u64)> = Vec::new();
@@ -211,7 +211,7 @@ pub(crate) fn register(addr: usize, size: usize, name: &str) {
         return;
     }
     let size = size.max(1);
-    let mut r = registry();
+    let mut r = watched_lines();
     if SAMPLE_EVERY.load(Relaxed) == 0 {
         let every = std::env::var("YIELDPROF_WATCH_SAMPLE")
             .ok()
@@ -252,11 +252,11 @@ pub(crate) fn forget(addr: usize, size: usize) {
     if lines_of(addr, size).all(|l| lookup(l).is_none()) {
         return;
     }
-    registry().forget(addr, size);
+    watched_lines().forget(addr, size);
 }
 
 pub(super) fn records() -> Vec<LineRecord> {
-    let r = registry();
+    let r = watched_lines();
     let mut out = r.retired.clone();
     out.extend(r.live.iter().map(|l| r.copy(l, u64::MAX)));
     out

@@ -142,8 +142,8 @@ fn history_entries_round_trip() {
 
 #[test]
 fn slots_do_not_share_128_byte_blocks() {
-    assert_eq!(std::mem::align_of::<Slot>(), 128);
-    assert_eq!(std::mem::size_of::<Slot>() % 128, 0);
+    assert_eq!(std::mem::align_of::<LineSlot>(), 128);
+    assert_eq!(std::mem::size_of::<LineSlot>() % 128, 0);
     assert_eq!(std::mem::size_of::<PerThread>(), 384);
     assert_eq!(std::mem::size_of::<Hot>(), 128);
 }
