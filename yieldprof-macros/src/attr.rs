@@ -1,6 +1,7 @@
 //! The arguments of `#[instrument_wait(...)]`.
 
 use crate::budget::{self, Entries, Limit};
+use crate::parse::{combine, once, value};
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 use syn::parse::{Parse, ParseStream};
@@ -79,27 +80,6 @@ impl Parse for Arg {
 
 const BUDGET_USAGE: &str = "budget(limit = value, ...)`, e.g. `budget(yields_per_episode = 16)";
 
-/// Parses `= value` after `key`. A missing `=` or value is reported at the key or the
-/// `=`: syn would point at the end of the input, i.e. the whole attribute.
-pub(crate) fn value<T>(
-    input: ParseStream,
-    key: &dyn ToTokens,
-    usage: &str,
-    parse: fn(ParseStream) -> syn::Result<T>,
-) -> syn::Result<T> {
-    if !input.peek(Token![=]) {
-        return Err(Error::new_spanned(key, format!("expected `{usage}`")));
-    }
-    let eq: Token![=] = input.parse()?;
-    if input.is_empty() || input.peek(Token![,]) {
-        return Err(Error::new_spanned(
-            eq,
-            format!("expected a value: `{usage}`"),
-        ));
-    }
-    parse(input)
-}
-
 impl Parse for Args {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let list = Punctuated::<Arg, Token![,]>::parse_terminated(input)?;
@@ -108,14 +88,10 @@ impl Parse for Args {
         let mut errors = Vec::new();
         for arg in list {
             let (key, key_tokens) = arg.key();
-            if seen.contains(&key) {
-                errors.push(Error::new_spanned(
-                    key_tokens,
-                    format!("duplicate `{key}` argument"),
-                ));
+            if let Err(e) = once(&mut seen, key, key_tokens, "argument") {
+                errors.push(e);
                 continue;
             }
-            seen.push(key);
             match arg {
                 Arg::Name(_, name) if name.value().is_empty() => {
                     errors.push(Error::new_spanned(name, "`name` must not be empty"));
@@ -133,7 +109,7 @@ impl Parse for Args {
                 Arg::Budget(_, _, entries) => args.budget = budget::check(entries, &mut errors),
             }
         }
-        match crate::expand::combine(errors) {
+        match combine(errors) {
             Some(e) => Err(e),
             None => Ok(args),
         }

@@ -1,6 +1,7 @@
 //! `budget(key = value, ...)`: limits declared on the attribute, each one of the
 //! runtime's `yieldprof::Limit`s.
 
+use crate::parse::{once, value};
 use proc_macro2::{Literal, TokenStream};
 use quote::{quote, ToTokens};
 use syn::parse::{Parse, ParseStream};
@@ -82,7 +83,7 @@ impl Parse for Entry {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let key: Ident = input.parse()?;
         let usage = format!("{key} = number");
-        let value = crate::attr::value(input, &key, &usage, |input| input.parse())?;
+        let value = value(input, &key, &usage, |input| input.parse())?;
         Ok(Entry { key, value })
     }
 }
@@ -107,14 +108,10 @@ pub(crate) fn check(entries: Entries, errors: &mut Vec<Error>) -> Vec<Limit> {
             ));
             continue;
         };
-        if seen.contains(&name) {
-            errors.push(Error::new_spanned(
-                &key,
-                format!("duplicate `{name}` limit"),
-            ));
+        if let Err(e) = once(&mut seen, &name, &key, "limit") {
+            errors.push(e);
             continue;
         }
-        seen.push(name);
         match limit(&key, shape, &value) {
             Ok(l) => limits.push(l),
             Err(e) => errors.push(e),

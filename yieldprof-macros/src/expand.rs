@@ -1,20 +1,22 @@
-//! `#[instrument_wait]`: validation and code generation.
+//! `#[instrument_wait]` on proc_macro2 tokens: the input parsed and checked, then the
+//! instrumented function, or the item as written plus every error found.
 
 use crate::attr::Args;
+use crate::item;
+use crate::parse::combine;
 use crate::rewrite::{call_site, spins_local, Rewrite};
-use proc_macro2::{Span, TokenStream, TokenTree};
+use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::ext::IdentExt;
-use syn::parse::{ParseStream, Parser};
 use syn::visit_mut::VisitMut;
-use syn::{AttrStyle, Attribute, Error, Ident, Item, ItemFn, Visibility};
+use syn::{AttrStyle, Error, Ident, ItemFn};
 
 pub(crate) fn instrument_wait(args: TokenStream, item: TokenStream) -> TokenStream {
-    let func: ItemFn = match syn::parse2(item.clone()) {
+    let func = match item::parse(item.clone()) {
         Ok(func) => func,
-        Err(err) => return with_error(item.clone(), not_a_fn(item, err)),
+        Err(err) => return with_error(item, err),
     };
-    match (syn::parse2::<Args>(args), check(&func)) {
+    match (syn::parse2::<Args>(args), item::check(&func)) {
         (Ok(args), Ok(())) => expand(&args, func),
         (args, checked) => {
             let errors = combine([args.err(), checked.err()].into_iter().flatten());
@@ -23,52 +25,11 @@ pub(crate) fn instrument_wait(args: TokenStream, item: TokenStream) -> TokenStre
     }
 }
 
-/// All the errors in one, so rustc reports each of them.
-pub(crate) fn combine(errors: impl IntoIterator<Item = Error>) -> Option<Error> {
-    errors.into_iter().reduce(|mut all, e| {
-        all.combine(e);
-        all
-    })
-}
-
 /// The item as the user wrote it, plus the error: rustc then reports only ours,
 /// not a cascade about a missing function.
 fn with_error(item: TokenStream, err: Error) -> TokenStream {
     let err = err.to_compile_error();
     quote!(#item #err)
-}
-
-/// Points at the item's keyword (`struct`, `impl`, ...) when it is some other item;
-/// keeps syn's own error when it does not parse as an item at all.
-fn not_a_fn(item: TokenStream, err: Error) -> Error {
-    if syn::parse2::<Item>(item.clone()).is_err() {
-        return err;
-    }
-    let keyword = |input: ParseStream| {
-        input.call(Attribute::parse_outer)?;
-        input.parse::<Visibility>()?;
-        let keyword: TokenTree = input.parse()?;
-        input.parse::<TokenStream>()?;
-        Ok(keyword)
-    };
-    match keyword.parse2(item) {
-        Ok(keyword) => Error::new_spanned(
-            keyword,
-            "`#[instrument_wait]` applies to functions with a body",
-        ),
-        Err(_) => err,
-    }
-}
-
-fn check(func: &ItemFn) -> syn::Result<()> {
-    match &func.sig.constness {
-        // The episode guard is opened and dropped at run time.
-        Some(constness) => Err(Error::new_spanned(
-            constness,
-            "`#[instrument_wait]` cannot be used on a `const fn`",
-        )),
-        None => Ok(()),
-    }
 }
 
 fn expand(args: &Args, func: ItemFn) -> TokenStream {

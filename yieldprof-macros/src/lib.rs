@@ -88,11 +88,11 @@
 //! (negative, not a number, a fraction where a count is expected) are rejected with an
 //! error at the offending token.
 
-extern crate proc_macro;
-
 mod attr;
 mod budget;
 mod expand;
+mod item;
+mod parse;
 mod rewrite;
 
 use proc_macro::TokenStream;
