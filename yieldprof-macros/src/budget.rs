@@ -1,5 +1,5 @@
 //! `budget(key = value, ...)`: limits declared on the attribute, each one of the
-//! runtime's `yieldprof::Limit`s.
+//! runtime's `yieldprof::budget::Limit`s.
 
 use crate::parse::{once, value};
 use proc_macro2::{Literal, TokenStream};
@@ -36,7 +36,7 @@ const KEYS: &[(&str, Shape)] = &[
     ("max_wall_share", Shape::WallShare),
 ];
 
-/// One checked limit, ready to become a `yieldprof::Limit`.
+/// One checked limit, ready to become a `yieldprof::budget::Limit`.
 pub(crate) enum Limit {
     Episodes(u64),
     Calls(&'static str, u64),

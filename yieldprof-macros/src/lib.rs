@@ -45,8 +45,8 @@
 //! Bare `sleep`, `park` and `park_timeout` are not matched: too many crates have
 //! functions of those names. A call that is awaited is never timed (it only builds
 //! a future); it is counted when it is one of the async yields above. The public
-//! wrappers (`yieldprof::spin()`, ...) count themselves and are not matched by path;
-//! don't import `yieldprof::yield_now` by its bare name into an annotated function,
+//! wrappers (`yieldprof::wait::spin()`, ...) count themselves and are not matched by path;
+//! don't import `yieldprof::wait::yield_now` by its bare name into an annotated function,
 //! or its calls count twice.
 //!
 //! A PAUSE costs about 10 ns, less than a probe's thread-local look-up, so spins
@@ -70,9 +70,9 @@
 //! - `crate = path`: where the runtime is, when `yieldprof` is renamed or re-exported
 //!   (`#[yp::instrument_wait(crate = yp)]`);
 //! - `budget(key = value, ...)`: limits the site declares, checked in tests by
-//!   `Report::check_declared()` (each key at most once, at least one):
+//!   `Profile::check_declared()` (each key at most once, at least one):
 //!
-//! | key | value | `yieldprof::Limit` |
+//! | key | value | `yieldprof::budget::Limit` |
 //! |---|---|---|
 //! | `max_episodes` | whole number | `Episodes` |
 //! | `max_spins`, `max_yields`, `max_sleeps`, `max_parks`, `max_async_yields` | whole number | `Calls(kind, n)`: in total |
