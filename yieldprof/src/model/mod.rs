@@ -4,3 +4,4 @@
 
 pub(crate) mod histogram;
 pub(crate) mod profile;
+pub(crate) mod tree;
