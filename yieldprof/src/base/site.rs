@@ -1,8 +1,8 @@
 //! Static descriptions of wait sites, call sites and business frames, and the
 //! process-wide table that gives each a small id the first time it is seen.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use crate::base::fork::ForkMutex;
+use std::collections::BTreeMap;
 
 /// What a rewritten call does while it waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -182,20 +182,17 @@ pub struct CallInfo {
 /// Ids for frames and call sites, keyed by the address of their static (or of the
 /// `Location` for the public wrappers). Only node and slot creation touch it: the cold
 /// path, once per thread per site.
-#[derive(Default)]
 struct Table {
     frames: Vec<FrameInfo>,
     calls: Vec<CallInfo>,
-    frame_ids: HashMap<usize, u32>,
-    call_ids: HashMap<usize, u32>,
+    frame_ids: BTreeMap<usize, u32>,
+    call_ids: BTreeMap<usize, u32>,
 }
 
-fn table() -> &'static Mutex<Table> {
-    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t = Table::default();
-        // Ids 0 and 1 are fixed so thread setup never looks them up.
-        t.frames.push(FrameInfo {
+impl Table {
+    /// Ids 0 and 1 are fixed so thread setup never looks them up.
+    fn fill_fixed(&mut self) {
+        self.frames.push(FrameInfo {
             kind: FrameKind::Thread,
             name: String::new(),
             path: String::new(),
@@ -203,7 +200,7 @@ fn table() -> &'static Mutex<Table> {
             line: 0,
             budget: &[],
         });
-        t.frames.push(FrameInfo {
+        self.frames.push(FrameInfo {
             kind: FrameKind::Overflow,
             name: "[overflow]".into(),
             path: "[overflow]".into(),
@@ -211,29 +208,32 @@ fn table() -> &'static Mutex<Table> {
             line: 0,
             budget: &[],
         });
-        t.calls.push(CallInfo {
+        self.calls.push(CallInfo {
             kind: Kind::Spin,
             file: "[overflow]",
             line: 0,
             column: 0,
         });
-        Mutex::new(t)
-    })
+    }
 }
 
 fn lock() -> std::sync::MutexGuard<'static, Table> {
-    // A panic while holding the lock leaves the table consistent (pushes are atomic
-    // from our side), so poisoning is ignored rather than spread to the host.
-    table().lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The table's lock, held across `fork()` (see `fork`).
-pub(crate) struct TableHold {
-    _held: std::sync::MutexGuard<'static, Table>,
-}
-
-pub(crate) fn hold_for_fork() -> TableHold {
-    TableHold { _held: lock() }
+    // Built in place, not in a `OnceLock`: a fork during its first use would leave
+    // the child waiting on it (see `fork`).
+    static TABLE: ForkMutex<Table> = ForkMutex::new(
+        Table {
+            frames: Vec::new(),
+            calls: Vec::new(),
+            frame_ids: BTreeMap::new(),
+            call_ids: BTreeMap::new(),
+        },
+        |_| (),
+    );
+    let mut t = TABLE.lock();
+    if t.frames.is_empty() {
+        t.fill_fixed();
+    }
+    t
 }
 
 pub(crate) const THREAD_FRAME: u32 = 0;

@@ -258,7 +258,7 @@ pub(crate) fn options_here(opts: &Options, pid: u32) -> Options {
 
 /// The name a guard created now writes under.
 pub(crate) fn name_here(name: String) -> String {
-    if crate::record::fork::is_child() {
+    if crate::base::fork::is_child() {
         format!("{name}.{}", std::process::id())
     } else {
         name

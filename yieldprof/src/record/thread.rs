@@ -6,15 +6,15 @@
 
 use crate::base::arena::{bump, Arena, Link};
 use crate::base::clock;
+use crate::base::fork::ForkMutex;
 use crate::base::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
 use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters, ThreadSnap};
 use crate::model::histogram::AtomicHistogram;
 use crate::model::profile::Profile;
 use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
-use crate::record::fork;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 
 /// Index of a thread's root node; also "no node" in child and sibling links, since
 /// the root is never anyone's child.
@@ -251,13 +251,9 @@ thread_local! {
     static LOCAL: Local = register();
     /// This thread's serial once registered (0 before): readable without registering.
     static SERIAL: Cell<u64> = const { Cell::new(0) };
-    /// The locks `hold_for_fork` took, until the fork returns in parent or child.
-    static HELD: RefCell<Option<(MutexGuard<'static, Registry>, site::TableHold)>> =
-        const { RefCell::new(None) };
 }
 
 fn register() -> Local {
-    install_fork_handlers();
     let data = {
         let mut r = registry();
         r.next_serial += 1;
@@ -336,58 +332,30 @@ impl Registry {
 }
 
 fn registry() -> MutexGuard<'static, Registry> {
-    static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
-        next_serial: 0,
-        live: Vec::new(),
-        exited: Vec::new(),
-        merged: Vec::new(),
-        fork_base: None,
-    });
-    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+    static REGISTRY: ForkMutex<Registry> = ForkMutex::new(
+        Registry {
+            next_serial: 0,
+            live: Vec::new(),
+            exited: Vec::new(),
+            merged: Vec::new(),
+            fork_base: None,
+        },
+        Registry::in_forked_child,
+    );
+    REGISTRY.lock()
 }
 
-/// Registers the `fork()` handlers once; called when the first thread registers.
-pub(crate) fn install_fork_handlers() {
-    extern "C" fn prepare() {
-        hold_for_fork();
+impl Registry {
+    /// In a child made by `fork()`: forgets the parent's other threads (the child does
+    /// not have them) and keeps the forking thread's counts at the fork as the
+    /// baseline its reports subtract.
+    fn in_forked_child(&mut self) {
+        let me = SERIAL.try_with(Cell::get).unwrap_or(0);
+        self.live.retain(|t| t.serial == me);
+        self.exited.clear();
+        self.merged.clear();
+        self.fork_base = self.live.first().map(|t| t.snapshot(false));
     }
-    extern "C" fn parent() {
-        release_after_fork(false);
-    }
-    extern "C" fn child() {
-        fork::mark_child();
-        release_after_fork(true);
-    }
-    fork::install(prepare, parent, child);
-}
-
-/// `fork()` is about to run on this thread: takes the locks a child could otherwise
-/// inherit held by a thread it does not have. Site table first, as nowhere else takes
-/// both.
-fn hold_for_fork() {
-    let _ = HELD.try_with(|h| {
-        let sites = site::hold_for_fork();
-        *h.borrow_mut() = Some((registry(), sites));
-    });
-}
-
-/// After `fork()`: releases the locks; in the child, first forgets the parent's other
-/// threads and keeps this one's counts at the fork as the baseline.
-fn release_after_fork(in_child: bool) {
-    let _ = HELD.try_with(|h| {
-        let Some((mut r, sites)) = h.borrow_mut().take() else {
-            return;
-        };
-        if in_child {
-            let me = SERIAL.try_with(Cell::get).unwrap_or(0);
-            r.live.retain(|t| t.serial == me);
-            r.exited.clear();
-            r.merged.clear();
-            r.fork_base = r.live.first().map(|t| t.snapshot(false));
-        }
-        drop(r);
-        drop(sites);
-    });
 }
 
 /// This thread's serial number (registering the thread if it has not recorded yet).

@@ -1,8 +1,9 @@
 //! Watched lines: the registered ranges and their names, and the records of lines no longer watched.
 
 use super::*;
+use crate::base::fork::ForkMutex;
 use std::sync::atomic::Ordering::{Relaxed, Release};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 
 #[derive(Clone, Debug)]
 pub(super) struct Field {
@@ -57,15 +58,17 @@ pub(super) struct WatchedLines {
 }
 
 pub(super) fn watched_lines() -> MutexGuard<'static, WatchedLines> {
-    static WATCHED_LINES: Mutex<WatchedLines> = Mutex::new(WatchedLines {
-        fields: Vec::new(),
-        live: Vec::new(),
-        retired: Vec::new(),
-        seq: 0,
-        warned_full: false,
-    });
-    // Every update leaves the registry consistent, so a poisoned lock is still usable.
-    WATCHED_LINES.lock().unwrap_or_else(|e| e.into_inner())
+    static WATCHED_LINES: ForkMutex<WatchedLines> = ForkMutex::new(
+        WatchedLines {
+            fields: Vec::new(),
+            live: Vec::new(),
+            retired: Vec::new(),
+            seq: 0,
+            warned_full: false,
+        },
+        |_| (),
+    );
+    WATCHED_LINES.lock()
 }
 
 pub(super) fn lines_of(addr: usize, size: usize) -> impl Iterator<Item = usize> {
