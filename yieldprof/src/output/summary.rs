@@ -135,10 +135,12 @@ impl Profile {
             let h = &site.durations;
             let _ = writeln!(
                 s,
-                "    episode time: min {}, median {}, p99 {}, max {}",
+                "    durations: min {}, p50 {}, p90 {}, p99 {}, p99.9 {}, max {}",
                 q(h.min()),
                 q(h.quantile(0.5)),
+                q(h.quantile(0.9)),
                 q(h.quantile(0.99)),
+                q(h.quantile(0.999)),
                 q(h.max())
             );
             for c in &site.calls {

@@ -139,7 +139,9 @@ impl Profile {
                 durations: Durations {
                     min_ns: h.min(),
                     median_ns: h.quantile(0.5),
+                    p90_ns: h.quantile(0.9),
                     p99_ns: h.quantile(0.99),
+                    p999_ns: h.quantile(0.999),
                     max_ns: h.max(),
                 },
                 fragmentation: fragmentation(self.site_fragmentation(s, costs)),

@@ -39,7 +39,7 @@
 //!                  "fragmentation": { "episodes_per_s", "short_share" } } ],
 //!   "sites": [ { "name", "path", "file", "line", "episodes", "wall_ns", "self_ns",
 //!                "spin_ns", "blocked_ns",
-//!                "durations": { "min_ns", "median_ns", "p99_ns", "max_ns" },
+//!                "durations": { "min_ns", "median_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns" },
 //!                "fragmentation": { "episodes_per_s", "short_share" },
 //!                "counters": { <event>: counter, ..., "sampled": n },
 //!                "calls": [ { "kind", "file", "line", "column", "calls", "ns",
@@ -279,13 +279,17 @@ pub struct Site {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Durations {
-    /// The shortest.
+    /// The shortest (exact).
     pub min_ns: Option<u64>,
-    /// The median, to the histogram's resolution.
+    /// The median, within 1.6 % ([`crate::report::Histogram::quantile`]).
     pub median_ns: Option<u64>,
-    /// The 99th percentile, to the histogram's resolution.
+    /// The 90th percentile, within 1.6 %.
+    pub p90_ns: Option<u64>,
+    /// The 99th percentile, within 1.6 %.
     pub p99_ns: Option<u64>,
-    /// The longest.
+    /// The 99.9th percentile, within 1.6 %.
+    pub p999_ns: Option<u64>,
+    /// The longest (exact).
     pub max_ns: Option<u64>,
 }
 
