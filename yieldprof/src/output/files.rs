@@ -76,6 +76,7 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
         "{} (spin red, yield orange, sleep/park blue, work green, false sharing purple)",
         profile.headline()
     );
+    let falsely_shared = profile.false_sharing_names();
     let svg = path("svg");
     write_atomic(&svg, |w| {
         flamegraph::write_svg(
@@ -83,6 +84,7 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
             opts.metric,
             &format!("yieldprof: {}", opts.name),
             Some(subtitle),
+            &falsely_shared,
             w,
         )
     })?;
@@ -94,6 +96,7 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
             opts.metric,
             &title,
             None,
+            &falsely_shared,
             w,
         )
     })?;

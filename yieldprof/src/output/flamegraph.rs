@@ -2,7 +2,6 @@
 
 use crate::base::site::Kind;
 use crate::output::fold::Metric;
-use crate::output::fold::FALSE_SHARING_MARK;
 use inferno::flamegraph::color::{BasicPalette, Palette, PaletteMap};
 use inferno::flamegraph::{self, Options};
 use std::io::{self, Write};
@@ -26,31 +25,26 @@ fn palette() -> PaletteMap {
     map
 }
 
-/// Renders folded `lines` as an SVG flame graph.
+/// Renders folded `lines` as an SVG flame graph; the frames named in `falsely_shared`
+/// (wait sites spinning on a falsely shared line) stand out in purple.
 pub(crate) fn write_svg<W: Write>(
     lines: &[String],
     metric: Metric,
     title: &str,
     subtitle: Option<String>,
+    falsely_shared: &[String],
     out: W,
 ) -> io::Result<()> {
     let mut palette = palette();
-    // Wait sites spinning on a falsely shared line stand out in purple.
-    let stacks = lines
-        .iter()
-        .filter_map(|l| l.rsplit_once(' '))
-        .map(|(s, _)| s);
-    for frame in stacks.flat_map(|s| s.split(';')) {
-        if frame.ends_with(FALSE_SHARING_MARK) {
-            palette.insert(
-                frame,
-                inferno::flamegraph::color::Color {
-                    r: 0xa0,
-                    g: 0x40,
-                    b: 0xe0,
-                },
-            );
-        }
+    for frame in falsely_shared {
+        palette.insert(
+            frame,
+            inferno::flamegraph::color::Color {
+                r: 0xa0,
+                g: 0x40,
+                b: 0xe0,
+            },
+        );
     }
     let mut opts = options(metric, title);
     opts.palette_map = Some(&mut palette);

@@ -59,8 +59,17 @@ impl Metric {
     }
 }
 
-/// Appended to the flame-graph frame of a wait site that spins on a FALSE or MIXED line.
-pub(crate) const FALSE_SHARING_MARK: &str = " [false-sharing]";
+/// The flame-graph names of the wait sites that spin on a FALSE or MIXED line: a
+/// mark beside the name (their colour), so that a frame's name stays its identity and
+/// the same site matches across runs.
+impl Profile {
+    pub(crate) fn false_sharing_names(&self) -> Vec<String> {
+        self.false_sharing_frames()
+            .into_iter()
+            .map(|f| clean(&self.frames[f as usize].name))
+            .collect()
+    }
+}
 
 /// A frame name safe inside a folded line (`;` separates frames, a newline ends it).
 fn clean(name: &str) -> String {
@@ -76,8 +85,6 @@ impl Profile {
                 *out.entry(stack).or_insert(0) += v;
             }
         };
-        // Wait sites spinning on a falsely shared line get a marked frame name.
-        let marked = self.false_sharing_frames();
         for t in &self.threads {
             let child_wall = t.child_wall();
             let switches: Vec<u64> = match metric {
@@ -97,12 +104,7 @@ impl Profile {
                 let path = if i == 0 {
                     clean(&t.name)
                 } else {
-                    let mark = if marked.contains(&n.frame) {
-                        FALSE_SHARING_MARK
-                    } else {
-                        ""
-                    };
-                    format!("{};{}{mark}", paths[n.parent as usize], clean(&frame.name))
+                    format!("{};{}", paths[n.parent as usize], clean(&frame.name))
                 };
                 let mut kinds = [0u64; Kind::ALL.len()];
                 for s in &n.slots {

@@ -122,6 +122,11 @@ impl Profile {
             counters_in_wait: counters(&t.counters_in_wait),
             fragmentation: fragmentation(f),
         });
+        let falsely_shared: Vec<&str> = self
+            .false_sharing_frames()
+            .into_iter()
+            .map(|f| self.frames[f as usize].name.as_str())
+            .collect();
         let sites = self.site_views().iter().map(|s| {
             let h = &s.durations;
             let calls = s.calls.iter().map(|c| Call {
@@ -147,6 +152,7 @@ impl Profile {
                 fragmentation: fragmentation(self.site_fragmentation(s, costs)),
                 counters: counters(&s.counters),
                 calls: calls.collect(),
+                false_sharing: falsely_shared.contains(&s.name.as_str()),
                 file: s.file.to_string(),
                 line: s.line,
                 episodes: s.episodes,

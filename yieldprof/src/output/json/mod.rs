@@ -43,7 +43,7 @@
 //!                "fragmentation": { "episodes_per_s", "short_share" },
 //!                "counters": { <event>: counter, ..., "sampled": n },
 //!                "calls": [ { "kind", "file", "line", "column", "calls", "ns",
-//!                             "per_episode" } ] } ],
+//!                             "per_episode" } ], "false_sharing" } ],
 //!   "sharing": [ { "verdict", "address", "size", "invalidations",
 //!                  "false_invalidations", "contended_invalidations", "sample_every",
 //!                  "words": [ { "offset", "name", "invalidations",
@@ -273,6 +273,9 @@ pub struct Site {
     pub counters: Counters,
     /// Calls per call site, ordered by line.
     pub calls: Vec<Call>,
+    /// It spins on a FALSE or MIXED line (see `sharing`); drawn purple in the flame graph.
+    #[serde(default)]
+    pub false_sharing: bool,
 }
 
 /// Episode durations of a site (nested frames included); `null` without episodes.
