@@ -183,15 +183,7 @@ impl Profile {
             let _ = writeln!(s, "{}", wrap(&f.evidence, "    evidence: ", "      "));
             let _ = writeln!(s, "{}", wrap(&f.fix, "    fix: ", "      "));
         }
-        let costs_line = format!(
-            "(costs from {}: spin {}, yield {}, switch {}, timer slack {}, {} cores)",
-            costs.source,
-            duration(costs.spin_ns as u64),
-            duration(costs.yield_ns as u64),
-            duration(costs.switch_ns as u64),
-            duration(costs.timer_slack_ns),
-            costs.cores
-        );
+        let costs_line = format!("(costs from {}: {costs})", costs.source);
         let _ = writeln!(s, "{}", wrap(&costs_line, "  ", "   "));
     }
 

@@ -179,6 +179,7 @@ impl Profile {
                 timer_slack_ns: costs.timer_slack_ns,
                 cores: costs.cores as u64,
                 source: costs.source.to_string(),
+                switch_measured: costs.switch_measured,
             },
             totals: Totals {
                 threads: threads.len() as u64,

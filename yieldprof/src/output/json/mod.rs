@@ -29,7 +29,8 @@
 //!   "run": { "version", "command_line": [ arg, ... ],
 //!            "start": { "secs_since_epoch", "nanos_since_epoch" }, "duration_ns",
 //!            "host": { "cpu_model", "cores", "kernel" } },
-//!   "costs": { "spin_ns", "yield_ns", "switch_ns", "timer_slack_ns", "cores", "source" },
+//!   "costs": { "spin_ns", "yield_ns", "switch_ns", "timer_slack_ns", "cores", "source",
+//!              "switch_measured" },
 //!   "totals": { "threads", "thread_ns", "wait_ns", "wait_share" },
 //!   "findings": [ { "rule", "subject", "location", "evidence", "fix" } ],
 //!   "threads": [ { "name", "tid", "exited", "wall_ns", "wait_ns", "work_ns",
@@ -144,8 +145,12 @@ pub struct Costs {
     pub timer_slack_ns: u64,
     /// Cores the findings assumed.
     pub cores: u64,
-    /// Where the figures come from: `"probe"` or `"quick estimate"`.
+    /// Where the figures come from: `"probe"`, `"probe saved <date> (<path>)"` or
+    /// `"quick estimate"`.
     pub source: String,
+    /// Whether `switch_ns` was measured; else it is the 1 µs default.
+    #[serde(default)]
+    pub switch_measured: bool,
 }
 
 /// Time summed over every thread.
