@@ -218,3 +218,53 @@ fn a_report_read_back_from_its_json_text_is_the_report_written() {
     assert_eq!(read, written);
     assert_eq!(serde_json::to_string_pretty(&read).unwrap(), text);
 }
+
+#[yieldprof::instrument_wait]
+fn quantile_wait(d: Duration) {
+    let end = std::time::Instant::now() + d;
+    while std::time::Instant::now() < end {
+        std::hint::spin_loop();
+    }
+}
+
+#[test]
+fn site_quantiles_match_the_episodes_timed_from_outside() {
+    let session = Session::this_thread();
+    // 90 % short episodes of 20–26 µs, 10 % of 200 µs: p50 and p90 fall in the first
+    // mode, p99 in the second.
+    let mut outside: Vec<u64> = (0..1_000u64)
+        .map(|i| {
+            let d = Duration::from_micros(if i % 10 == 9 { 200 } else { 20 + i % 7 });
+            let t = std::time::Instant::now();
+            quantile_wait(d);
+            t.elapsed().as_nanos() as u64
+        })
+        .collect();
+    let site = session.finish().site("quantile_wait").unwrap();
+    outside.sort_unstable();
+    let exact = |q: f64| outside[((q * outside.len() as f64).ceil() as usize).max(1) - 1];
+    let h = &site.durations;
+    // Within the histogram's 3 % bound, plus the few clock reads between timing the
+    // episode inside the call and the truth around it.
+    let close = |got: u64, want: u64| got.abs_diff(want) <= want * 3 / 100 + 2_000;
+    for q in [0.5, 0.9, 0.99] {
+        let (got, want) = (h.quantile(q).unwrap(), exact(q));
+        assert!(
+            close(got, want),
+            "p{q}: {got} ns vs {want} ns timed outside"
+        );
+    }
+    assert!(
+        close(h.min().unwrap(), outside[0]),
+        "min {:?} vs {}",
+        h.min(),
+        outside[0]
+    );
+    let longest = *outside.last().unwrap();
+    assert!(
+        close(h.max().unwrap(), longest),
+        "max {:?} vs {longest}",
+        h.max()
+    );
+    assert_eq!(h.count(), 1_000);
+}

@@ -1,15 +1,16 @@
-//! Episode durations: log-linear buckets with a bounded relative error, the exact
-//! shortest and longest episode, and exact time per power of two.
+//! Episode durations: exact time per power of two, and log-linear buckets with a bounded
+//! relative error plus the exact shortest and longest episode.
 //!
-//! Fine buckets: durations below 32 ticks each have their own; above, every power of two
-//! `[2^k, 2^(k+1))` is cut into 32 equal buckets, so a bucket's midpoint is within
-//! 1/64 (1.6 %) of any duration in it. A quantile is the midpoint of the bucket its rank
-//! falls in, kept within the exact min and max. The fine counts are allocated the first
-//! time a node records an episode (~10 KiB), so frames that never close an episode cost
-//! nothing; copies keep only the non-empty buckets.
+//! Coarse buckets, per calling-context node (640 B inline): a count and the sum of the
+//! durations per power of two, so the time spent in short episodes (`ns_below`) is exact.
 //!
-//! Coarse buckets: a count and the sum of the durations per power of two, so the time
-//! spent in short episodes (`ns_below`) is exact.
+//! Fine buckets, per thread and wait site (not per node: a site reached through a
+//! thousand stacks keeps one table): durations below 32 ticks each have their own; above,
+//! every power of two `[2^k, 2^(k+1))` is cut into 32 equal buckets, so a bucket's
+//! midpoint is within 1/64 (1.6 %) of any duration in it. A quantile is the midpoint of
+//! the bucket its rank falls in, kept within the exact min and max. The table (~10 KiB)
+//! is allocated at the site's first episode on the thread; copies keep only the non-empty
+//! buckets.
 
 use crate::base::arena::bump;
 use crate::base::clock::Scale;
@@ -49,13 +50,10 @@ fn fine_range(i: usize) -> (u64, u64) {
     (low, low + width)
 }
 
-/// The owner thread's live histogram.
+/// A node's live coarse histogram; only the owner thread writes it.
 pub(crate) struct AtomicHistogram {
     counts: [AtomicU64; OCTAVES],
     sums: [AtomicU64; OCTAVES],
-    fine: OnceLock<Box<[AtomicU64]>>,
-    min: AtomicU64,
-    max: AtomicU64,
 }
 
 impl Default for AtomicHistogram {
@@ -63,9 +61,6 @@ impl Default for AtomicHistogram {
         AtomicHistogram {
             counts: std::array::from_fn(|_| AtomicU64::new(0)),
             sums: std::array::from_fn(|_| AtomicU64::new(0)),
-            fine: OnceLock::new(),
-            min: AtomicU64::new(u64::MAX),
-            max: AtomicU64::new(0),
         }
     }
 }
@@ -76,6 +71,46 @@ impl AtomicHistogram {
         let b = octave(ticks);
         bump(&self.counts[b], 1);
         bump(&self.sums[b], ticks);
+    }
+
+    pub(crate) fn load(&self) -> Histogram {
+        let coarse = (0..OCTAVES)
+            .filter_map(|b| {
+                let n = self.counts[b].load(Relaxed);
+                (n > 0).then(|| Bucket {
+                    index: b as u16,
+                    count: n,
+                    sum: self.sums[b].load(Relaxed),
+                })
+            })
+            .collect();
+        Histogram {
+            coarse,
+            ..Histogram::default()
+        }
+    }
+}
+
+/// A site's live fine histogram on one thread; only the owner thread writes it.
+pub(crate) struct AtomicDurations {
+    fine: OnceLock<Box<[AtomicU64]>>,
+    min: AtomicU64,
+    max: AtomicU64,
+}
+
+impl Default for AtomicDurations {
+    fn default() -> Self {
+        AtomicDurations {
+            fine: OnceLock::new(),
+            min: AtomicU64::new(u64::MAX),
+            max: AtomicU64::new(0),
+        }
+    }
+}
+
+impl AtomicDurations {
+    #[inline(always)]
+    pub(crate) fn record(&self, ticks: u64) {
         let fine = self
             .fine
             .get_or_init(|| (0..FINE).map(|_| AtomicU64::new(0)).collect());
@@ -90,16 +125,6 @@ impl AtomicHistogram {
     }
 
     pub(crate) fn load(&self) -> Histogram {
-        let coarse = (0..OCTAVES)
-            .filter_map(|b| {
-                let n = self.counts[b].load(Relaxed);
-                (n > 0).then(|| Bucket {
-                    index: b as u16,
-                    count: n,
-                    sum: self.sums[b].load(Relaxed),
-                })
-            })
-            .collect();
         let fine = self.fine.get().map_or_else(Vec::new, |f| {
             f.iter()
                 .enumerate()
@@ -110,11 +135,10 @@ impl AtomicHistogram {
                 .collect()
         });
         Histogram {
-            coarse,
             fine,
             min: self.min.load(Relaxed),
             max: self.max.load(Relaxed),
-            ns_per_tick: 1.0,
+            ..Histogram::default()
         }
     }
 }
@@ -126,8 +150,8 @@ struct Bucket {
     sum: u64,
 }
 
-/// A copy of a histogram: only its non-empty buckets, in nanoseconds once a report has
-/// scaled it. Quantiles are within 1.6 % of the exact ones; `min` and `max` are exact,
+/// A copy of a site's episode durations: only the non-empty buckets, in nanoseconds once
+/// a report has scaled it. Quantiles are within 1.6 % of the exact ones; `min` and `max` are exact,
 /// except in a difference of two copies (a [`Session`](crate::Session)) whose extreme did
 /// not change, where they are the midpoint of the extreme bucket, kept within the range.
 #[derive(Clone, Debug, PartialEq)]
@@ -168,7 +192,7 @@ impl Histogram {
         for b in &mut self.coarse {
             b.sum = scale.ns(b.sum);
         }
-        if self.count() > 0 {
+        if !self.fine.is_empty() {
             self.min = scale.ns(self.min);
             self.max = scale.ns(self.max);
         }
@@ -177,7 +201,7 @@ impl Histogram {
 
     /// Adds `other`'s episodes.
     pub(crate) fn add(&mut self, other: &Histogram) {
-        if self.count() == 0 {
+        if self.coarse.is_empty() && self.fine.is_empty() {
             self.ns_per_tick = other.ns_per_tick;
         }
         merge(
@@ -263,7 +287,7 @@ impl Histogram {
     /// assert_eq!(h.quantile(0.5), None);
     /// ```
     pub fn quantile(&self, q: f64) -> Option<u64> {
-        let n = self.count();
+        let n: u64 = self.fine.iter().map(|f| f.1).sum();
         if n == 0 {
             return None;
         }
@@ -314,10 +338,17 @@ impl Histogram {
 mod tests {
     use super::*;
 
+    /// A site's histogram as a report assembles it: a node's coarse part and the
+    /// thread's fine part for the same episodes.
     fn hist(durations: &[u64]) -> Histogram {
-        let h = AtomicHistogram::default();
-        durations.iter().for_each(|&d| h.record(d));
-        h.load()
+        let (coarse, fine) = (AtomicHistogram::default(), AtomicDurations::default());
+        for &d in durations {
+            coarse.record(d);
+            fine.record(d);
+        }
+        let mut h = coarse.load();
+        h.add(&fine.load());
+        h
     }
 
     /// The sample of rank ⌈q·n⌉, the definition `quantile` estimates.
@@ -421,11 +452,7 @@ mod tests {
     #[test]
     fn a_delta_keeps_only_the_new_episodes_and_their_moved_extremes() {
         let before = hist(&[100, 5_000]);
-        let after = {
-            let h = AtomicHistogram::default();
-            [100, 5_000, 100, 70_000].iter().for_each(|&d| h.record(d));
-            h.load()
-        };
+        let after = hist(&[100, 5_000, 100, 70_000]);
         let d = after.minus(&before);
         assert_eq!((d.count(), d.total_ns()), (2, 70_100));
         // The max moved (exact); the min did not, so it is its bucket's midpoint.
