@@ -219,52 +219,72 @@ fn a_report_read_back_from_its_json_text_is_the_report_written() {
     assert_eq!(serde_json::to_string_pretty(&read).unwrap(), text);
 }
 
+thread_local! {
+    /// Each `quantile_wait` body's own duration: the truth the site's quantiles estimate.
+    static BODIES: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 #[yieldprof::instrument_wait]
 fn quantile_wait(d: Duration) {
-    let end = std::time::Instant::now() + d;
-    while std::time::Instant::now() < end {
+    let start = std::time::Instant::now();
+    while start.elapsed() < d {
         std::hint::spin_loop();
+    }
+    BODIES.with(|b| b.borrow_mut().push(start.elapsed().as_nanos() as u64));
+}
+
+/// Whether the site's quantiles, min and max match the bodies' own durations; the
+/// mismatch otherwise.
+fn quantiles_match() -> Result<(), String> {
+    BODIES.with(|b| b.borrow_mut().clear());
+    let session = Session::this_thread();
+    // 90 % short episodes of 20–26 µs, 10 % of 200 µs: p50 and p90 fall in the first
+    // mode, p99 in the second.
+    for i in 0..1_000u64 {
+        quantile_wait(Duration::from_micros(if i % 10 == 9 {
+            200
+        } else {
+            20 + i % 7
+        }));
+    }
+    let site = session.finish().site("quantile_wait").unwrap();
+    let mut truth = BODIES.with(|b| b.borrow().clone());
+    truth.sort_unstable();
+    let exact = |q: f64| truth[((q * truth.len() as f64).ceil() as usize).max(1) - 1];
+    let h = &site.durations;
+    // Within the histogram's 3 % bound, plus the clock reads between the episode's
+    // bounds and the body's.
+    let close = |got: u64, want: u64| got.abs_diff(want) <= want * 3 / 100 + 1_000;
+    let mut wrong = Vec::new();
+    for (q, got) in [
+        (0.5, h.quantile(0.5)),
+        (0.9, h.quantile(0.9)),
+        (0.99, h.quantile(0.99)),
+    ] {
+        if !close(got.unwrap(), exact(q)) {
+            wrong.push(format!("p{q}: {got:?} vs {}", exact(q)));
+        }
+    }
+    let (min, max) = (truth[0], *truth.last().unwrap());
+    if !close(h.min().unwrap(), min) || !close(h.max().unwrap(), max) {
+        wrong.push(format!(
+            "min/max {:?}/{:?} vs {min}/{max}",
+            h.min(),
+            h.max()
+        ));
+    }
+    assert_eq!(h.count(), 1_000);
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(wrong.join(", "))
     }
 }
 
 #[test]
-fn site_quantiles_match_the_episodes_timed_from_outside() {
-    let session = Session::this_thread();
-    // 90 % short episodes of 20–26 µs, 10 % of 200 µs: p50 and p90 fall in the first
-    // mode, p99 in the second.
-    let mut outside: Vec<u64> = (0..1_000u64)
-        .map(|i| {
-            let d = Duration::from_micros(if i % 10 == 9 { 200 } else { 20 + i % 7 });
-            let t = std::time::Instant::now();
-            quantile_wait(d);
-            t.elapsed().as_nanos() as u64
-        })
-        .collect();
-    let site = session.finish().site("quantile_wait").unwrap();
-    outside.sort_unstable();
-    let exact = |q: f64| outside[((q * outside.len() as f64).ceil() as usize).max(1) - 1];
-    let h = &site.durations;
-    // Within the histogram's 3 % bound, plus the few clock reads between timing the
-    // episode inside the call and the truth around it.
-    let close = |got: u64, want: u64| got.abs_diff(want) <= want * 3 / 100 + 2_000;
-    for q in [0.5, 0.9, 0.99] {
-        let (got, want) = (h.quantile(q).unwrap(), exact(q));
-        assert!(
-            close(got, want),
-            "p{q}: {got} ns vs {want} ns timed outside"
-        );
-    }
-    assert!(
-        close(h.min().unwrap(), outside[0]),
-        "min {:?} vs {}",
-        h.min(),
-        outside[0]
-    );
-    let longest = *outside.last().unwrap();
-    assert!(
-        close(h.max().unwrap(), longest),
-        "max {:?} vs {longest}",
-        h.max()
-    );
-    assert_eq!(h.count(), 1_000);
+fn site_quantiles_match_the_durations_of_the_bodies() {
+    // A preemption between the episode's start and its body's is a whole time slice
+    // counted in one and not the other: a few tries find a run without one.
+    let tries: Vec<String> = (0..3).map_while(|_| quantiles_match().err()).collect();
+    assert!(tries.len() < 3, "every try differed: {tries:#?}");
 }

@@ -19,6 +19,12 @@ pub(crate) fn duration(ns: u64) -> String {
     }
 }
 
+/// `1 thread`, `2 threads`: a count with its noun.
+pub(crate) fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 /// `part / whole`, with an empty whole counted as one.
 pub(crate) fn share(part: u64, whole: u64) -> f64 {
     part as f64 / whole.max(1) as f64
@@ -137,6 +143,10 @@ mod tests {
         assert_eq!(duration(1_234_567), "1.23 ms");
         assert_eq!(percent(1, 0), 0.0);
         assert_eq!(share(3, 0), 3.0);
+        assert_eq!(
+            (count(1u64, "thread"), count(2u64, "core")),
+            ("1 thread".into(), "2 cores".into())
+        );
     }
 
     #[test]
