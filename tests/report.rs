@@ -125,7 +125,9 @@ fn views_split_calls_switches_and_diff_are_written() {
         "v.svg",
         "v.split.svg",
         "v.calls.folded",
+        "v.calls.svg",
         "v.switches.folded",
+        "v.switches.svg",
         "v.json",
         "v.txt",
     ] {
@@ -139,6 +141,30 @@ fn views_split_calls_switches_and_diff_are_written() {
         split.contains(">wait<") || split.contains("wait ("),
         "a wait half in the split graph"
     );
+    for graph in ["v.svg", "v.split.svg", "v.calls.svg", "v.switches.svg"] {
+        let svg = std::fs::read_to_string(d.join(graph)).unwrap();
+        assert!(
+            svg.contains("spin red, yield orange"),
+            "{graph} has the legend"
+        );
+    }
+    // `report_wait` makes no context switch, so the switches view has no frame for it.
+    for graph in ["v.svg", "v.split.svg", "v.calls.svg"] {
+        let svg = std::fs::read_to_string(d.join(graph)).unwrap();
+        // Hover: the site's own figures after its name, on every frame of it.
+        // Other tests of this binary call `report_wait` too: counts vary, the shape not.
+        let hover = svg
+            .split("<title>report::report_wait [")
+            .nth(1)
+            .and_then(|t| t.split(']').next())
+            .unwrap_or_else(|| panic!("{graph}: no site figures in the hover text"));
+        assert!(
+            hover.contains(" episode")
+                && hover.contains(", p99 ")
+                && hover.contains("; calls: spin "),
+            "{graph}: {hover}"
+        );
+    }
     let calls = std::fs::read_to_string(d.join("v.calls.folded")).unwrap();
     assert!(
         calls

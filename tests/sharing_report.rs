@@ -122,7 +122,7 @@ fn the_summary_and_the_flame_graph_name_the_falsely_shared_line() {
     let purple: Vec<&str> = svg
         .split("<g>")
         .filter(|g| g.contains("fill=\"rgb(160,64,224)\""))
-        .filter_map(|g| g.split("<title>").nth(1)?.split(" (").next())
+        .filter_map(|g| g.split("<title>").nth(1)?.split([' ', '(']).next())
         .collect();
     assert!(
         !purple.is_empty() && purple.iter().all(|n| *n == "report::wait_for_flag"),

@@ -25,18 +25,32 @@ fn palette() -> PaletteMap {
     map
 }
 
-/// Renders folded `lines` as an SVG flame graph; the frames named in `falsely_shared`
-/// (wait sites spinning on a falsely shared line) stand out in purple.
+/// What a flame graph shows beside frame names, keyed by name: marks travel beside a
+/// name, never in it, so a frame's name stays its identity across runs.
+#[derive(Default)]
+pub(crate) struct FrameNotes {
+    /// Wait sites spinning on a falsely shared line: drawn purple.
+    pub(crate) falsely_shared: Vec<String>,
+    /// Text added to a frame's hover title (episodes, mean, p99, calls).
+    pub(crate) hover: Vec<(String, String)>,
+}
+
+/// The legend of the graphs `write_profile` draws.
+pub(crate) const LEGEND: &str =
+    "spin red, yield orange, sleep/park blue, work green, false sharing purple";
+
+/// Renders folded `lines` as an SVG flame graph. Frames too narrow to draw are kept
+/// (inferno's search finds and highlights them), and `notes` colour and annotate frames.
 pub(crate) fn write_svg<W: Write>(
     lines: &[String],
     metric: Metric,
     title: &str,
     subtitle: Option<String>,
-    falsely_shared: &[String],
-    out: W,
+    notes: &FrameNotes,
+    mut out: W,
 ) -> io::Result<()> {
     let mut palette = palette();
-    for frame in falsely_shared {
+    for frame in &notes.falsely_shared {
         palette.insert(
             frame,
             inferno::flamegraph::color::Color {
@@ -49,7 +63,29 @@ pub(crate) fn write_svg<W: Write>(
     let mut opts = options(metric, title);
     opts.palette_map = Some(&mut palette);
     opts.subtitle = subtitle;
-    render(&mut opts, lines, out)
+    opts.min_width = 0.0;
+    let mut svg = Vec::new();
+    render(&mut opts, lines, &mut svg)?;
+    let mut svg = String::from_utf8(svg).map_err(io::Error::other)?;
+    // inferno's hover title is `name (value, share)`; the site's own figures go after
+    // the name, on every frame of that name.
+    for (name, text) in &notes.hover {
+        let name = xml_escape(name);
+        svg = svg.replace(
+            &format!("<title>{name} ("),
+            &format!("<title>{name} [{}] (", xml_escape(text)),
+        );
+    }
+    out.write_all(svg.as_bytes())
+}
+
+/// Text as inferno escapes it inside the SVG.
+fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('\'', "&apos;")
+        .replace('"', "&quot;")
 }
 
 /// Renders differential lines (`stack before after`): inferno colours each frame by
