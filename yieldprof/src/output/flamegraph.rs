@@ -1,7 +1,9 @@
 //! Flame graphs (SVG, by inferno) with wait kinds in fixed colours.
 
 use crate::base::site::Kind;
-use crate::output::fold::Metric;
+use crate::base::text::{count, duration};
+use crate::model::profile::Profile;
+use crate::output::fold::{clean, Metric};
 use inferno::flamegraph::color::{BasicPalette, Palette, PaletteMap};
 use inferno::flamegraph::{self, Options};
 use std::io::{self, Write};
@@ -116,4 +118,43 @@ fn render<W: Write>(opts: &mut Options<'_>, lines: &[String], out: W) -> io::Res
         return flamegraph::from_lines(opts, empty.iter().map(String::as_str), out);
     }
     flamegraph::from_lines(opts, lines.iter().map(String::as_str), out)
+}
+
+impl Profile {
+    /// What the flame graphs show beside the frame names: the wait sites that spin on a
+    /// FALSE or MIXED line, and each site's figures for its hover text.
+    pub(crate) fn frame_notes(&self) -> FrameNotes {
+        let falsely_shared = self
+            .false_sharing_frames()
+            .into_iter()
+            .map(|f| clean(&self.frames[f as usize].name))
+            .collect();
+        let hover = self
+            .site_views()
+            .iter()
+            .map(|s| {
+                let h = &s.durations;
+                let q = |x: Option<u64>| x.map_or("-".into(), duration);
+                let calls: Vec<String> = Kind::ALL
+                    .iter()
+                    .map(|&k| (k, s.calls_of(k)))
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(k, n)| format!("{} {n}", k.name()))
+                    .collect();
+                let text = format!(
+                    "{}, mean {}, p99 {}{}{}",
+                    count(s.episodes, "episode"),
+                    duration(s.wall_ns / s.episodes.max(1)),
+                    q(h.quantile(0.99)),
+                    if calls.is_empty() { "" } else { "; calls: " },
+                    calls.join(", ")
+                );
+                (clean(&s.name), text)
+            })
+            .collect();
+        FrameNotes {
+            falsely_shared,
+            hover,
+        }
+    }
 }

@@ -6,10 +6,8 @@
 //! so the file grows with unique stacks, never with episodes.
 
 use crate::base::site::{FrameKind, Kind};
-use crate::base::text::{count, duration};
 use crate::counters::CounterEvent;
 use crate::model::profile::Profile;
-use crate::output::flamegraph::FrameNotes;
 use std::collections::BTreeMap;
 
 /// The value each folded line carries.
@@ -61,48 +59,9 @@ impl Metric {
     }
 }
 
-impl Profile {
-    /// What the flame graphs show beside the frame names: the wait sites that spin on a
-    /// FALSE or MIXED line, and each site's figures for its hover text.
-    pub(crate) fn frame_notes(&self) -> FrameNotes {
-        let falsely_shared = self
-            .false_sharing_frames()
-            .into_iter()
-            .map(|f| clean(&self.frames[f as usize].name))
-            .collect();
-        let hover = self
-            .site_views()
-            .iter()
-            .map(|s| {
-                let h = &s.durations;
-                let q = |x: Option<u64>| x.map_or("-".into(), duration);
-                let calls: Vec<String> = Kind::ALL
-                    .iter()
-                    .map(|&k| (k, s.calls_of(k)))
-                    .filter(|(_, n)| *n > 0)
-                    .map(|(k, n)| format!("{} {n}", k.name()))
-                    .collect();
-                let text = format!(
-                    "{}, mean {}, p99 {}{}{}",
-                    count(s.episodes, "episode"),
-                    duration(s.wall_ns / s.episodes.max(1)),
-                    q(h.quantile(0.99)),
-                    if calls.is_empty() { "" } else { "; calls: " },
-                    calls.join(", ")
-                );
-                (clean(&s.name), text)
-            })
-            .collect();
-        FrameNotes {
-            falsely_shared,
-            hover,
-        }
-    }
-}
-
 /// A frame name safe inside a folded line (`;` separates frames, a newline ends it)
 /// and inside inferno's frame attribute files (tab-separated).
-fn clean(name: &str) -> String {
+pub(crate) fn clean(name: &str) -> String {
     name.replace(';', ":").replace(['\n', '\r', '\t'], " ")
 }
 
