@@ -194,3 +194,29 @@ fn a_business_frame_holds_its_work_and_the_waits_it_calls() {
         "{folded:?}"
     );
 }
+
+#[yieldprof::instrument_wait]
+fn scope_mine() {
+    std::thread::yield_now();
+}
+
+#[yieldprof::instrument_wait]
+fn scope_other() {
+    std::thread::yield_now();
+}
+
+#[test]
+fn a_whole_process_session_sees_other_threads_and_a_thread_session_does_not() {
+    let everything = Session::start();
+    let mine = Session::this_thread();
+    // Another thread, as another test running at the same time would be.
+    std::thread::spawn(scope_other).join().unwrap();
+    scope_mine();
+    let (everything, mine) = (everything.finish(), mine.finish());
+    let episodes = |p: &yieldprof::Profile, site| p.site(site).map(|s| s.episodes);
+    assert_eq!(episodes(&everything, "scope_other"), Some(1));
+    assert_eq!(episodes(&everything, "scope_mine"), Some(1));
+    assert_eq!(episodes(&mine, "scope_other"), None);
+    assert_eq!(episodes(&mine, "scope_mine"), Some(1));
+    assert_eq!(mine.threads().len(), 1);
+}

@@ -9,8 +9,10 @@
 //!   tests/interop/speedscope-import.mjs) loads both files with the same totals;
 //! - continuous-mode `.pb.gz` deltas decode and add up to the run's totals.
 //!
-//! A tool that is not installed skips its test with "skipped: install ..."; with
-//! `YIELDPROF_INTEROP=1` (set by .ci/run) a missing tool fails the test instead.
+//! Each test needs an outside tool, so each is `#[ignore]`d with the tool it needs:
+//! `cargo test` lists them as ignored, never as passed. `.ci/run` installs the tools and
+//! runs them with `cargo test --test interop -- --ignored`, where a missing tool fails
+//! the test with the command that installs it.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -21,32 +23,20 @@ use std::time::Duration;
 use yieldprof::report::Metric;
 use yieldprof::{Kind, Session};
 
-/// `Some(program)` if `program` runs (`probe` are arguments that make it print its
-/// version); `None` with a message, or a panic under `YIELDPROF_INTEROP=1`.
-fn tool(program: &str, probe: &[&str], install: &str) -> Option<PathBuf> {
+/// `program` if it runs (`probe` are arguments that make it print its version); a
+/// failure that names the install command otherwise.
+fn tool(program: &str, probe: &[&str], install: &str) -> PathBuf {
     let runs = Command::new(program)
         .args(probe)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if runs {
-        return Some(PathBuf::from(program));
-    }
-    if std::env::var("YIELDPROF_INTEROP").as_deref() == Ok("1") {
-        panic!("`{program}` is required (YIELDPROF_INTEROP=1) but does not run: {install}");
-    }
-    skipped(&format!("{program}: {install}"));
-    None
+    assert!(runs, "`{program}` does not run: {install}");
+    PathBuf::from(program)
 }
 
-/// Says so on the terminal: straight to stderr, which the test harness does not
-/// capture (`eprintln!` output would show only for failing tests).
-fn skipped(what: &str) {
-    let _ = writeln!(std::io::stderr(), "skipped: install {what}");
-}
-
-fn protoc() -> Option<PathBuf> {
+fn protoc() -> PathBuf {
     tool(
         "protoc",
         &["--version"],
@@ -379,8 +369,9 @@ impl Decoded {
 }
 
 #[test]
+#[ignore = "needs protoc (apt-get install protobuf-compiler); .ci/run runs it"]
 fn protoc_decodes_the_pprof_file_into_the_folded_stacks_and_totals() {
-    let Some(protoc) = protoc() else { return };
+    let protoc = protoc();
     let run = the_run();
     let d = decode_with_protoc(&protoc, &run.dir.join("interop.pb.gz"));
     assert_eq!(d.strings[0], "", "string 0 must be empty");
@@ -449,10 +440,9 @@ fn protoc_decodes_the_pprof_file_into_the_folded_stacks_and_totals() {
 }
 
 #[test]
+#[ignore = "needs go (apt-get install golang-go); .ci/run runs it"]
 fn go_tool_pprof_reads_the_pprof_file_with_the_same_totals() {
-    let Some(go) = tool("go", &["version"], "apt-get install -y golang-go") else {
-        return;
-    };
+    let go = tool("go", &["version"], "apt-get install -y golang-go");
     let run = the_run();
     let pb = run.dir.join("interop.pb.gz");
     let raw = stdout_of(Command::new(&go).args(["tool", "pprof", "-raw"]).arg(&pb));
@@ -494,14 +484,13 @@ fn go_tool_pprof_reads_the_pprof_file_with_the_same_totals() {
 }
 
 #[test]
+#[ignore = "needs inferno-flamegraph (cargo install inferno); .ci/run runs it"]
 fn inferno_flamegraph_renders_the_folded_file_with_every_count() {
-    let Some(inferno) = tool(
+    let inferno = tool(
         "inferno-flamegraph",
         &["--help"],
         "cargo install inferno --version 0.12.8 --locked",
-    ) else {
-        return;
-    };
+    );
     let run = the_run();
     let svg = stdout_of(Command::new(inferno).arg(run.dir.join("interop.folded")));
     assert!(svg.starts_with("<?xml"), "{}", &svg[..svg.len().min(200)]);
@@ -523,21 +512,15 @@ fn inferno_flamegraph_renders_the_folded_file_with_every_count() {
 }
 
 #[test]
+#[ignore = "needs node and speedscope (npm ci --prefix tests/interop); .ci/run runs it"]
 fn speedscope_imports_the_folded_and_pprof_files_with_the_same_totals() {
-    let Some(node) = tool("node", &["--version"], "apt-get install -y nodejs npm") else {
-        return;
-    };
+    let node = tool("node", &["--version"], "apt-get install -y nodejs npm");
     let script = interop_dir().join("speedscope-import.mjs");
     if !interop_dir()
         .join("node_modules/speedscope/package.json")
         .exists()
     {
-        let install = "npm ci --prefix tests/interop";
-        if std::env::var("YIELDPROF_INTEROP").as_deref() == Ok("1") {
-            panic!("speedscope is required (YIELDPROF_INTEROP=1) but not installed: {install}");
-        }
-        skipped(&format!("speedscope: {install}"));
-        return;
+        panic!("speedscope is not installed: npm ci --prefix tests/interop");
     }
     let run = the_run();
     let out = stdout_of(
@@ -581,8 +564,9 @@ fn interop_snapshot_wait() {
 }
 
 #[test]
+#[ignore = "needs protoc (apt-get install protobuf-compiler); .ci/run runs it"]
 fn continuous_mode_pprof_deltas_decode_and_add_up_to_the_run() {
-    let Some(protoc) = protoc() else { return };
+    let protoc = protoc();
     let dir = std::env::temp_dir().join(format!("yieldprof-interop-snap-{}", std::process::id()));
     let guard = yieldprof::Options::from_env()
         .out_dir(&dir)

@@ -178,7 +178,7 @@ pub mod wait {
 /// What a [`Profile`] holds, read by site and by thread, and what is made of it:
 /// findings, folded stacks and their diff, the cost model the findings use.
 pub mod report {
-    pub use crate::analysis::costs::Costs;
+    pub use crate::analysis::costs::{CostSource, Costs};
     pub use crate::analysis::findings::{Finding, Fragmentation, Rule};
     pub use crate::base::site::{CallInfo, FrameInfo, FrameKind};
     pub use crate::model::histogram::Histogram;

@@ -1,6 +1,12 @@
 //! What waiting costs on this machine: a PAUSE, a `sched_yield`, a context switch and
-//! the timer slack, as the findings use them; the probe's figures when it ran.
+//! the timer slack, as the findings use them: the probe's figures when it ran in this
+//! process or was saved on this host, a quick estimate otherwise.
 
+use crate::base::host::HostId;
+use crate::base::text::{date_time, duration};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// What waiting costs on this machine, as the rules use it.
@@ -17,8 +23,64 @@ pub struct Costs {
     pub timer_slack_ns: u64,
     /// Cores the process may run on.
     pub cores: usize,
-    /// Where the figures come from: `"probe"` or `"quick estimate"`.
-    pub source: &'static str,
+    /// Where the figures come from.
+    pub source: CostSource,
+    /// Whether `switch_ns` was measured; else it is the 1 µs default.
+    pub switch_measured: bool,
+}
+
+/// Where a report's [`Costs`] come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CostSource {
+    /// [`crate::probe::run`] ran in this process.
+    Probe,
+    /// A probe saved on this host ([`crate::probe::Machine::save`]), at this Unix time.
+    SavedProbe {
+        /// When it was saved, seconds since 1970 (UTC).
+        unix_s: u64,
+    },
+    /// About 0.2 ms of spins and yields timed at the first report; no context switch
+    /// was measured.
+    QuickEstimate,
+}
+
+impl fmt::Display for CostSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CostSource::Probe => f.write_str("probe"),
+            CostSource::SavedProbe { unix_s } => {
+                write!(
+                    f,
+                    "probe saved {} ({})",
+                    date_time(*unix_s),
+                    saved_path().display()
+                )
+            }
+            CostSource::QuickEstimate => f.write_str("quick estimate"),
+        }
+    }
+}
+
+impl fmt::Display for Costs {
+    /// `spin 12 ns, yield 172 ns, switch 1.0 µs (default), timer slack 50.0 µs, 2 cores`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "spin {}, yield {}, switch {}{}, timer slack {}, {} core{}",
+            duration(self.spin_ns as u64),
+            duration(self.yield_ns as u64),
+            duration(self.switch_ns as u64),
+            if self.switch_measured {
+                ""
+            } else {
+                " (default)"
+            },
+            duration(self.timer_slack_ns),
+            self.cores,
+            if self.cores == 1 { "" } else { "s" }
+        )
+    }
 }
 
 /// A context switch when nothing has measured one: the probe measured 0.5–0.9 µs on
@@ -29,13 +91,50 @@ static PROBED: OnceLock<Costs> = OnceLock::new();
 
 impl Costs {
     /// Costs for reports: the probe's if [`crate::probe::run`] ran in this process,
-    /// else a quick estimate (≈0.2 ms of spins and yields, made once).
+    /// else those of a probe saved on this host ([`saved_path`]), else a quick estimate
+    /// (≈0.2 ms of spins and yields, made once).
     pub fn current() -> Costs {
         if let Some(c) = PROBED.get() {
             return *c;
         }
+        static SAVED: OnceLock<Option<Costs>> = OnceLock::new();
+        if let Some(c) = SAVED.get_or_init(|| Costs::load(&saved_path(), &HostId::current())) {
+            return *c;
+        }
         static QUICK: OnceLock<Costs> = OnceLock::new();
         *QUICK.get_or_init(Costs::quick)
+    }
+
+    /// The costs saved at `path`, if that file was saved on `host`: figures measured
+    /// on another machine, kernel or core count do not apply here.
+    pub(crate) fn load(path: &Path, host: &HostId) -> Option<Costs> {
+        let saved: Saved = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+        (saved.schema == SAVED_SCHEMA && saved.host == SavedHost::from(host)).then(|| Costs {
+            spin_ns: saved.spin_ns,
+            yield_ns: saved.yield_ns,
+            switch_ns: saved.switch_ns.unwrap_or(DEFAULT_SWITCH_NS),
+            timer_slack_ns: saved.timer_slack_ns,
+            cores: saved.cores,
+            source: CostSource::SavedProbe {
+                unix_s: saved.saved_unix_s,
+            },
+            switch_measured: saved.switch_ns.is_some(),
+        })
+    }
+
+    /// These costs as a saved probe file of `host`, taken at `unix_s`.
+    pub(crate) fn saved_text(&self, host: &HostId, unix_s: u64) -> String {
+        let saved = Saved {
+            schema: SAVED_SCHEMA.to_string(),
+            saved_unix_s: unix_s,
+            host: SavedHost::from(host),
+            spin_ns: self.spin_ns,
+            yield_ns: self.yield_ns,
+            switch_ns: self.switch_measured.then_some(self.switch_ns),
+            timer_slack_ns: self.timer_slack_ns,
+            cores: self.cores,
+        };
+        serde_json::to_string_pretty(&saved).expect("plain numbers and strings serialise")
     }
 
     /// Makes `self` what later reports use (the probe calls this).
@@ -63,7 +162,8 @@ impl Costs {
             switch_ns: DEFAULT_SWITCH_NS,
             timer_slack_ns: timer_slack_ns().unwrap_or(50_000),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            source: "quick estimate",
+            source: CostSource::QuickEstimate,
+            switch_measured: false,
         }
     }
 
@@ -105,4 +205,111 @@ pub(crate) fn timer_slack_ns() -> Option<u64> {
     // SAFETY: PR_GET_TIMERSLACK takes no pointer arguments.
     let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
     u64::try_from(slack).ok()
+}
+
+const SAVED_SCHEMA: &str = "yieldprof-machine/1";
+
+/// Where a saved probe is read from and written to: `YIELDPROF_MACHINE`, else
+/// `machine.json` in the output folder (`YIELDPROF_OUT`, default `target/yieldprof`).
+pub fn saved_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("YIELDPROF_MACHINE").filter(|p| !p.is_empty()) {
+        return p.into();
+    }
+    std::env::var_os("YIELDPROF_OUT")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| PathBuf::from("target/yieldprof"), PathBuf::from)
+        .join("machine.json")
+}
+
+/// The file a saved probe is.
+#[derive(Serialize, Deserialize)]
+struct Saved {
+    schema: String,
+    saved_unix_s: u64,
+    host: SavedHost,
+    spin_ns: f64,
+    yield_ns: f64,
+    switch_ns: Option<f64>,
+    timer_slack_ns: u64,
+    cores: usize,
+}
+
+#[derive(Serialize, Deserialize, PartialEq)]
+struct SavedHost {
+    cpu_model: Option<String>,
+    cores: Option<u64>,
+    kernel: Option<String>,
+    hostname: Option<String>,
+}
+
+impl From<&HostId> for SavedHost {
+    fn from(h: &HostId) -> Self {
+        SavedHost {
+            cpu_model: h.cpu_model.clone(),
+            cores: h.cores,
+            kernel: h.kernel.clone(),
+            hostname: h.hostname.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn here() -> HostId {
+        HostId::current()
+    }
+
+    #[test]
+    fn a_saved_probe_loads_on_its_host_with_its_figures_and_date() {
+        let dir = std::env::temp_dir().join(format!("yp-costs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("machine.json");
+        let measured = Costs {
+            spin_ns: 35.0,
+            yield_ns: 700.0,
+            switch_ns: 2_500.0,
+            timer_slack_ns: 50_000,
+            cores: 2,
+            source: CostSource::Probe,
+            switch_measured: true,
+        };
+        std::fs::write(&path, measured.saved_text(&here(), 1_764_730_000)).unwrap();
+        let loaded = Costs::load(&path, &here()).expect("same host");
+        assert_eq!(
+            loaded,
+            Costs {
+                source: CostSource::SavedProbe {
+                    unix_s: 1_764_730_000
+                },
+                ..measured
+            }
+        );
+        // Another kernel: the figures do not apply here.
+        let mut elsewhere = here();
+        elsewhere.kernel = Some("0.0.0-other".into());
+        assert_eq!(Costs::load(&path, &elsewhere), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_unmeasured_switch_is_saved_as_unknown_and_shown_as_the_default() {
+        let quick = Costs::quick();
+        assert!(!quick.switch_measured);
+        assert!(
+            quick.to_string().contains("switch 1.0 µs (default)"),
+            "{quick}"
+        );
+        let dir = std::env::temp_dir().join(format!("yp-costs-q-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("machine.json");
+        std::fs::write(&path, quick.saved_text(&here(), 1)).unwrap();
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("\"switch_ns\": null"));
+        let loaded = Costs::load(&path, &here()).unwrap();
+        assert!(!loaded.switch_measured && loaded.switch_ns == DEFAULT_SWITCH_NS);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -81,6 +81,8 @@ impl fmt::Display for Finding {
 
 /// Fewer calls than this say too little to act on.
 const MIN_CALLS: u64 = 10;
+/// Fewer episodes than this say too little about a site's typical episode.
+const MIN_EPISODES: u64 = 20;
 /// Spin-only episodes longer than this many yields should back off.
 const LONG_SPIN_YIELDS: f64 = 10.0;
 /// Yields with fewer switches per call than this gave nothing back.
@@ -188,19 +190,26 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
     }
     let spins = site.calls_of(Kind::Spin);
     let slow = site.calls_of(Kind::Yield) + site.calls_of(Kind::Sleep) + site.calls_of(Kind::Park);
-    let mean_episode = per_call(site.wall_ns, site.episodes);
-    if spins > 0 && slow == 0 && site.episodes > 0 {
-        let yields_worth = mean_episode / costs.yield_ns;
-        if yields_worth > LONG_SPIN_YIELDS && site.spin_ns() >= 1_000_000 {
+    // Judged on the median episode, with enough of them: one long wait among many short
+    // ones is not a habit, and a mean pulled up by it would flip between runs.
+    let median = site.durations.quantile(0.5);
+    if let (true, Some(median)) = (
+        spins > 0 && slow == 0 && site.episodes >= MIN_EPISODES && site.spin_ns() >= 1_000_000,
+        median,
+    ) {
+        let yields_worth = median as f64 / costs.yield_ns;
+        if yields_worth >= LONG_SPIN_YIELDS {
             add(
                 Rule::LongSpin,
                 site_at(site),
                 format!(
-                    "{} spin-only episodes of {} on average ({:.0}× a {} yield) burnt {} of CPU",
+                    "{} spin-only episodes, median {} ({:.0}× a {} yield), p90 {}, burnt {} \
+                     of CPU",
                     site.episodes,
-                    duration(mean_episode as u64),
+                    duration(median),
                     yields_worth,
                     duration(costs.yield_ns as u64),
+                    duration(site.durations.quantile(0.9).unwrap_or(median)),
                     duration(site.spin_ns())
                 ),
                 format!(

@@ -62,9 +62,28 @@ fn choose() -> u64 {
     let mode = if invariant_tsc(&cpuinfo) { TSC } else { MONO };
     // Every thread that races here picks the same mode; the first origin wins.
     MODE.store(mode, Relaxed);
-    let t = now();
-    ORIGIN.get_or_init(|| (t, mono_ns()));
-    t
+    ORIGIN.get_or_init(pair);
+    now()
+}
+
+/// A `(ticks, monotonic ns)` pair read at one instant, as far as can be told: ticks
+/// read on both sides of the clock read, the tightest of a few tries. A thread
+/// preempted between two plain reads would skew the ratio by a whole time slice.
+fn pair() -> (u64, u64) {
+    tightest(|| {
+        let before = now();
+        let m = mono_ns();
+        (before, m, now())
+    })
+}
+
+/// Of five `(ticks before, ns, ticks after)` reads, the midpoint of the tightest.
+fn tightest(mut read: impl FnMut() -> (u64, u64, u64)) -> (u64, u64) {
+    (0..5)
+        .map(|_| read())
+        .min_by_key(|&(before, _, after)| after.saturating_sub(before))
+        .map(|(before, m, after)| (before + after.saturating_sub(before) / 2, m))
+        .expect("five reads")
 }
 
 /// Ticks (TSC or monotonic ns, see the module docs).
@@ -88,9 +107,9 @@ impl Scale {
         if MODE.load(Relaxed) != TSC {
             return Scale(1.0);
         }
-        let &(t0, m0) = ORIGIN.get_or_init(|| (now(), mono_ns()));
+        let &(t0, m0) = ORIGIN.get_or_init(pair);
         loop {
-            let (t, m) = (now(), mono_ns());
+            let (t, m) = pair();
             if m - m0 >= MIN_CALIBRATION_NS && t > t0 {
                 return Scale((m - m0) as f64 / (t - t0) as f64);
             }
@@ -118,6 +137,20 @@ mod tests {
         assert_eq!(invariant_tsc(both), cfg!(target_arch = "x86_64"));
         assert!(!invariant_tsc(constant_only));
         assert!(!invariant_tsc(""));
+    }
+
+    #[test]
+    fn a_pair_is_taken_from_the_tightest_read() {
+        // The second try was preempted between its reads; the fourth was tightest.
+        let mut reads = [
+            (0, 10, 4),
+            (100, 5_000, 3_100),
+            (200, 300, 210),
+            (400, 500, 402),
+            (600, 700, 650),
+        ]
+        .into_iter();
+        assert_eq!(tightest(|| reads.next().unwrap()), (401, 500));
     }
 
     #[test]

@@ -5,5 +5,6 @@
 pub(crate) mod arena;
 pub(crate) mod clock;
 pub(crate) mod fork;
+pub(crate) mod host;
 pub(crate) mod site;
 pub(crate) mod text;

@@ -1,4 +1,6 @@
-//! Number and line formatting shared by every text the crate writes.
+//! Number, time and line formatting shared by every text the crate writes.
+
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Columns every text report stays within.
 pub(crate) const WIDTH: usize = 100;
@@ -15,6 +17,12 @@ pub(crate) fn duration(ns: u64) -> String {
     } else {
         format!("{ns:.0} ns")
     }
+}
+
+/// `1 thread`, `2 threads`: a count with its noun.
+pub(crate) fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 /// `part / whole`, with an empty whole counted as one.
@@ -73,6 +81,47 @@ pub(crate) fn tail(s: &str, max: usize) -> String {
     }
 }
 
+/// `t` in UTC as `20261202T151023.120Z`.
+pub(crate) fn stamp(t: SystemTime) -> String {
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let s = secs % 86_400;
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}.{:03}Z",
+        s / 3600,
+        s / 60 % 60,
+        s % 60,
+        since.subsec_millis()
+    )
+}
+
+/// Unix seconds as a UTC date and minute, e.g. `2026-12-03 02:58 UTC`.
+pub(crate) fn date_time(unix_s: u64) -> String {
+    let (y, m, d) = civil_from_days((unix_s / 86_400) as i64);
+    let s = unix_s % 86_400;
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        s / 3600,
+        s / 60 % 60
+    )
+}
+
+/// The proleptic Gregorian date of a count of days since 1970-01-01 (H. Hinnant's
+/// `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +143,30 @@ mod tests {
         assert_eq!(duration(1_234_567), "1.23 ms");
         assert_eq!(percent(1, 0), 0.0);
         assert_eq!(share(3, 0), 3.0);
+        assert_eq!(
+            (count(1u64, "thread"), count(2u64, "core")),
+            ("1 thread".into(), "2 cores".into())
+        );
+    }
+
+    #[test]
+    fn stamps_are_utc_calendar_times() {
+        let at = |secs: u64, millis: u64| {
+            stamp(
+                UNIX_EPOCH
+                    + std::time::Duration::from_secs(secs)
+                    + std::time::Duration::from_millis(millis),
+            )
+        };
+        assert_eq!(at(0, 0), "19700101T000000.000Z");
+        assert_eq!(at(1_700_000_000, 7), "20231114T221320.007Z");
+        // 2024-02-29, a leap day, and the last second of 1999.
+        assert_eq!(at(1_709_164_800, 999), "20240229T000000.999Z");
+        assert_eq!(at(946_684_799, 0), "19991231T235959.000Z");
+    }
+
+    #[test]
+    fn dates_are_utc_to_the_minute() {
+        assert_eq!(date_time(1_709_164_800 + 3_723), "2024-02-29 01:02 UTC");
     }
 }

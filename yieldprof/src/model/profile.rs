@@ -209,6 +209,13 @@ impl Profile {
                 }
             }
         }
+        for t in &self.threads {
+            for (frame, h) in &t.site_durations {
+                if let Some(Some(s)) = by_frame.get_mut(*frame as usize) {
+                    s.durations.add(h);
+                }
+            }
+        }
         for (s, c) in by_frame.iter_mut().zip(&counts) {
             if let Some(s) = s {
                 s.counters = c.counters();

@@ -36,6 +36,9 @@ pub(crate) struct ThreadProfile {
     pub(crate) exited: bool,
     pub(crate) overflowed: u64,
     pub(crate) nodes: Vec<NodeStats>,
+    /// Fine episode durations per frame id, whatever the stack: what site quantiles
+    /// are read from (nodes keep only coarse durations).
+    pub(crate) site_durations: Vec<(u32, Histogram)>,
     pub(crate) counters: ThreadSnap,
 }
 
@@ -121,6 +124,12 @@ impl ThreadProfile {
                 }
             }
         }
+        for (frame, h) in &other.site_durations {
+            match self.site_durations.iter_mut().find(|(f, _)| f == frame) {
+                Some((_, mine)) => mine.add(h),
+                None => self.site_durations.push((*frame, h.clone())),
+            }
+        }
         self.overflowed += other.overflowed;
         self.counters = self.counters.plus(&other.counters);
         self.tid = other.tid;
@@ -174,6 +183,9 @@ impl ThreadProfile {
             for s in &mut n.slots {
                 s.ns = scale.ns(s.ns);
             }
+        }
+        for (_, h) in &mut self.site_durations {
+            h.scale_to_ns(scale);
         }
         self.counters.scale_to_ns(scale);
     }
@@ -266,6 +278,14 @@ impl ThreadProfile {
                 .map(|(i, n)| match earlier.nodes.get(i) {
                     Some(old) => n.minus(old),
                     None => n.clone(),
+                })
+                .collect(),
+            site_durations: self
+                .site_durations
+                .iter()
+                .map(|(frame, h)| {
+                    let old = earlier.site_durations.iter().find(|(f, _)| f == frame);
+                    (*frame, old.map_or_else(|| h.clone(), |(_, o)| h.minus(o)))
                 })
                 .collect(),
             overflowed: self.overflowed.saturating_sub(earlier.overflowed),

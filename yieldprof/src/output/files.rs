@@ -72,17 +72,16 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     let lines = profile.folded(opts.metric);
     let folded = path("folded");
     write_folded(&folded, &lines)?;
-    let subtitle = format!(
-        "{} (spin red, yield orange, sleep/park blue, work green, false sharing purple)",
-        profile.headline()
-    );
+    let subtitle = format!("{} ({})", profile.headline(), flamegraph::LEGEND);
+    let notes = profile.frame_notes();
     let svg = path("svg");
     write_atomic(&svg, |w| {
         flamegraph::write_svg(
             &lines,
             opts.metric,
             &format!("yieldprof: {}", opts.name),
-            Some(subtitle),
+            Some(subtitle.clone()),
+            &notes,
             w,
         )
     })?;
@@ -93,7 +92,8 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
             &profile.folded_split(opts.metric),
             opts.metric,
             &title,
-            None,
+            Some(subtitle.clone()),
+            &notes,
             w,
         )
     })?;
@@ -102,8 +102,14 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     let mut written = vec![folded, svg, split, pb];
     for &metric in &opts.views {
         let view = path(&format!("{}.folded", metric.name()));
-        write_folded(&view, &profile.folded(metric))?;
-        written.push(view);
+        let lines = profile.folded(metric);
+        write_folded(&view, &lines)?;
+        let view_svg = path(&format!("{}.svg", metric.name()));
+        write_atomic(&view_svg, |w| {
+            let title = format!("yieldprof: {} ({})", opts.name, metric.name());
+            flamegraph::write_svg(&lines, metric, &title, Some(subtitle.clone()), &notes, w)
+        })?;
+        written.extend([view, view_svg]);
     }
     let json = path("json");
     let doc = profile.json(&crate::analysis::costs::Costs::current());

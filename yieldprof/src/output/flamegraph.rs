@@ -1,8 +1,9 @@
 //! Flame graphs (SVG, by inferno) with wait kinds in fixed colours.
 
 use crate::base::site::Kind;
-use crate::output::fold::Metric;
-use crate::output::fold::FALSE_SHARING_MARK;
+use crate::base::text::{count, duration};
+use crate::model::profile::Profile;
+use crate::output::fold::{clean, Metric};
 use inferno::flamegraph::color::{BasicPalette, Palette, PaletteMap};
 use inferno::flamegraph::{self, Options};
 use std::io::{self, Write};
@@ -26,36 +27,67 @@ fn palette() -> PaletteMap {
     map
 }
 
-/// Renders folded `lines` as an SVG flame graph.
+/// What a flame graph shows beside frame names, keyed by name: marks travel beside a
+/// name, never in it, so a frame's name stays its identity across runs.
+#[derive(Default)]
+pub(crate) struct FrameNotes {
+    /// Wait sites spinning on a falsely shared line: drawn purple.
+    pub(crate) falsely_shared: Vec<String>,
+    /// Text added to a frame's hover title (episodes, mean, p99, calls).
+    pub(crate) hover: Vec<(String, String)>,
+}
+
+/// The legend of the graphs `write_profile` draws.
+pub(crate) const LEGEND: &str =
+    "spin red, yield orange, sleep/park blue, work green, false sharing purple";
+
+/// Renders folded `lines` as an SVG flame graph. Frames too narrow to draw are kept
+/// (inferno's search finds and highlights them), and `notes` colour and annotate frames.
 pub(crate) fn write_svg<W: Write>(
     lines: &[String],
     metric: Metric,
     title: &str,
     subtitle: Option<String>,
-    out: W,
+    notes: &FrameNotes,
+    mut out: W,
 ) -> io::Result<()> {
     let mut palette = palette();
-    // Wait sites spinning on a falsely shared line stand out in purple.
-    let stacks = lines
-        .iter()
-        .filter_map(|l| l.rsplit_once(' '))
-        .map(|(s, _)| s);
-    for frame in stacks.flat_map(|s| s.split(';')) {
-        if frame.ends_with(FALSE_SHARING_MARK) {
-            palette.insert(
-                frame,
-                inferno::flamegraph::color::Color {
-                    r: 0xa0,
-                    g: 0x40,
-                    b: 0xe0,
-                },
-            );
-        }
+    for frame in &notes.falsely_shared {
+        palette.insert(
+            frame,
+            inferno::flamegraph::color::Color {
+                r: 0xa0,
+                g: 0x40,
+                b: 0xe0,
+            },
+        );
     }
     let mut opts = options(metric, title);
     opts.palette_map = Some(&mut palette);
     opts.subtitle = subtitle;
-    render(&mut opts, lines, out)
+    opts.min_width = 0.0;
+    let mut svg = Vec::new();
+    render(&mut opts, lines, &mut svg)?;
+    let mut svg = String::from_utf8(svg).map_err(io::Error::other)?;
+    // inferno's hover title is `name (value, share)`; the site's own figures go after
+    // the name, on every frame of that name.
+    for (name, text) in &notes.hover {
+        let name = xml_escape(name);
+        svg = svg.replace(
+            &format!("<title>{name} ("),
+            &format!("<title>{name} [{}] (", xml_escape(text)),
+        );
+    }
+    out.write_all(svg.as_bytes())
+}
+
+/// Text as inferno escapes it inside the SVG.
+fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('\'', "&apos;")
+        .replace('"', "&quot;")
 }
 
 /// Renders differential lines (`stack before after`): inferno colours each frame by
@@ -86,4 +118,43 @@ fn render<W: Write>(opts: &mut Options<'_>, lines: &[String], out: W) -> io::Res
         return flamegraph::from_lines(opts, empty.iter().map(String::as_str), out);
     }
     flamegraph::from_lines(opts, lines.iter().map(String::as_str), out)
+}
+
+impl Profile {
+    /// What the flame graphs show beside the frame names: the wait sites that spin on a
+    /// FALSE or MIXED line, and each site's figures for its hover text.
+    pub(crate) fn frame_notes(&self) -> FrameNotes {
+        let falsely_shared = self
+            .false_sharing_frames()
+            .into_iter()
+            .map(|f| clean(&self.frames[f as usize].name))
+            .collect();
+        let hover = self
+            .site_views()
+            .iter()
+            .map(|s| {
+                let h = &s.durations;
+                let q = |x: Option<u64>| x.map_or("-".into(), duration);
+                let calls: Vec<String> = Kind::ALL
+                    .iter()
+                    .map(|&k| (k, s.calls_of(k)))
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(k, n)| format!("{} {n}", k.name()))
+                    .collect();
+                let text = format!(
+                    "{}, mean {}, p99 {}{}{}",
+                    count(s.episodes, "episode"),
+                    duration(s.wall_ns / s.episodes.max(1)),
+                    q(h.quantile(0.99)),
+                    if calls.is_empty() { "" } else { "; calls: " },
+                    calls.join(", ")
+                );
+                (clean(&s.name), text)
+            })
+            .collect();
+        FrameNotes {
+            falsely_shared,
+            hover,
+        }
+    }
 }

@@ -59,12 +59,10 @@ impl Metric {
     }
 }
 
-/// Appended to the flame-graph frame of a wait site that spins on a FALSE or MIXED line.
-pub(crate) const FALSE_SHARING_MARK: &str = " [false-sharing]";
-
-/// A frame name safe inside a folded line (`;` separates frames, a newline ends it).
-fn clean(name: &str) -> String {
-    name.replace(';', ":").replace(['\n', '\r'], " ")
+/// A frame name safe inside a folded line (`;` separates frames, a newline ends it)
+/// and inside inferno's frame attribute files (tab-separated).
+pub(crate) fn clean(name: &str) -> String {
+    name.replace(';', ":").replace(['\n', '\r', '\t'], " ")
 }
 
 impl Profile {
@@ -76,8 +74,6 @@ impl Profile {
                 *out.entry(stack).or_insert(0) += v;
             }
         };
-        // Wait sites spinning on a falsely shared line get a marked frame name.
-        let marked = self.false_sharing_frames();
         for t in &self.threads {
             let child_wall = t.child_wall();
             let switches: Vec<u64> = match metric {
@@ -97,12 +93,7 @@ impl Profile {
                 let path = if i == 0 {
                     clean(&t.name)
                 } else {
-                    let mark = if marked.contains(&n.frame) {
-                        FALSE_SHARING_MARK
-                    } else {
-                        ""
-                    };
-                    format!("{};{}{mark}", paths[n.parent as usize], clean(&frame.name))
+                    format!("{};{}", paths[n.parent as usize], clean(&frame.name))
                 };
                 let mut kinds = [0u64; Kind::ALL.len()];
                 for s in &n.slots {

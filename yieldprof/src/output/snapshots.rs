@@ -15,6 +15,7 @@
 //! This is the one place yieldprof runs a thread of its own, named
 //! `yieldprof-snapshots`. It records nothing itself.
 
+use crate::base::text::stamp;
 use crate::model::profile::Profile;
 use crate::output::files::{write_atomic, write_folded};
 use crate::output::options::Options;
@@ -23,7 +24,7 @@ use crate::record::thread::snapshot;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Intervals shorter than this are raised to it: each snapshot copies every thread's
 /// tree and writes, and syncs, two files.
@@ -225,51 +226,9 @@ fn rotate(dir: &Path, name: &str, keep: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// `t` in UTC as `20261202T151023.120Z`.
-fn stamp(t: SystemTime) -> String {
-    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
-    let s = secs % 86_400;
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}.{:03}Z",
-        s / 3600,
-        s / 60 % 60,
-        s % 60,
-        since.subsec_millis()
-    )
-}
-
-/// The proleptic Gregorian date of a count of days since 1970-01-01 (H. Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stamps_are_utc_calendar_times() {
-        let at = |secs: u64, millis: u64| {
-            stamp(UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_millis(millis))
-        };
-        assert_eq!(at(0, 0), "19700101T000000.000Z");
-        assert_eq!(at(1_700_000_000, 7), "20231114T221320.007Z");
-        // 2024-02-29, a leap day, and the last second of 1999.
-        assert_eq!(at(1_709_164_800, 999), "20240229T000000.999Z");
-        assert_eq!(at(946_684_799, 0), "19991231T235959.000Z");
-    }
 
     #[test]
     fn only_this_programs_snapshot_files_are_recognised() {

@@ -2,16 +2,16 @@
 //! Lines stay within 100 columns.
 
 use crate::base::site::Kind;
-use crate::base::text::{duration, percent, tail, wrap};
+use crate::base::text::{count, duration, percent, tail, wrap};
 use crate::model::profile::{totals, Profile, ThreadStats};
 use std::fmt::Write;
 
-/// `3 threads, 1.20 s thread time, 18.0% waiting`.
+/// `3 threads, 1.20 s thread time, 18.0% of it waiting`.
 fn headline(threads: &[ThreadStats]) -> String {
     let (wall, wait) = totals(threads);
     format!(
-        "{} threads, {} thread time, {:.1}% waiting",
-        threads.len(),
+        "{}, {} thread time, {:.1}% of it waiting",
+        count(threads.len() as u64, "thread"),
         duration(wall),
         percent(wait, wall)
     )
@@ -48,15 +48,16 @@ fn write_rest(threads: &[ThreadStats], s: &mut String) {
     let wait: u64 = rest.iter().map(|t| t.wait_ns).sum();
     let _ = writeln!(
         s,
-        "  ... {} more threads: {} in all, {:.1}% waiting (every thread is in the JSON)",
+        "  ... {} more {}: {} in all, {:.1}% of it waiting (every thread is in the JSON)",
         rest.len(),
+        if rest.len() == 1 { "thread" } else { "threads" },
         duration(wall),
         percent(wait, wall)
     );
 }
 
 impl Profile {
-    /// `3 threads, 1.20 s thread time, 18.0% waiting`: the totals at a glance.
+    /// `3 threads, 1.20 s thread time, 18.0% of it waiting`: the totals at a glance.
     pub fn headline(&self) -> String {
         headline(self.thread_views())
     }
@@ -135,10 +136,12 @@ impl Profile {
             let h = &site.durations;
             let _ = writeln!(
                 s,
-                "    episode time: min {}, median {}, p99 {}, max {}",
+                "    durations: min {}, p50 {}, p90 {}, p99 {}, p99.9 {}, max {}",
                 q(h.min()),
                 q(h.quantile(0.5)),
+                q(h.quantile(0.9)),
                 q(h.quantile(0.99)),
+                q(h.quantile(0.999)),
                 q(h.max())
             );
             for c in &site.calls {
@@ -181,15 +184,7 @@ impl Profile {
             let _ = writeln!(s, "{}", wrap(&f.evidence, "    evidence: ", "      "));
             let _ = writeln!(s, "{}", wrap(&f.fix, "    fix: ", "      "));
         }
-        let costs_line = format!(
-            "(costs from {}: spin {}, yield {}, switch {}, timer slack {}, {} cores)",
-            costs.source,
-            duration(costs.spin_ns as u64),
-            duration(costs.yield_ns as u64),
-            duration(costs.switch_ns as u64),
-            duration(costs.timer_slack_ns),
-            costs.cores
-        );
+        let costs_line = format!("(costs from {}: {costs})", costs.source);
         let _ = writeln!(s, "{}", wrap(&costs_line, "  ", "   "));
     }
 
@@ -257,8 +252,8 @@ fn write_thread_counters(threads: &[crate::model::profile::ThreadStats], s: &mut
     );
     let _ = writeln!(
         s,
-        "  {:<28} {:<10} {:>10} {:>11} {:>15} {:>16}",
-        "thread", "source", "voluntary", "involuntary", "in waits", "counter cost"
+        "  {:<24} {:<10} {:>10} {:>11} {:>12} {:>24}",
+        "thread", "source", "voluntary", "involuntary", "in waits", "counter cost (% of wait)"
     );
     for t in threads {
         let w = &t.counters_in_wait;
@@ -270,8 +265,8 @@ fn write_thread_counters(threads: &[crate::model::profile::ThreadStats], s: &mut
         );
         let _ = writeln!(
             s,
-            "  {:<28} {:<10} {:>10} {:>11} {:>15} {:>16}",
-            tail(&t.name, 28),
+            "  {:<24} {:<10} {:>10} {:>11} {:>12} {:>24}",
+            tail(&t.name, 24),
             t.counter_source,
             t.counters.voluntary_switches,
             t.counters.involuntary_switches,

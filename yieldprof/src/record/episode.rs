@@ -111,7 +111,7 @@ impl EpisodeGuard {
             let n = l.data.node(self.node);
             if self.count {
                 bump(&n.episodes, 1);
-                n.durations.record(elapsed);
+                l.data.record_duration(self.node, elapsed);
             }
             bump(&n.wall_ns, elapsed);
             if self.sample != NO_SAMPLE {

@@ -9,7 +9,7 @@ use crate::base::clock;
 use crate::base::fork::ForkMutex;
 use crate::base::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
 use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters, ThreadSnap};
-use crate::model::histogram::AtomicHistogram;
+use crate::model::histogram::{AtomicDurations, AtomicHistogram};
 use crate::model::profile::Profile;
 use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
 use std::cell::Cell;
@@ -37,6 +37,18 @@ pub(crate) struct Node {
     pub(crate) wall_ns: AtomicU64,
     pub(crate) counts: NodeCounts,
     pub(crate) durations: AtomicHistogram,
+    /// Index of this node's frame in the thread's `site_durations`; `NO_DURATIONS` for
+    /// the root, which never closes an episode.
+    site_durations: AtomicU32,
+}
+
+const NO_DURATIONS: u32 = u32::MAX;
+
+/// One frame's fine episode durations on this thread, whatever the stack.
+#[derive(Default)]
+struct SiteDurations {
+    frame: AtomicU32,
+    durations: AtomicDurations,
 }
 
 #[derive(Default)]
@@ -58,6 +70,7 @@ pub(crate) struct ThreadData {
     start_ns: u64,
     nodes: Arena<Node>,
     slots: Arena<Slot>,
+    site_durations: Arena<SiteDurations>,
     overflowed: AtomicU64,
     pub(crate) counters: ThreadCounters,
 }
@@ -78,12 +91,20 @@ impl ThreadData {
             start_ns: clock::now(),
             nodes: Arena::new(max_nodes),
             slots: Arena::new(max_nodes.saturating_mul(2)),
+            // A frame needs a node, so there are never more frames than nodes.
+            site_durations: Arena::new(max_nodes),
             overflowed: AtomicU64::new(0),
             counters: ThreadCounters::default(),
         };
-        for frame in [THREAD_FRAME, OVERFLOW_FRAME] {
-            data.nodes.push(|n| n.frame.store(frame, Relaxed));
-        }
+        data.nodes.push(|n| {
+            n.frame.store(THREAD_FRAME, Relaxed);
+            n.site_durations.store(NO_DURATIONS, Relaxed);
+        });
+        let overflow = data.site_durations_of(OVERFLOW_FRAME);
+        data.nodes.push(|n| {
+            n.frame.store(OVERFLOW_FRAME, Relaxed);
+            n.site_durations.store(overflow, Relaxed);
+        });
         data.slots.push(|s| s.call.store(OVERFLOW_CALL, Relaxed));
         data
     }
@@ -118,10 +139,12 @@ impl ThreadData {
     #[cold]
     fn new_child(&self, parent: u32, key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
         let frame = site::frame_id(key, info);
+        let durations = self.site_durations_of(frame);
         let p = self.node(parent);
         let pushed = self.nodes.push(|n| {
             n.key.store(key, Relaxed);
             n.frame.store(frame, Relaxed);
+            n.site_durations.store(durations, Relaxed);
             n.parent.store(parent, Relaxed);
             n.next_sibling.set(p.first_child.own());
         });
@@ -134,6 +157,29 @@ impl ThreadData {
                 bump(&self.overflowed, 1);
                 OVERFLOW
             }
+        }
+    }
+
+    /// Owner only, on a new node: the index of `frame`'s fine durations, added on the
+    /// frame's first node (a thread meets few frames, so a scan is enough).
+    fn site_durations_of(&self, frame: u32) -> u32 {
+        let known = (0..self.site_durations.len())
+            .find(|&i| self.site_durations.get(i).frame.load(Relaxed) == frame);
+        known.unwrap_or_else(|| {
+            self.site_durations
+                .push(|d| d.frame.store(frame, Relaxed))
+                .unwrap_or(NO_DURATIONS)
+        })
+    }
+
+    /// Owner only: an episode of `node` that lasted `ticks`.
+    #[inline(always)]
+    pub(crate) fn record_duration(&self, node: u32, ticks: u64) {
+        let n = self.node(node);
+        n.durations.record(ticks);
+        let at = n.site_durations.load(Relaxed);
+        if at != NO_DURATIONS {
+            self.site_durations.get(at).durations.record(ticks);
         }
     }
 
@@ -212,6 +258,12 @@ impl ThreadData {
         nodes[ROOT as usize].wall_ns = clock::now().saturating_sub(self.start_ns);
         nodes[ROOT as usize].episodes = 1;
         nodes[ROOT as usize].counts = self.counters.root(nodes[ROOT as usize].wall_ns);
+        let site_durations = (0..self.site_durations.len())
+            .map(|i| {
+                let d = self.site_durations.get(i);
+                (d.frame.load(Relaxed), d.durations.load())
+            })
+            .collect();
         ThreadProfile {
             serial: self.serial,
             tid: self.tid,
@@ -219,6 +271,7 @@ impl ThreadData {
             exited,
             overflowed: self.overflowed.load(Relaxed),
             nodes,
+            site_durations,
             counters: ThreadSnap {
                 run_queue_ns: counters::run_queue_ns(self.tid)
                     .zip(self.run_queue_start)

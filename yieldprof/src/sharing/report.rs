@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::base::site::{self};
-use crate::base::text::{cut, percent, wrap, WIDTH};
+use crate::base::text::{count, cut, percent, wrap, WIDTH};
 use crate::counters::Count;
 use crate::model::profile::Profile;
 
@@ -99,7 +99,31 @@ impl Profile {
              of them between different words"
         );
         let sites = self.site_views();
-        for l in &lines {
+        // Quiet lines say only that nothing happened there: one line for all of them.
+        let quiet: Vec<&LineVerdict> = lines
+            .iter()
+            .filter(|l| l.verdict == Verdict::Quiet)
+            .collect();
+        if !quiet.is_empty() {
+            let fields: Vec<&str> = quiet
+                .iter()
+                .flat_map(|l| l.words.iter().map(|w| w.name.as_str()))
+                .collect();
+            let _ = writeln!(
+                s,
+                "{}",
+                cut(
+                    &format!(
+                        "  {:<13} {}, each < {MIN_INVALIDATIONS} invalidations: {}",
+                        Verdict::Quiet,
+                        count(quiet.len() as u64, "line"),
+                        fields.join(", ")
+                    ),
+                    WIDTH
+                )
+            );
+        }
+        for l in lines.iter().filter(|l| l.verdict != Verdict::Quiet) {
             let pct = percent(l.false_invalidations, l.invalidations);
             let _ = writeln!(
                 s,

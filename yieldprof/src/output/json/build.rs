@@ -122,6 +122,11 @@ impl Profile {
             counters_in_wait: counters(&t.counters_in_wait),
             fragmentation: fragmentation(f),
         });
+        let falsely_shared: Vec<&str> = self
+            .false_sharing_frames()
+            .into_iter()
+            .map(|f| self.frames[f as usize].name.as_str())
+            .collect();
         let sites = self.site_views().iter().map(|s| {
             let h = &s.durations;
             let calls = s.calls.iter().map(|c| Call {
@@ -139,12 +144,15 @@ impl Profile {
                 durations: Durations {
                     min_ns: h.min(),
                     median_ns: h.quantile(0.5),
+                    p90_ns: h.quantile(0.9),
                     p99_ns: h.quantile(0.99),
+                    p999_ns: h.quantile(0.999),
                     max_ns: h.max(),
                 },
                 fragmentation: fragmentation(self.site_fragmentation(s, costs)),
                 counters: counters(&s.counters),
                 calls: calls.collect(),
+                false_sharing: falsely_shared.contains(&s.name.as_str()),
                 file: s.file.to_string(),
                 line: s.line,
                 episodes: s.episodes,
@@ -171,6 +179,7 @@ impl Profile {
                 timer_slack_ns: costs.timer_slack_ns,
                 cores: costs.cores as u64,
                 source: costs.source.to_string(),
+                switch_measured: costs.switch_measured,
             },
             totals: Totals {
                 threads: threads.len() as u64,

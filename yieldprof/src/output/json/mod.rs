@@ -29,7 +29,8 @@
 //!   "run": { "version", "command_line": [ arg, ... ],
 //!            "start": { "secs_since_epoch", "nanos_since_epoch" }, "duration_ns",
 //!            "host": { "cpu_model", "cores", "kernel" } },
-//!   "costs": { "spin_ns", "yield_ns", "switch_ns", "timer_slack_ns", "cores", "source" },
+//!   "costs": { "spin_ns", "yield_ns", "switch_ns", "timer_slack_ns", "cores", "source",
+//!              "switch_measured" },
 //!   "totals": { "threads", "thread_ns", "wait_ns", "wait_share" },
 //!   "findings": [ { "rule", "subject", "location", "evidence", "fix" } ],
 //!   "threads": [ { "name", "tid", "exited", "wall_ns", "wait_ns", "work_ns",
@@ -39,11 +40,11 @@
 //!                  "fragmentation": { "episodes_per_s", "short_share" } } ],
 //!   "sites": [ { "name", "path", "file", "line", "episodes", "wall_ns", "self_ns",
 //!                "spin_ns", "blocked_ns",
-//!                "durations": { "min_ns", "median_ns", "p99_ns", "max_ns" },
+//!                "durations": { "min_ns", "median_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns" },
 //!                "fragmentation": { "episodes_per_s", "short_share" },
 //!                "counters": { <event>: counter, ..., "sampled": n },
 //!                "calls": [ { "kind", "file", "line", "column", "calls", "ns",
-//!                             "per_episode" } ] } ],
+//!                             "per_episode" } ], "false_sharing" } ],
 //!   "sharing": [ { "verdict", "address", "size", "invalidations",
 //!                  "false_invalidations", "contended_invalidations", "sample_every",
 //!                  "words": [ { "offset", "name", "invalidations",
@@ -144,8 +145,12 @@ pub struct Costs {
     pub timer_slack_ns: u64,
     /// Cores the findings assumed.
     pub cores: u64,
-    /// Where the figures come from: `"probe"` or `"quick estimate"`.
+    /// Where the figures come from: `"probe"`, `"probe saved <date> (<path>)"` or
+    /// `"quick estimate"`.
     pub source: String,
+    /// Whether `switch_ns` was measured; else it is the 1 µs default.
+    #[serde(default)]
+    pub switch_measured: bool,
 }
 
 /// Time summed over every thread.
@@ -273,19 +278,26 @@ pub struct Site {
     pub counters: Counters,
     /// Calls per call site, ordered by line.
     pub calls: Vec<Call>,
+    /// It spins on a FALSE or MIXED line (see `sharing`); drawn purple in the flame graph.
+    #[serde(default)]
+    pub false_sharing: bool,
 }
 
 /// Episode durations of a site (nested frames included); `null` without episodes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Durations {
-    /// The shortest.
+    /// The shortest (exact).
     pub min_ns: Option<u64>,
-    /// The median, to the histogram's resolution.
+    /// The median, within 1.6 % ([`crate::report::Histogram::quantile`]).
     pub median_ns: Option<u64>,
-    /// The 99th percentile, to the histogram's resolution.
+    /// The 90th percentile, within 1.6 %.
+    pub p90_ns: Option<u64>,
+    /// The 99th percentile, within 1.6 %.
     pub p99_ns: Option<u64>,
-    /// The longest.
+    /// The 99.9th percentile, within 1.6 %.
+    pub p999_ns: Option<u64>,
+    /// The longest (exact).
     pub max_ns: Option<u64>,
 }
 

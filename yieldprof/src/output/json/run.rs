@@ -3,7 +3,7 @@
 //! metadata.
 
 use super::{Host, Run};
-use std::ffi::CStr;
+use crate::base::host::HostId;
 use std::time::{Duration, SystemTime};
 
 impl Run {
@@ -25,14 +25,11 @@ impl Run {
 
 impl Host {
     fn current() -> Host {
+        let id = HostId::current();
         Host {
-            cpu_model: std::fs::read_to_string("/proc/cpuinfo")
-                .ok()
-                .and_then(|t| cpu_model(&t)),
-            cores: std::thread::available_parallelism()
-                .ok()
-                .map(|n| n.get() as u64),
-            kernel: kernel_release(),
+            cpu_model: id.cpu_model,
+            cores: id.cores,
+            kernel: id.kernel,
         }
     }
 }
@@ -63,27 +60,6 @@ fn start_ticks(stat: &str) -> Option<u64> {
     let (_, after_name) = stat.rsplit_once(')')?;
     // `after_name` starts at field 3.
     after_name.split_whitespace().nth(22 - 3)?.parse().ok()
-}
-
-/// The first `model name` in `/proc/cpuinfo` (every core repeats it).
-fn cpu_model(cpuinfo: &str) -> Option<String> {
-    cpuinfo.lines().find_map(|l| {
-        let (key, value) = l.split_once(':')?;
-        (key.trim() == "model name").then(|| value.trim().to_string())
-    })
-}
-
-/// `uname -r`.
-fn kernel_release() -> Option<String> {
-    // SAFETY: `utsname` is plain C arrays, for which all zeroes is a valid value.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `u` is a valid, writable utsname.
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return None;
-    }
-    let bytes = u.release.map(|c| c as u8);
-    let release = CStr::from_bytes_until_nul(&bytes).ok()?;
-    Some(release.to_string_lossy().into_owned())
 }
 
 #[cfg(test)]
@@ -148,13 +124,5 @@ mod tests {
         assert_eq!(start_ticks(stat), Some(4242));
         assert_eq!(start_ticks("garbage"), None);
         assert_eq!(start_ticks("1 (short) S 1"), None);
-    }
-
-    #[test]
-    fn the_cpu_model_is_the_first_model_name() {
-        let cpuinfo = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel\t\t: 1\n\
-                       model name\t: AMD EPYC 7B13\n\nprocessor\t: 1\nmodel name\t: other\n";
-        assert_eq!(cpu_model(cpuinfo).as_deref(), Some("AMD EPYC 7B13"));
-        assert_eq!(cpu_model("processor\t: 0\nBogoMIPS\t: 50.00\n"), None);
     }
 }

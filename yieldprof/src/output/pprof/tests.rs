@@ -57,6 +57,7 @@ fn sample_profile() -> Profile {
             exited: false,
             overflowed: 0,
             nodes: vec![root, node(1, 0, 0, 0), node(2, 0, 2, 6_000 * scale), wait],
+            site_durations: Vec::new(),
             counters: Default::default(),
         }
     };
