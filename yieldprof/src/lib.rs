@@ -213,6 +213,12 @@ pub mod __private {
     pub use crate::record::tracing_bridge::{enter, instrument, TracedEpisode};
     pub use crate::sharing::layout::{assert_separate_lines, size_of_field};
 
+    /// Test hook: every perf group opened from now on fails with `errno`, for the
+    /// refusals a test cannot cause for real. Call it before anything records.
+    pub fn fail_perf_groups(errno: i32) {
+        crate::counters::fail_perf_groups(errno);
+    }
+
     /// The body of `assert_budget!`.
     #[track_caller]
     pub fn assert_budget(report: &crate::Profile, budget: &crate::budget::Budget) {

@@ -216,11 +216,7 @@ pub(crate) fn register(addr: usize, size: usize, name: &str) {
     let size = size.max(1);
     let mut r = watched_lines();
     if SAMPLE_EVERY.load(Relaxed) == 0 {
-        let every = std::env::var("YIELDPROF_WATCH_SAMPLE")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(DEFAULT_WATCH_SAMPLING);
-        set_watch_sampling(every);
+        set_watch_sampling(crate::config::settings().watch_sample);
     }
     // What was counted on these lines belongs to whatever was watched there before.
     let lines: Vec<usize> = lines_of(addr, size).collect();
