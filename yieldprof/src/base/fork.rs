@@ -20,7 +20,9 @@
 //!   in the child its perf figures are not its own (getrusage ones are). Threads the
 //!   child starts open their own.
 
+use crate::base::reentry::Inside;
 use std::cell::UnsafeCell;
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -38,9 +40,9 @@ pub(crate) fn is_child() -> bool {
 /// child after running `in_child` on the value).
 pub(crate) struct ForkMutex<T: 'static> {
     mutex: Mutex<T>,
-    /// The guard the forking thread holds from prepare until the fork returns. Only
+    /// The lock the forking thread holds from prepare until the fork returns. Only
     /// the thread holding `mutex` touches it.
-    held: UnsafeCell<Option<MutexGuard<'static, T>>>,
+    held: UnsafeCell<Option<Locked<T>>>,
     /// On the list the handlers walk.
     listed: AtomicBool,
     in_child: fn(&mut T),
@@ -62,24 +64,54 @@ impl<T: Send> ForkMutex<T> {
         }
     }
 
-    /// Locks it. Every update leaves the value consistent, so a lock poisoned by a
-    /// panic is still usable.
-    pub(crate) fn lock(&'static self) -> MutexGuard<'static, T> {
+    /// Locks it, marking the thread as inside yieldprof while it holds it (an entry
+    /// from a signal handler then skips instead of waiting for it forever). Every
+    /// update leaves the value consistent, so a lock poisoned by a panic is still
+    /// usable.
+    pub(crate) fn lock(&'static self) -> Locked<T> {
         if !self.listed.load(Ordering::Acquire) {
             self.list();
         }
-        self.mutex.lock().unwrap_or_else(PoisonError::into_inner)
+        self.locked()
+    }
+
+    fn locked(&'static self) -> Locked<T> {
+        let inside = Inside::mark();
+        Locked {
+            guard: self.mutex.lock().unwrap_or_else(PoisonError::into_inner),
+            _inside: inside,
+        }
     }
 
     #[cold]
     fn list(&'static self) {
-        let mut list = LIST.mutex.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut list = LIST.locked();
         install(&mut list);
         // Checked again under the list's lock: two threads may race here.
         if !self.listed.load(Ordering::Relaxed) {
             list.locks.push(self);
             self.listed.store(true, Ordering::Release);
         }
+    }
+}
+
+/// A held [`ForkMutex`].
+pub(crate) struct Locked<T: 'static> {
+    guard: MutexGuard<'static, T>,
+    // Dropped after `guard`: the thread stays marked until the lock is released.
+    _inside: Inside,
+}
+
+impl<T> Deref for Locked<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T> DerefMut for Locked<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
     }
 }
 
@@ -91,9 +123,9 @@ trait Hold: Sync {
 
 impl<T: Send> Hold for ForkMutex<T> {
     fn hold(&'static self) {
-        let guard = self.mutex.lock().unwrap_or_else(PoisonError::into_inner);
+        let locked = self.locked();
         // SAFETY: this thread holds `mutex`, which alone gives access to `held`.
-        unsafe { *self.held.get() = Some(guard) };
+        unsafe { *self.held.get() = Some(locked) };
     }
 
     fn release(&'static self, in_child: bool) {
@@ -101,7 +133,7 @@ impl<T: Send> Hold for ForkMutex<T> {
         let guard = unsafe { (*self.held.get()).take() };
         if let Some(mut guard) = guard {
             if in_child {
-                (self.in_child)(&mut guard);
+                (self.in_child)(&mut *guard);
             }
         }
     }
@@ -169,5 +201,5 @@ fn install(list: &mut Listed) {
 /// Installs the handlers now, so that a child forked before anything is recorded
 /// knows it is one ([`is_child`]).
 pub(crate) fn install_handlers() {
-    install(&mut LIST.mutex.lock().unwrap_or_else(PoisonError::into_inner));
+    install(&mut LIST.locked());
 }

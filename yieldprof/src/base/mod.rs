@@ -6,5 +6,6 @@ pub(crate) mod arena;
 pub(crate) mod clock;
 pub(crate) mod fork;
 pub(crate) mod host;
+pub(crate) mod reentry;
 pub(crate) mod site;
 pub(crate) mod text;

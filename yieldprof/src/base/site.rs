@@ -1,7 +1,7 @@
 //! Static descriptions of wait sites, call sites and business frames, and the
 //! process-wide table that gives each a small id the first time it is seen.
 
-use crate::base::fork::ForkMutex;
+use crate::base::fork::{ForkMutex, Locked};
 use std::collections::BTreeMap;
 
 /// What a rewritten call does while it waits.
@@ -217,7 +217,7 @@ impl Table {
     }
 }
 
-fn lock() -> std::sync::MutexGuard<'static, Table> {
+fn lock() -> Locked<Table> {
     // Built in place, not in a `OnceLock`: a fork during its first use would leave
     // the child waiting on it (see `fork`).
     static TABLE: ForkMutex<Table> = ForkMutex::new(

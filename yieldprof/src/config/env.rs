@@ -6,6 +6,7 @@
 //! used instead; an empty value counts as unset.
 
 use super::values::{parse_switch, CounterSampling, Metric};
+use crate::base::reentry::Inside;
 use std::ffi::OsString;
 use std::fmt::Display;
 use std::path::PathBuf;
@@ -60,6 +61,9 @@ pub(crate) struct Settings {
 pub(crate) fn settings() -> &'static Settings {
     static SETTINGS: LazyLock<Settings> =
         LazyLock::new(|| Settings::read(|name| std::env::var_os(name), |line| eprintln!("{line}")));
+    // Marked while it may be reading: a signal handler's entry then does not wait for
+    // this first read to end (see `enabled`).
+    let _inside = Inside::mark();
     &SETTINGS
 }
 

@@ -11,6 +11,7 @@ mod values;
 pub(crate) use env::*;
 pub use values::{CounterSampling, Metric};
 
+use crate::base::reentry;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 const UNKNOWN: u8 = 0;
@@ -34,6 +35,12 @@ pub(crate) fn enabled() -> bool {
 
 #[cold]
 fn enabled_from_env() -> bool {
+    // Interrupting yieldprof (maybe this very first read) on its thread: skipped
+    // rather than wait for it.
+    if reentry::is_inside() {
+        reentry::skip();
+        return false;
+    }
     let on = settings().enabled;
     // Not over a value `set_enabled` stored meanwhile.
     let _ = STATE.compare_exchange(

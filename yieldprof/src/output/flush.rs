@@ -8,13 +8,13 @@
 //! fatal signal and `panic = "abort"` run neither: flush earlier, or use continuous
 //! mode ([`Options::snapshot_every`]).
 
-use crate::base::fork::ForkMutex;
+use crate::base::fork::{ForkMutex, Locked};
 use crate::output::files::{write_profile, WriteError};
 use crate::output::options::{options_here, Options};
 use crate::record::thread::snapshot;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{MutexGuard, Once};
+use std::sync::Once;
 
 /// A guard alive in some process: what [`flush`] and the exit hook write.
 struct Active {
@@ -23,7 +23,7 @@ struct Active {
     opts: Options,
 }
 
-fn active() -> MutexGuard<'static, Vec<Active>> {
+fn active() -> Locked<Vec<Active>> {
     static ACTIVE: ForkMutex<Vec<Active>> = ForkMutex::new(Vec::new(), |_| ());
     ACTIVE.lock()
 }

@@ -55,7 +55,7 @@ impl EpisodeGuard {
             return EpisodeGuard::INACTIVE;
         }
         // A match, not `unwrap_or`: that would build and drop a second guard.
-        let opened = thread::with(|l| {
+        let opened = thread::enter(|l| {
             let prev = l.current.get();
             let node = l.data.child(prev, key, info);
             l.current.set(node);
@@ -177,7 +177,7 @@ impl Site {
 
 #[inline(always)]
 fn record(key: usize, site: Site, ns: u64) {
-    thread::with(|l| {
+    thread::enter(|l| {
         let d = &l.data;
         let s = d.slot_of(l.current.get(), key, || site.info());
         bump(&s.calls, 1);

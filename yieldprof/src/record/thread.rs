@@ -6,7 +6,8 @@
 
 use crate::base::arena::{bump, Arena, Link};
 use crate::base::clock;
-use crate::base::fork::ForkMutex;
+use crate::base::fork::{ForkMutex, Locked};
+use crate::base::reentry::{self, Inside};
 use crate::base::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
 use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters, ThreadSnap};
 use crate::model::histogram::{AtomicDurations, AtomicHistogram};
@@ -14,7 +15,7 @@ use crate::model::profile::Profile;
 use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 
 /// Index of a thread's root node; also "no node" in child and sibling links, since
 /// the root is never anyone's child.
@@ -72,6 +73,9 @@ pub(crate) struct ThreadData {
     slots: Arena<Slot>,
     site_durations: Arena<SiteDurations>,
     overflowed: AtomicU64,
+    /// Entries skipped because they interrupted yieldprof on this thread (a signal
+    /// handler): the thread's running total, published by the thread itself.
+    reentries_skipped: AtomicU64,
     pub(crate) counters: ThreadCounters,
 }
 
@@ -94,6 +98,7 @@ impl ThreadData {
             // A frame needs a node, so there are never more frames than nodes.
             site_durations: Arena::new(max_nodes),
             overflowed: AtomicU64::new(0),
+            reentries_skipped: AtomicU64::new(0),
             counters: ThreadCounters::default(),
         };
         data.nodes.push(|n| {
@@ -270,6 +275,8 @@ impl ThreadData {
             name: self.name.clone(),
             exited,
             overflowed: self.overflowed.load(Relaxed),
+            reentries_skipped: self.reentries_skipped.load(Relaxed),
+            entries_after_exit: 0,
             nodes,
             site_durations,
             counters: ThreadSnap {
@@ -293,6 +300,7 @@ pub(crate) struct Local {
 impl Drop for Local {
     fn drop(&mut self) {
         self.counters.refresh(&self.data.counters);
+        publish_skipped(&self.data);
         let done = self.data.snapshot(true);
         let mut r = registry();
         r.live.retain(|t| !Arc::ptr_eq(t, &self.data));
@@ -304,6 +312,9 @@ thread_local! {
     static LOCAL: Local = register();
     /// This thread's serial once registered (0 before): readable without registering.
     static SERIAL: Cell<u64> = const { Cell::new(0) };
+    /// How many of this thread's skipped entries (`reentry::skipped`) are in its
+    /// `ThreadData`.
+    static PUBLISHED: Cell<u64> = const { Cell::new(0) };
 }
 
 fn register() -> Local {
@@ -324,10 +335,69 @@ fn register() -> Local {
     }
 }
 
-/// Runs `f` on this thread's state; `None` while the thread is being torn down.
+/// Why this thread's state could not be used.
+enum Missed {
+    /// The call interrupted yieldprof's own code on this thread (a signal handler, an
+    /// allocator calling back): its state is in use.
+    Reentered,
+    /// The thread's state is gone: a thread-local destructor or `atexit` handler ran
+    /// after yieldprof's.
+    TornDown,
+}
+
+#[inline(always)]
+fn guarded<R>(f: impl FnOnce(&Local) -> R) -> Result<R, Missed> {
+    let Some(_inside) = Inside::enter() else {
+        return Err(Missed::Reentered);
+    };
+    LOCAL.try_with(f).map_err(|_| Missed::TornDown)
+}
+
+/// Runs `f` on this thread's state; `None` while the thread is being torn down or when
+/// the call interrupted yieldprof on this thread.
 #[inline(always)]
 pub(crate) fn with<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
-    LOCAL.try_with(f).ok()
+    guarded(f).ok()
+}
+
+/// As [`with`], for an entry (a frame or a call): one that cannot be recorded is
+/// counted, as skipped or as after the thread's exit.
+#[inline(always)]
+pub(crate) fn enter<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
+    match guarded(|l| {
+        if reentry::skipped() != PUBLISHED.get() {
+            publish_skipped(&l.data);
+        }
+        f(l)
+    }) {
+        Ok(r) => Some(r),
+        Err(Missed::Reentered) => {
+            reentry::skip();
+            None
+        }
+        Err(Missed::TornDown) => {
+            after_exit();
+            None
+        }
+    }
+}
+
+/// Owner only: makes this thread's skipped entries visible to reports.
+fn publish_skipped(data: &ThreadData) {
+    let skipped = reentry::skipped();
+    data.reentries_skipped.store(skipped, Relaxed);
+    PUBLISHED.set(skipped);
+}
+
+/// Counts an entry on a thread whose state is gone into its exited profile.
+#[cold]
+fn after_exit() {
+    let serial = SERIAL.get();
+    let mut r = registry();
+    // Threads kept merged per name (past `MAX_EXITED_THREADS`) have no serial left.
+    if let Some(t) = r.exited.iter_mut().rev().find(|t| t.serial == serial) {
+        t.entries_after_exit += 1;
+    }
 }
 
 #[derive(Default)]
@@ -384,7 +454,7 @@ impl Registry {
     }
 }
 
-fn registry() -> MutexGuard<'static, Registry> {
+fn registry() -> Locked<Registry> {
     static REGISTRY: ForkMutex<Registry> = ForkMutex::new(
         Registry {
             next_serial: 0,

@@ -448,7 +448,11 @@ pub(crate) fn record(addr: usize, write: bool) {
 pub(super) fn is_wait_frame(frame: u32) -> bool {
     WAIT_FRAMES
         .try_with(|known| {
-            let mut known = known.borrow_mut();
+            // Borrowed already: this access interrupted the refresh below (a signal
+            // handler); it does not count as a wait-site read.
+            let Ok(mut known) = known.try_borrow_mut() else {
+                return false;
+            };
             if frame as usize >= known.len() {
                 // A frame id this thread has not met: refresh from the table (once per
                 // new frame per thread).

@@ -1,9 +1,8 @@
 //! Watched lines: the registered ranges and their names, and the records of lines no longer watched.
 
 use super::*;
-use crate::base::fork::ForkMutex;
+use crate::base::fork::{ForkMutex, Locked};
 use std::sync::atomic::Ordering::{Relaxed, Release};
-use std::sync::MutexGuard;
 
 #[derive(Clone, Debug)]
 pub(super) struct Field {
@@ -57,7 +56,7 @@ pub(super) struct WatchedLines {
     pub(super) warned_full: bool,
 }
 
-pub(super) fn watched_lines() -> MutexGuard<'static, WatchedLines> {
+pub(super) fn watched_lines() -> Locked<WatchedLines> {
     static WATCHED_LINES: ForkMutex<WatchedLines> = ForkMutex::new(
         WatchedLines {
             fields: Vec::new(),
