@@ -58,6 +58,7 @@ impl EpisodeGuard {
         let opened = thread::enter(|l| {
             let prev = l.current.get();
             let node = l.data.child(prev, key, info);
+            l.data.opened(node);
             l.current.set(node);
             // Read before the clock starts, so the episode's wall excludes the read.
             let sample = if wait && l.counters.wants_sample() {
@@ -120,7 +121,8 @@ impl EpisodeGuard {
             } else if self.wait {
                 l.counters.earn(elapsed);
             }
-            l.current.set(self.prev);
+            l.current
+                .set(l.data.closed(self.node, self.prev, l.current.get()));
         });
     }
 }
@@ -247,18 +249,38 @@ pub(crate) fn call_at(kind: Kind, loc: &'static Location<'static>) -> CallGuard 
     )
 }
 
-/// An `async fn` wait episode: each poll is timed as part of it (time between polls
-/// belongs to whoever runs then), and the episode counts once, when it completes.
+/// An `async fn` wait episode, or a business frame over a future: each poll is timed
+/// as part of it (time between polls belongs to whoever runs then), and the frame
+/// counts once, when the future completes. Open only while polled, so other tasks the
+/// thread runs meanwhile are not inside it.
 #[doc(hidden)]
 pub struct Instrumented<F> {
-    site: &'static EpisodeSite,
+    frame: Frame,
     inner: F,
+}
+
+#[derive(Clone, Copy)]
+enum Frame {
+    Wait(&'static EpisodeSite),
+    Work(&'static WorkSite),
 }
 
 /// Wraps the body of an `async fn` annotated with `#[instrument_wait]`.
 #[doc(hidden)]
 pub fn instrument<F: Future>(site: &'static EpisodeSite, inner: F) -> Instrumented<F> {
-    Instrumented { site, inner }
+    Instrumented {
+        frame: Frame::Wait(site),
+        inner,
+    }
+}
+
+/// Wraps the future of `frame!(name, future)`.
+#[doc(hidden)]
+pub fn framed<F: Future>(site: &'static WorkSite, inner: F) -> Instrumented<F> {
+    Instrumented {
+        frame: Frame::Work(site),
+        inner,
+    }
 }
 
 impl<F: Future> Future for Instrumented<F> {
@@ -268,7 +290,10 @@ impl<F: Future> Future for Instrumented<F> {
         // SAFETY: `inner` is structurally pinned: never moved out of `self`, and
         // `Instrumented` has no Drop or Unpin impl of its own that could move it.
         let this = unsafe { self.get_unchecked_mut() };
-        let mut guard = enter(this.site);
+        let mut guard = match this.frame {
+            Frame::Wait(site) => enter(site),
+            Frame::Work(site) => enter_work(site),
+        };
         guard.count = false;
         // SAFETY: see above.
         let out = unsafe { Pin::new_unchecked(&mut this.inner) }.poll(cx);

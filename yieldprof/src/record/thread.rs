@@ -34,6 +34,9 @@ pub(crate) struct Node {
     first_child: Link,
     next_sibling: Link,
     first_slot: Link,
+    /// Frames open on this node now (owner only): more than one when frames held
+    /// across `.await` interleave on the thread.
+    open: AtomicU32,
     pub(crate) episodes: AtomicU64,
     pub(crate) wall_ns: AtomicU64,
     pub(crate) counts: NodeCounts,
@@ -186,6 +189,33 @@ impl ThreadData {
         if at != NO_DURATIONS {
             self.site_durations.get(at).durations.record(ticks);
         }
+    }
+
+    /// A frame on `node` opened.
+    #[inline(always)]
+    pub(crate) fn opened(&self, node: u32) {
+        let n = &self.node(node).open;
+        n.store(n.load(Relaxed).wrapping_add(1), Relaxed);
+    }
+
+    /// A frame on `node`, opened under `prev`, closed while `current` was this thread's
+    /// current node: the current node after it. In order, the innermost frame still
+    /// open above `node`. Out of order (a frame held across `.await`, closed while a
+    /// frame another task opened inside it is still open) the current node stays:
+    /// that frame is still running, and restoring `prev` would leave a closed frame
+    /// current on the thread for good.
+    #[inline(always)]
+    pub(crate) fn closed(&self, node: u32, prev: u32, current: u32) -> u32 {
+        let n = &self.node(node).open;
+        n.store(n.load(Relaxed).saturating_sub(1), Relaxed);
+        if current != node {
+            return current;
+        }
+        let mut i = prev;
+        while i != ROOT && self.node(i).open.load(Relaxed) == 0 {
+            i = self.node(i).parent.load(Relaxed);
+        }
+        i
     }
 
     /// The slot of `node` for the call site at `key`.
