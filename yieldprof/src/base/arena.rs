@@ -22,7 +22,7 @@ use loom_cell::OnceLock;
 
 /// Elements in the first segment; segment `k` holds `CHUNK << k`.
 #[cfg(not(loom))]
-const CHUNK: usize = 64;
+const CHUNK: usize = 8;
 #[cfg(loom)]
 const CHUNK: usize = 2;
 /// Segments enough for every `u32` index: they hold `CHUNK × (2^SEGMENTS − 1)`.
@@ -172,7 +172,7 @@ mod tests {
         assert_eq!(a.push(|_| ()), None);
         assert_eq!(a.len(), 100);
         assert_eq!(a.get(99).load(Ordering::Relaxed), 99);
-        assert_eq!(a.get(64).load(Ordering::Relaxed), 64);
+        assert_eq!(a.get(56).load(Ordering::Relaxed), 56);
     }
 
     #[test]
@@ -188,12 +188,13 @@ mod tests {
         for n in 0..200 {
             a.push(|v| v.store(n, Ordering::Relaxed));
         }
-        assert_eq!(sizes(&a), [64, 128, 256]);
-        assert_eq!(a.get(191).load(Ordering::Relaxed), 191);
+        assert_eq!(sizes(&a), [8, 16, 32, 64, 128]);
+        assert_eq!(a.get(119).load(Ordering::Relaxed), 119);
+        assert_eq!(a.get(120).load(Ordering::Relaxed), 120);
         assert_eq!(a.get(199).load(Ordering::Relaxed), 199);
         let capped: Arena<AtomicU64> = Arena::new(100);
         while capped.push(|_| ()).is_some() {}
-        assert_eq!(sizes(&capped), [64, 36]);
+        assert_eq!(sizes(&capped), [8, 16, 32, 44]);
         // The last index a `u32` cap allows is in the last segment.
         assert_eq!(locate(u32::MAX - 1).0, SEGMENTS - 1);
     }

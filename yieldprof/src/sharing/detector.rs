@@ -237,11 +237,6 @@ pub(super) fn encode(e: [Entry; 2]) -> u64 {
     e[0].bits() | e[1].bits() << 32
 }
 
-/// A thread's 16-bit name in histories; never 0 (the empty entry).
-pub(super) fn tid16(serial: u64) -> u16 {
-    (serial.wrapping_sub(1) % 0xffff + 1) as u16
-}
-
 impl Meta {
     const fn new() -> Meta {
         Meta {
@@ -480,7 +475,7 @@ pub(super) fn track(addr: usize, write: bool) {
     if !write && frame != THREAD_FRAME && is_wait_frame(frame) {
         counts.note_frame(frame, owned);
     }
-    let tid = tid16(serial);
+    let tid = ids::mine();
     let (pending_slot, pending) = PENDING.get();
     let pending = if pending_slot == i as u32 + 1 {
         pending

@@ -65,6 +65,7 @@
 //! that thread's follows it, is not published.
 
 mod detector;
+mod ids;
 pub(crate) mod layout;
 mod lines;
 mod report;
