@@ -2,6 +2,7 @@
 //! process-wide table that gives each a small id the first time it is seen.
 
 use crate::base::fork::{ForkMutex, Locked};
+use crate::base::text::host_name;
 use std::collections::BTreeMap;
 
 /// What a rewritten call does while it waits.
@@ -272,15 +273,12 @@ pub(crate) fn tables() -> (Vec<FrameInfo>, Vec<CallInfo>) {
 
 impl EpisodeSite {
     pub(crate) fn info(&self) -> FrameInfo {
-        let name = match self.name {
-            Some(n) => n.to_string(),
-            None => {
-                // `module_path!()` starts with the crate name; keep the module's last
-                // segment so frames read `module::fn` and stay short in the graph.
-                let module = self.module.rsplit("::").next().unwrap_or(self.module);
-                format!("{module}::{}", self.function)
-            }
-        };
+        let name = self.name.and_then(host_name).unwrap_or_else(|| {
+            // `module_path!()` starts with the crate name; keep the module's last
+            // segment so frames read `module::fn` and stay short in the graph.
+            let module = self.module.rsplit("::").next().unwrap_or(self.module);
+            format!("{module}::{}", self.function)
+        });
         FrameInfo {
             kind: FrameKind::Wait,
             name,
@@ -294,10 +292,12 @@ impl EpisodeSite {
 
 impl WorkSite {
     pub(crate) fn info(&self) -> FrameInfo {
+        // A blank name (`frame!("")`, a nameless span) goes by where it was opened.
+        let name = host_name(self.name).unwrap_or_else(|| format!("{}:{}", self.file, self.line));
         FrameInfo {
             kind: FrameKind::Work,
-            name: self.name.to_string(),
-            path: self.name.to_string(),
+            path: name.clone(),
+            name,
             file: self.file,
             line: self.line,
             budget: &[],

@@ -9,6 +9,7 @@ use crate::base::clock;
 use crate::base::fork::{ForkMutex, Locked};
 use crate::base::reentry::{self, Inside};
 use crate::base::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
+use crate::base::text::host_name;
 use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters, ThreadSnap};
 use crate::model::histogram::{AtomicDurations, AtomicHistogram};
 use crate::model::profile::Profile;
@@ -84,10 +85,10 @@ pub(crate) struct ThreadData {
 
 impl ThreadData {
     fn new(serial: u64, max_nodes: u32) -> Self {
-        let name = match std::thread::current().name() {
-            Some(n) => n.to_string(),
-            None => format!("thread-{serial}"),
-        };
+        let name = std::thread::current()
+            .name()
+            .and_then(host_name)
+            .unwrap_or_else(|| format!("thread-{serial}"));
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
         let data = ThreadData {
