@@ -54,6 +54,13 @@ impl EpisodeGuard {
         if !on() {
             return EpisodeGuard::INACTIVE;
         }
+        EpisodeGuard::open_here(key, wait, info)
+    }
+
+    /// Out of line: the annotated function's own stack frame holds only the guard,
+    /// not this path's locals, which a deep recursion would pay for at every level.
+    #[inline(never)]
+    fn open_here(key: usize, wait: bool, info: impl FnOnce() -> FrameInfo) -> EpisodeGuard {
         // A match, not `unwrap_or`: that would build and drop a second guard.
         let opened = thread::enter(|l| {
             let prev = l.current.get();
@@ -93,7 +100,8 @@ impl EpisodeGuard {
 }
 
 impl Drop for EpisodeGuard {
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline(never))]
     fn drop(&mut self) {
         // Only the check is inlined at every call site, so an inactive guard (recording
         // off) costs a compare and nothing else.
@@ -129,7 +137,8 @@ impl EpisodeGuard {
 
 /// Opens a wait episode for an `#[instrument_wait]` function.
 #[doc(hidden)]
-#[inline(always)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+#[cfg_attr(debug_assertions, inline(never))]
 pub fn enter(site: &'static EpisodeSite) -> EpisodeGuard {
     EpisodeGuard::open(site as *const EpisodeSite as usize, true, || site.info())
 }
