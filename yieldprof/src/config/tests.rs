@@ -133,7 +133,7 @@ fn metrics_views_and_sampling_name_what_they_drop() {
     assert_eq!(
         lines,
         [
-            r#"yieldprof: YIELDPROF_VIEWS="calls, cycles,SWITCHES,,x" has cycles, x, not wall, calls or switches; using calls,switches"#,
+            r#"yieldprof: YIELDPROF_VIEWS="calls, cycles,SWITCHES,,x" has "cycles", "x", not wall, calls or switches; using calls,switches"#,
             r#"yieldprof: YIELDPROF_COUNTERS_EVERY="sometimes" is not auto, off or a number of episodes; using auto"#,
         ]
     );
