@@ -64,6 +64,7 @@
 //! change of meaning gets a new schema string.
 
 mod build;
+mod check;
 mod run;
 
 use serde::{Deserialize, Serialize};
