@@ -183,6 +183,7 @@ pub mod report {
     pub use crate::base::site::{CallInfo, FrameInfo, FrameKind};
     pub use crate::model::histogram::Histogram;
     pub use crate::model::profile::{CallStats, SiteStats, ThreadStats};
+    pub use crate::output::compare::{compare, Change, Comparison, Row};
     pub use crate::output::diff::{diff, parse_folded, DiffError, Malformed};
     pub use crate::output::files::WriteError;
     pub use crate::output::fold::Metric;
