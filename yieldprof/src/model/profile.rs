@@ -137,7 +137,8 @@ pub struct ThreadStats {
     /// Time the thread spent reading its counters.
     pub counter_overhead_ns: u64,
     /// Time it was runnable but waited for a CPU (the kernel's schedstat), since it
-    /// first recorded; `None` where the kernel does not say.
+    /// first recorded, at most its wall time (the kernel credits a wait when the thread
+    /// next runs); `None` where the kernel does not say.
     pub run_queue_ns: Option<u64>,
 }
 
@@ -285,7 +286,11 @@ impl Profile {
                     counters_in_wait,
                     counter_source: t.counters.source,
                     counter_overhead_ns: t.counters.overhead_ns,
-                    run_queue_ns: t.counters.run_queue_ns,
+                    // The kernel credits a run-queue wait when the thread next runs, so
+                    // a wait begun before the thread's first event can land in its
+                    // window (seen: 3.5 ms queued in a 0.2 ms life): never more than
+                    // the thread's wall time.
+                    run_queue_ns: t.counters.run_queue_ns.map(|q| q.min(wall_ns)),
                 }
             })
             .collect()
