@@ -90,10 +90,12 @@
 
 mod attr;
 mod budget;
+mod calls;
 mod expand;
 mod item;
 mod parse;
 mod rewrite;
+mod wait;
 
 use proc_macro::TokenStream;
 
@@ -111,4 +113,12 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn instrument_wait(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::instrument_wait(args.into(), item.into()).into()
+}
+
+/// The body of `yieldprof::wait!(kind, expr)`, which passes its own path first:
+/// `wait_call!($crate; kind, expr)`. Not a public API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn wait_call(input: TokenStream) -> TokenStream {
+    wait::wait(input.into()).into()
 }

@@ -204,7 +204,7 @@ pub mod __private {
     pub use crate::base::site::Limit;
     pub use crate::base::site::{CallSite, EpisodeSite, Kind, WorkSite};
     pub use crate::record::episode::{
-        call, count, enter_work, CallGuard, EpisodeGuard, Instrumented,
+        call, count, enter_work, timed, CallGuard, EpisodeGuard, Instrumented,
     };
     #[cfg(not(feature = "tracing"))]
     pub use crate::record::episode::{enter, instrument};
@@ -212,6 +212,7 @@ pub mod __private {
     #[cfg(feature = "tracing")]
     pub use crate::record::tracing_bridge::{enter, instrument, TracedEpisode};
     pub use crate::sharing::layout::{assert_separate_lines, size_of_field};
+    pub use yieldprof_macros::wait_call;
 
     /// The body of `assert_budget!`.
     #[track_caller]

@@ -29,6 +29,7 @@ pub(crate) const N: usize = 10;
 
 mod availability;
 mod events;
+mod exact;
 mod fds;
 mod local;
 mod machine;
@@ -37,10 +38,13 @@ mod sampling;
 mod snap;
 #[cfg(test)]
 mod tests;
+mod userpage;
 mod values;
 
 pub use availability::*;
 pub use events::*;
+pub use exact::SplitMethod;
+pub(crate) use exact::{parse_run_delay, Delta, Exact, Mark};
 pub(crate) use fds::*;
 pub(crate) use local::*;
 pub use machine::*;

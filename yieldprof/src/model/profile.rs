@@ -1,232 +1,12 @@
-//! Copies of what was recorded, and the per-site and per-thread views of them.
+//! Everything recorded, as one [`Profile`], and the per-site and per-thread views of it.
 
-use crate::base::clock;
 use crate::base::site::Limit;
 use crate::base::site::{CallInfo, FrameInfo, FrameKind, Kind};
-use crate::counters::{Acc, Count, CounterEvent, CounterSource, Counters, NodeSnap, ThreadSnap};
+use crate::counters::{Acc, CounterSource, Counters, SplitMethod, TimeSplit};
 use crate::model::histogram::Histogram;
-use std::collections::HashMap;
+use crate::model::own::OwnTime;
+use crate::model::thread::ThreadProfile;
 use std::sync::OnceLock;
-
-/// One calling-context-tree node as copied out of a thread.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct NodeStats {
-    pub(crate) frame: u32,
-    pub(crate) parent: u32,
-    pub(crate) episodes: u64,
-    pub(crate) wall_ns: u64,
-    pub(crate) durations: Histogram,
-    pub(crate) counts: NodeSnap,
-    pub(crate) slots: Vec<SlotStats>,
-}
-
-#[derive(Clone, Debug, Default)]
-pub(crate) struct SlotStats {
-    pub(crate) call: u32,
-    pub(crate) calls: u64,
-    pub(crate) ns: u64,
-}
-
-/// One thread's tree. Node 0 is the thread root, node 1 `[overflow]`; a node's parent
-/// always has a lower index.
-#[derive(Clone, Debug)]
-pub(crate) struct ThreadProfile {
-    pub(crate) serial: u64,
-    pub(crate) tid: i32,
-    pub(crate) name: String,
-    pub(crate) exited: bool,
-    pub(crate) overflowed: u64,
-    pub(crate) nodes: Vec<NodeStats>,
-    pub(crate) counters: ThreadSnap,
-}
-
-impl NodeStats {
-    /// Time in timed calls (yield, sleep, park) made directly in this frame.
-    pub(crate) fn timed_ns(&self) -> u64 {
-        self.slots.iter().map(|s| s.ns).sum()
-    }
-
-    /// The frame's own time outside its children and its timed calls (`child_wall`:
-    /// its children's wall time): `[spin]` for a wait frame, `[work]` otherwise.
-    pub(crate) fn rest_ns(&self, child_wall: u64) -> u64 {
-        self.wall_ns
-            .saturating_sub(child_wall)
-            .saturating_sub(self.timed_ns())
-    }
-}
-
-impl ThreadProfile {
-    /// A thread's totals, and the part of them spent in wait episodes (outermost wait
-    /// frames only: a wait frame's counts include what is nested in it).
-    pub(crate) fn counters(&self, frames: &[FrameInfo]) -> (Counters, Counters) {
-        let mut total = Acc::default();
-        total.add(&self.nodes[0].counts, self.nodes[0].wall_ns);
-        let mut wait = Acc::default();
-        for n in self.outermost_waits(&self.in_wait(frames)) {
-            wait.add(&n.counts, n.wall_ns);
-        }
-        let total = total.counters();
-        let mut in_wait = wait.counters();
-        if wait.is_empty() {
-            // No wait time at all: whatever the thread counts, none of it was in waits.
-            for e in CounterEvent::ALL {
-                if total.get(e).value().is_some() {
-                    *in_wait.slot(e) = Count::Exact(0);
-                }
-            }
-        }
-        (total, in_wait)
-    }
-
-    /// Adds `other`'s recording into this one, matching nodes by their stack (frame
-    /// by frame from the root) and slots by call site; wall times add up.
-    pub(crate) fn absorb(&mut self, other: &ThreadProfile) {
-        let mut index: HashMap<(u32, u32), u32> = self
-            .nodes
-            .iter()
-            .enumerate()
-            .skip(2)
-            .map(|(i, n)| ((n.parent, n.frame), i as u32))
-            .collect();
-        // Root and [overflow] are nodes 0 and 1 in every thread.
-        let mut to_mine: Vec<u32> = vec![0, 1];
-        for (i, n) in other.nodes.iter().enumerate() {
-            let mine = if i < 2 {
-                i as u32
-            } else {
-                let parent = to_mine[n.parent as usize];
-                *index.entry((parent, n.frame)).or_insert_with(|| {
-                    self.nodes.push(NodeStats {
-                        frame: n.frame,
-                        parent,
-                        ..NodeStats::default()
-                    });
-                    self.nodes.len() as u32 - 1
-                })
-            };
-            if i >= 2 {
-                to_mine.push(mine);
-            }
-            let m = &mut self.nodes[mine as usize];
-            m.episodes += n.episodes;
-            m.wall_ns += n.wall_ns;
-            m.durations.add(&n.durations);
-            m.counts = m.counts.plus(&n.counts);
-            for s in &n.slots {
-                match m.slots.iter_mut().find(|x| x.call == s.call) {
-                    Some(x) => {
-                        x.calls += s.calls;
-                        x.ns += s.ns;
-                    }
-                    None => m.slots.push(s.clone()),
-                }
-            }
-        }
-        self.overflowed += other.overflowed;
-        self.counters = self.counters.plus(&other.counters);
-        self.tid = other.tid;
-    }
-
-    /// Node `i`'s figure for `event`, nested frames included: wait frames and the
-    /// thread root count (the root over the thread's life); `None` for other frames
-    /// and for events not counted.
-    pub(crate) fn counted(
-        &self,
-        i: usize,
-        frames: &[FrameInfo],
-        event: CounterEvent,
-    ) -> Option<u64> {
-        let n = &self.nodes[i];
-        if i != 0 && frames[n.frame as usize].kind != FrameKind::Wait {
-            return None;
-        }
-        let mut acc = Acc::default();
-        acc.add(&n.counts, n.wall_ns);
-        acc.counters().get(event).value()
-    }
-
-    /// Each node's own share of `event`: wait frames and the thread root count it
-    /// (the root over the thread's life), less what counted frames below them hold;
-    /// other frames pass their children's figures up. 0 where not counted.
-    pub(crate) fn own_counts(&self, frames: &[FrameInfo], event: CounterEvent) -> Vec<u64> {
-        let figure: Vec<Option<u64>> = (0..self.nodes.len())
-            .map(|i| self.counted(i, frames, event))
-            .collect();
-        // Children come after their parents.
-        let mut below = vec![0u64; self.nodes.len()];
-        for i in (1..self.nodes.len()).rev() {
-            let up = figure[i].unwrap_or(below[i]);
-            let parent = self.nodes[i].parent as usize;
-            below[parent] = below[parent].saturating_add(up);
-        }
-        figure
-            .iter()
-            .zip(&below)
-            .map(|(f, b)| f.map_or(0, |v| v.saturating_sub(*b)))
-            .collect()
-    }
-
-    /// Threads record clock ticks; reports speak nanoseconds.
-    pub(crate) fn scale_to_ns(&mut self, scale: clock::Scale) {
-        for n in &mut self.nodes {
-            n.wall_ns = scale.ns(n.wall_ns);
-            n.durations.scale_to_ns(scale);
-            n.counts.scale_to_ns(scale);
-            for s in &mut n.slots {
-                s.ns = scale.ns(s.ns);
-            }
-        }
-        self.counters.scale_to_ns(scale);
-    }
-
-    /// Wall time of each node's children, by node.
-    pub(crate) fn child_wall(&self) -> Vec<u64> {
-        let mut sums = vec![0u64; self.nodes.len()];
-        for n in self.nodes.iter().skip(1) {
-            sums[n.parent as usize] += n.wall_ns;
-        }
-        sums
-    }
-
-    /// Per node: whether it is a wait frame or nested in one.
-    pub(crate) fn in_wait(&self, frames: &[FrameInfo]) -> Vec<bool> {
-        let mut in_wait = vec![false; self.nodes.len()];
-        for (i, n) in self.nodes.iter().enumerate().skip(1) {
-            in_wait[i] =
-                in_wait[n.parent as usize] || frames[n.frame as usize].kind == FrameKind::Wait;
-        }
-        in_wait
-    }
-
-    /// The outermost wait frames (`in_wait` from [`ThreadProfile::in_wait`]): a wait
-    /// frame's wall and counts include everything nested in it, so only these add up.
-    pub(crate) fn outermost_waits<'a>(
-        &'a self,
-        in_wait: &'a [bool],
-    ) -> impl Iterator<Item = &'a NodeStats> {
-        self.nodes
-            .iter()
-            .enumerate()
-            .skip(1)
-            .filter(|(i, n)| in_wait[*i] && !in_wait[n.parent as usize])
-            .map(|(_, n)| n)
-    }
-
-    /// Time in wait frames, and in wrapper calls (`yieldprof::wait::yield_now()`) outside
-    /// them: the thread's time that is not `[work]`.
-    fn wait_ns(&self, frames: &[FrameInfo]) -> u64 {
-        let in_wait = self.in_wait(frames);
-        let in_frames: u64 = self.outermost_waits(&in_wait).map(|n| n.wall_ns).sum();
-        let in_calls: u64 = self
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !in_wait[*i])
-            .map(|(_, n)| n.timed_ns())
-            .sum();
-        in_frames + in_calls
-    }
-}
 
 /// Everything recorded so far, copied with [`snapshot`](crate::snapshot).
 #[derive(Clone, Debug, Default)]
@@ -284,6 +64,12 @@ pub struct SiteStats {
     /// Context switches and other counters over the episodes (nested frames included);
     /// `Scaled` where estimated from sampled episodes, `NotAvailable` where not counted.
     pub counters: Counters,
+    /// Where the episodes' wall time went: on the CPU, queued for one, or blocked
+    /// (nested frames included).
+    pub time: TimeSplit,
+    /// Own time outside timed calls, by what was measured: `[spin]`, `[on-cpu]`,
+    /// `[off-cpu]` or `[unexplained]`.
+    pub own: OwnTime,
 }
 
 impl SiteStats {
@@ -316,10 +102,10 @@ impl SiteStats {
             .sum()
     }
 
-    /// Own time not inside a timed call: the CPU burnt spinning and checking.
+    /// Own time drawn as `[spin]`: outside timed calls, on the CPU (or not measured)
+    /// in episodes that counted `spin_loop()` calls.
     pub fn spin_ns(&self) -> u64 {
-        let timed: u64 = self.calls.iter().map(|c| c.ns).sum();
-        self.self_ns.saturating_sub(timed)
+        self.own.spin_ns
     }
 }
 
@@ -353,6 +139,10 @@ pub struct ThreadStats {
     /// Time it was runnable but waited for a CPU (the kernel's schedstat), since it
     /// first recorded; `None` where the kernel does not say.
     pub run_queue_ns: Option<u64>,
+    /// Where its wait episodes' time went (outermost episodes).
+    pub time_in_wait: TimeSplit,
+    /// How that split was measured; `None` with counters off.
+    pub split_method: Option<SplitMethod>,
 }
 
 /// `(wall, wait)` time summed over `threads`.
@@ -391,6 +181,7 @@ impl Profile {
         let mut counts = vec![Acc::default(); self.frames.len()];
         for t in &self.threads {
             let child_wall = t.child_wall();
+            let own = t.own_times(&self.frames, &self.calls);
             for (i, n) in t.nodes.iter().enumerate() {
                 let f = &self.frames[n.frame as usize];
                 if f.kind != FrameKind::Wait {
@@ -408,8 +199,13 @@ impl Profile {
                     durations: Histogram::default(),
                     calls: Vec::new(),
                     counters: Counters::default(),
+                    time: TimeSplit::default(),
+                    own: OwnTime::default(),
                 });
                 counts[n.frame as usize].add(&n.counts, n.wall_ns);
+                if let Some(o) = &own[i] {
+                    s.own.add(o);
+                }
                 s.durations.add(&n.durations);
                 s.episodes += n.episodes;
                 s.wall_ns += n.wall_ns;
@@ -433,6 +229,7 @@ impl Profile {
         for (s, c) in by_frame.iter_mut().zip(&counts) {
             if let Some(s) = s {
                 s.counters = c.counters();
+                s.time = c.split();
             }
         }
         let mut sites: Vec<SiteStats> = by_frame.into_iter().flatten().collect();
@@ -477,7 +274,7 @@ impl Profile {
             .map(|t| {
                 let wall_ns = t.nodes[0].wall_ns;
                 let wait_ns = t.wait_ns(&self.frames).min(wall_ns);
-                let (counters, counters_in_wait) = t.counters(&self.frames);
+                let (counters, counters_in_wait, time_in_wait) = t.counters(&self.frames);
                 ThreadStats {
                     name: t.name.clone(),
                     tid: t.tid,
@@ -491,57 +288,11 @@ impl Profile {
                     counter_source: t.counters.source,
                     counter_overhead_ns: t.counters.overhead_ns,
                     run_queue_ns: t.counters.run_queue_ns,
+                    time_in_wait,
+                    split_method: t.counters.split,
                 }
             })
             .collect()
-    }
-}
-
-impl NodeStats {
-    /// This node minus what `earlier` (the same node, copied before) had.
-    fn minus(&self, earlier: &NodeStats) -> NodeStats {
-        let slots = self
-            .slots
-            .iter()
-            .map(|s| match earlier.slots.iter().find(|e| e.call == s.call) {
-                Some(e) => SlotStats {
-                    call: s.call,
-                    calls: s.calls.saturating_sub(e.calls),
-                    ns: s.ns.saturating_sub(e.ns),
-                },
-                None => s.clone(),
-            })
-            .collect();
-        NodeStats {
-            frame: self.frame,
-            parent: self.parent,
-            episodes: self.episodes.saturating_sub(earlier.episodes),
-            wall_ns: self.wall_ns.saturating_sub(earlier.wall_ns),
-            durations: self.durations.minus(&earlier.durations),
-            counts: self.counts.minus(&earlier.counts),
-            slots,
-        }
-    }
-}
-
-impl ThreadProfile {
-    /// This thread minus `earlier`, a copy of the same thread: nodes match by position
-    /// since a thread's tree only grows.
-    pub(crate) fn since(&self, earlier: &ThreadProfile) -> ThreadProfile {
-        ThreadProfile {
-            nodes: self
-                .nodes
-                .iter()
-                .enumerate()
-                .map(|(i, n)| match earlier.nodes.get(i) {
-                    Some(old) => n.minus(old),
-                    None => n.clone(),
-                })
-                .collect(),
-            overflowed: self.overflowed.saturating_sub(earlier.overflowed),
-            counters: self.counters.minus(&earlier.counters),
-            ..self.clone()
-        }
     }
 }
 

@@ -9,7 +9,8 @@ use crate::base::clock;
 use crate::base::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
 use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters, ThreadSnap};
 use crate::model::histogram::AtomicHistogram;
-use crate::model::profile::{NodeStats, Profile, SlotStats, ThreadProfile};
+use crate::model::profile::Profile;
+use crate::model::thread::{NodeStats, SlotStats, ThreadProfile};
 use crate::record::fork;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -45,6 +46,9 @@ pub(crate) struct Slot {
     next: Link,
     pub(crate) calls: AtomicU64,
     pub(crate) ns: AtomicU64,
+    /// Off-CPU time inside the calls, ns (not ticks), where the thread sees switches
+    /// on every call.
+    pub(crate) off_ns: AtomicU64,
 }
 
 /// One thread's recording, shared between the thread and the registry.
@@ -89,6 +93,11 @@ impl ThreadData {
 
     pub(crate) fn node(&self, i: u32) -> &Node {
         self.nodes.get(i)
+    }
+
+    /// The thread's serial number: 1 for the first thread to record, and so on.
+    pub(crate) fn serial(&self) -> u64 {
+        self.serial
     }
 
     pub(crate) fn slot(&self, i: u32) -> &Slot {
@@ -182,7 +191,7 @@ impl ThreadData {
                     episodes: n.episodes.load(Relaxed),
                     wall_ns: n.wall_ns.load(Relaxed),
                     durations: n.durations.load(),
-                    counts: self.counters.node(&n.counts),
+                    counts: self.counters.node(&n.counts, n.wall_ns.load(Relaxed)),
                     slots: Vec::new(),
                 }
             })
@@ -196,6 +205,7 @@ impl ThreadData {
                     call: slot.call.load(Relaxed),
                     calls: slot.calls.load(Relaxed),
                     ns: slot.ns.load(Relaxed),
+                    off_ns: slot.off_ns.load(Relaxed),
                 });
                 s = slot.next.read();
             }
@@ -206,6 +216,7 @@ impl ThreadData {
                 call: OVERFLOW_CALL,
                 calls: lost.calls.load(Relaxed),
                 ns: lost.ns.load(Relaxed),
+                off_ns: lost.off_ns.load(Relaxed),
             });
         }
         nodes[ROOT as usize].wall_ns = clock::now().saturating_sub(self.start_ns);
@@ -228,12 +239,45 @@ impl ThreadData {
     }
 }
 
+/// Wall ticks and off-CPU ns that closed guards have accounted for on this thread:
+/// a timed call subtracts what guards nested in it took (a lock taken in the argument
+/// of a condvar wait), so no time counts twice.
+#[derive(Clone, Copy)]
+pub(crate) struct Claimed {
+    pub(crate) ticks: u64,
+    pub(crate) off_ns: u64,
+}
+
+impl Claimed {
+    pub(crate) const ZERO: Claimed = Claimed {
+        ticks: 0,
+        off_ns: 0,
+    };
+
+    /// What was claimed since `self`, the value at an earlier point.
+    pub(crate) fn since(self, earlier: Claimed) -> Claimed {
+        Claimed {
+            ticks: self.ticks.wrapping_sub(earlier.ticks),
+            off_ns: self.off_ns.wrapping_sub(earlier.off_ns),
+        }
+    }
+
+    /// `self` plus a guard's whole time.
+    pub(crate) fn plus(self, ticks: u64, off_ns: u64) -> Claimed {
+        Claimed {
+            ticks: self.ticks.wrapping_add(ticks),
+            off_ns: self.off_ns.wrapping_add(off_ns),
+        }
+    }
+}
+
 /// The thread-local handle. Dropped when the thread exits: its data then moves into
 /// the registry as a finished profile.
 pub(crate) struct Local {
     pub(crate) data: Arc<ThreadData>,
     pub(crate) current: Cell<u32>,
     pub(crate) counters: LocalCounters,
+    pub(crate) claimed: Cell<Claimed>,
 }
 
 impl Drop for Local {
@@ -271,6 +315,7 @@ fn register() -> Local {
         data,
         current: Cell::new(ROOT),
         counters,
+        claimed: Cell::new(Claimed::ZERO),
     }
 }
 

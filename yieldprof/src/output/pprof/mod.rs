@@ -21,7 +21,8 @@
 
 use crate::base::site::{FrameInfo, FrameKind};
 use crate::counters::CounterEvent;
-use crate::model::profile::{NodeStats, Profile, SlotStats, ThreadProfile};
+use crate::model::profile::Profile;
+use crate::model::thread::{NodeStats, SlotStats, ThreadProfile};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;

@@ -1,6 +1,6 @@
 use super::*;
 use crate::base::site::{self, CallInfo, EpisodeSite, FrameInfo, Kind, WorkSite};
-use crate::model::profile::ThreadProfile;
+use crate::model::thread::ThreadProfile;
 use crate::output::fold::Metric;
 use std::collections::BTreeMap;
 
