@@ -182,6 +182,7 @@ pub mod report {
     pub use crate::analysis::findings::{Finding, Fragmentation, Rule};
     pub use crate::base::site::{CallInfo, FrameInfo, FrameKind};
     pub use crate::model::histogram::Histogram;
+    pub use crate::model::own::OwnTime;
     pub use crate::model::profile::{CallStats, SiteStats, ThreadStats};
     pub use crate::output::diff::{diff, parse_folded, DiffError, Malformed};
     pub use crate::output::files::WriteError;

@@ -92,21 +92,6 @@ impl Kind {
     pub(crate) const fn timed(self) -> bool {
         !matches!(self, Kind::Spin | Kind::AsyncYield)
     }
-
-    /// Whether the kind waits for another thread to act (a lock holder, a sender, a
-    /// notifier, a finishing thread): the thread normally blocks off the CPU in it.
-    pub(crate) const fn blocks(self) -> bool {
-        matches!(
-            self,
-            Kind::Sleep
-                | Kind::Park
-                | Kind::Lock
-                | Kind::Condvar
-                | Kind::Channel
-                | Kind::Join
-                | Kind::Barrier
-        )
-    }
 }
 
 /// A function annotated with `#[instrument_wait]`: one static per function.
