@@ -99,6 +99,39 @@ macro_rules! frame {
     };
 }
 
+/// Times `expr` as a wait of `kind` at the expression's own line and column, in the
+/// current frame: for a wait the syntax of an annotated body cannot show (a call
+/// through a function pointer, inside another macro, in a helper function), or one
+/// outside any annotated function. The value of `expr` is returned as it is.
+///
+/// `kind` is one of `lock`, `condvar`, `channel`, `join`, `barrier`, `backoff`,
+/// `sleep`, `park` or `yield` ([`Kind::name`]); any other name is a compile error at
+/// the name.
+///
+/// ```
+/// use std::sync::Mutex;
+///
+/// fn read_through(get: fn(&Mutex<u32>) -> u32, m: &Mutex<u32>) -> u32 {
+///     yieldprof::wait!(lock, get(m))
+/// }
+///
+/// let m = Mutex::new(3);
+/// assert_eq!(read_through(|m| *m.lock().unwrap(), &m), 3);
+/// let calls = yieldprof::snapshot().folded(yieldprof::report::Metric::Calls);
+/// assert!(calls.iter().any(|l| l.ends_with(";[lock] 1")));
+/// ```
+///
+/// ```compile_fail
+/// let m = std::sync::Mutex::new(3);
+/// yieldprof::wait!(mutex, m.lock()); // error: unknown wait kind `mutex`
+/// ```
+#[macro_export]
+macro_rules! wait {
+    ($($args:tt)*) => {
+        $crate::__private::wait_call!($crate; $($args)*)
+    };
+}
+
 /// Checks `report` against `budget`; when a limit is exceeded it first writes the
 /// failing run's `.folded`, `.svg` and `.txt` to `<YIELDPROF_OUT>/budget-failures/`
 /// (named after the test), then panics with every violated limit: site, source

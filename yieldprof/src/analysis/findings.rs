@@ -289,12 +289,17 @@ fn thread_findings(t: &ThreadStats, costs: &Costs, out: &mut Vec<Finding>) {
             ),
             _ => String::new(),
         };
-        // Advice to block only where the waits were measured on the CPU.
-        let fix = match t.time_in_wait.on_cpu_share() {
-            Some(share) if share < SPIN_ON_CPU_SHARE => format!(
+        // Advice to block only where the waits were not measured blocked already.
+        let w = &t.time_in_wait;
+        let blocked = match (w.blocked_ns.value(), w.on_cpu_ns.value(), w.off_cpu_ns.value()) {
+            (Some(b), Some(on), Some(off)) => Some(b as f64 / (on + off).max(1) as f64),
+            _ => None,
+        };
+        let fix = match blocked {
+            Some(share) if share >= 1.0 - SPIN_ON_CPU_SHARE => format!(
                 "run fewer busy threads than cores; its waits already block ({:.0}% of their \
-                 time off the CPU), so the run queue is its work's",
-                100.0 * (1.0 - share)
+                 time blocked off the CPU), so the run queue is its work's",
+                100.0 * share
             ),
             _ => "run fewer busy threads than cores, and make waiters block (park, Condvar) \
                   instead of spinning or yielding so they leave the run queue"
