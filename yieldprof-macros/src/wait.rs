@@ -6,6 +6,7 @@ use crate::calls::WAIT_KINDS;
 use crate::rewrite::timed;
 use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
+use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 use syn::{Error, Expr, Ident, Token};
@@ -24,7 +25,8 @@ impl Parse for Input {
             krate.extend([input.parse::<TokenTree>()?]);
         }
         input.parse::<Token![;]>()?;
-        let kind: Ident = input.parse()?;
+        // `yield` is a keyword: any identifier is taken, and checked against the kinds.
+        let kind = Ident::parse_any(input)?;
         input.parse::<Token![,]>()?;
         let expr: Expr = input.parse()?;
         if input.peek(Token![,]) {
