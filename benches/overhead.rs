@@ -224,7 +224,10 @@ fn main() {
     // Counter costs on top of the same episode with counters off, each setting on
     // threads of its own, alternated round by round.
     let episode_ns = |sampling: CounterSampling, fds: usize| {
-        on_thread(sampling, fds, &|| (best(n / 4, |n| episodes(n, empty_episode)), 0.0)).0
+        on_thread(sampling, fds, &|| {
+            (best(n / 4, |n| episodes(n, empty_episode)), 0.0)
+        })
+        .0
     };
     let vs_off = |sampling: CounterSampling, fds: usize| {
         let (mut off, mut with) = (f64::INFINITY, f64::INFINITY);
@@ -236,7 +239,12 @@ fn main() {
     };
     // The thread's first episode is always sampled; 1 in 2^32 after it is never.
     let (off, page) = vs_off(CounterSampling::Every(u32::MAX), 512);
-    row("4. exact page counters vs counters off", off, page, "≤ +10 ns");
+    row(
+        "4. exact page counters vs counters off",
+        off,
+        page,
+        "≤ +10 ns",
+    );
     let (b, i) = pair(
         n,
         |n| (0..n).for_each(|_| black_box(())),

@@ -101,7 +101,10 @@ fn check(site: &str, kind: Kind, tag: &str, truth: Truth) {
         .filter(|l| l.contains(&leaf))
         .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
         .sum();
-    assert_eq!(drawn, at_line, "{site}: the flame graph draws what the site says");
+    assert_eq!(
+        drawn, at_line,
+        "{site}: the flame graph draws what the site says"
+    );
 
     // Spin ≤ 10 %: no spin call here, so none; the rest of its own time is small.
     assert!(s.spin_ns() as f64 <= 0.1 * wall, "{site}: {:?}", s.own);

@@ -118,8 +118,8 @@ fn two_thousand_switches_are_counted_exactly_on_every_episode() {
 
     // The thread's totals against the kernel's, within 1 %.
     let (kv, ki) = truth.switches;
-    let total = exact(thread.counters.voluntary_switches)
-        + exact(thread.counters.involuntary_switches);
+    let total =
+        exact(thread.counters.voluntary_switches) + exact(thread.counters.involuntary_switches);
     assert!(kv + ki >= 1900, "{kv} + {ki}: the naps did not switch");
     let off = total.abs_diff(kv + ki) as f64 / (kv + ki) as f64;
     assert!(
@@ -177,6 +177,10 @@ fn two_thousand_switches_are_counted_exactly_on_every_episode() {
             "queued {q} ns, schedstat {truth_q} ns"
         );
         // The naps sleep: most of their time off the CPU is blocked, not queued.
-        assert!(outer.time.blocked_ns.value().unwrap() > q, "{:?}", outer.time);
+        assert!(
+            outer.time.blocked_ns.value().unwrap() > q,
+            "{:?}",
+            outer.time
+        );
     }
 }

@@ -101,8 +101,8 @@ fn a_cas_spin_loop_on_two_busy_threads_is_measured_on_the_cpu() {
         let (spun, site) = attempt();
         assert_eq!(site.episodes, 2);
         // Both really spun at once, and passed the token to each other.
-        let overlap = spun.iter().map(|s| s.end).min().unwrap()
-            - spun.iter().map(|s| s.start).max().unwrap();
+        let overlap =
+            spun.iter().map(|s| s.end).min().unwrap() - spun.iter().map(|s| s.start).max().unwrap();
         assert!(overlap >= RUN * 3 / 4, "overlapped only {overlap:?}");
         assert!(spun.iter().all(|s| s.passes > 10), "no token passed");
 
@@ -122,7 +122,11 @@ fn a_cas_spin_loop_on_two_busy_threads_is_measured_on_the_cpu() {
         if share >= 0.9 {
             // Spinning, measured on the CPU: the spin finding may fire, with that
             // evidence, and the own time is `[spin]`.
-            assert!(site.spin_ns() as f64 >= 0.9 * site.self_ns as f64, "{:?}", site.own);
+            assert!(
+                site.spin_ns() as f64 >= 0.9 * site.self_ns as f64,
+                "{:?}",
+                site.own
+            );
             let findings = yieldprof::snapshot().findings(&Costs::current());
             for f in findings.iter().filter(|f| f.rule == Rule::LongSpin) {
                 assert!(f.evidence.contains("on the CPU"), "{}", f.evidence);
@@ -142,7 +146,5 @@ fn a_cas_spin_loop_on_two_busy_threads_is_measured_on_the_cpu() {
             queued.unwrap_or(0)
         );
     }
-    eprintln!(
-        "inconclusive: in {ATTEMPTS} attempts other processes always preempted the spinners"
-    );
+    eprintln!("inconclusive: in {ATTEMPTS} attempts other processes always preempted the spinners");
 }

@@ -41,18 +41,26 @@ fn live_workers_with_one_name_are_separate_roots_and_merge_when_they_exit() {
             .collect();
         assert_eq!(roots.len(), 2, "{live:?}");
         for tid in &tids {
-            assert!(roots.contains(&format!("pool-worker (tid {tid})").as_str()), "{roots:?}");
+            assert!(
+                roots.contains(&format!("pool-worker (tid {tid})").as_str()),
+                "{roots:?}"
+            );
         }
         tids
     });
     let exited = yieldprof::snapshot().folded(Metric::Calls);
-    let lines: Vec<&String> = exited.iter().filter(|l| l.contains("::pool_task;")).collect();
+    let lines: Vec<&String> = exited
+        .iter()
+        .filter(|l| l.contains("::pool_task;"))
+        .collect();
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].starts_with("pool-worker;"), "{lines:?}");
     assert!(lines[0].ends_with(";[yield] 2"), "{lines:?}");
     // The thread table keeps them apart all along.
     let threads = yieldprof::snapshot().threads();
     for tid in tids {
-        assert!(threads.iter().any(|t| t.tid == tid && t.name == "pool-worker"));
+        assert!(threads
+            .iter()
+            .any(|t| t.tid == tid && t.name == "pool-worker"));
     }
 }

@@ -40,7 +40,10 @@ fn keys() -> Vec<(String, Shape)> {
         keys.push((format!("max_{plural}"), Shape::Calls(kind)));
     }
     for &(kind, plural) in CALL_KEYS {
-        keys.push((format!("{plural}_per_episode"), Shape::CallsPerEpisode(kind)));
+        keys.push((
+            format!("{plural}_per_episode"),
+            Shape::CallsPerEpisode(kind),
+        ));
     }
     keys.push(("max_wall_share".to_string(), Shape::WallShare));
     keys

@@ -291,7 +291,11 @@ fn thread_findings(t: &ThreadStats, costs: &Costs, out: &mut Vec<Finding>) {
         };
         // Advice to block only where the waits were not measured blocked already.
         let w = &t.time_in_wait;
-        let blocked = match (w.blocked_ns.value(), w.on_cpu_ns.value(), w.off_cpu_ns.value()) {
+        let blocked = match (
+            w.blocked_ns.value(),
+            w.on_cpu_ns.value(),
+            w.off_cpu_ns.value(),
+        ) {
             (Some(b), Some(on), Some(off)) => Some(b as f64 / (on + off).max(1) as f64),
             _ => None,
         };

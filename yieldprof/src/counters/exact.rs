@@ -97,10 +97,10 @@ impl std::fmt::Display for SplitMethod {
         } else {
             "switches seen on sampled episodes (getrusage), scaled"
         };
-        let cpu = if self.page_time {
-            "on-CPU time from the page's clock (cap_user_time)"
-        } else {
-            "on-CPU time from CLOCK_THREAD_CPUTIME_ID at switches"
+        let cpu = match (self.page_time, self.every_episode) {
+            (true, _) => "on-CPU time from the page's clock (cap_user_time)",
+            (false, true) => "on-CPU time from CLOCK_THREAD_CPUTIME_ID at switches",
+            (false, false) => "on-CPU time from CLOCK_THREAD_CPUTIME_ID",
         };
         let queue = if self.schedstat {
             "queued = schedstat run-queue wait"
@@ -183,7 +183,9 @@ impl Exact {
             let before = self.switches.offset() as u32;
             let cpu = if self.page_time {
                 let r = self.switches.read();
-                tsc().and_then(|t| r.times_at(t, true)).map(|(enabled, _)| enabled)
+                tsc()
+                    .and_then(|t| r.times_at(t, true))
+                    .map(|(enabled, _)| enabled)
             } else {
                 None
             };
@@ -292,7 +294,10 @@ mod tests {
 
     #[test]
     fn run_delay_is_the_second_schedstat_field() {
-        assert_eq!(parse_run_delay("192113020 66597883 2025\n"), Some(66_597_883));
+        assert_eq!(
+            parse_run_delay("192113020 66597883 2025\n"),
+            Some(66_597_883)
+        );
         assert_eq!(parse_run_delay("192113020\n"), None);
     }
 

@@ -367,8 +367,7 @@ impl LocalCounters {
         };
         let mut ru = zeroed_rusage();
         // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD reads this thread.
-        if self.exact.is_none() && unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0
-        {
+        if self.exact.is_none() && unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0 {
             r.values[CounterEvent::VoluntarySwitches.index()] = ru.ru_nvcsw as u64;
             r.values[CounterEvent::InvoluntarySwitches.index()] = ru.ru_nivcsw as u64;
             r.off_ns = Some(exact::off_clock_ns());

@@ -91,7 +91,11 @@ impl ThreadCounters {
         if let Some(method) = setup.split {
             n.off_ns = c.off_ns.load(Relaxed);
             n.queued_ns = c.queued_ns.load(Relaxed);
-            n.split_ns = if method.every_episode { wall } else { sampled_ns };
+            n.split_ns = if method.every_episode {
+                wall
+            } else {
+                sampled_ns
+            };
             n.queued_split_ns = if method.schedstat { n.split_ns } else { 0 };
             n.calls_split = method.every_episode;
         }

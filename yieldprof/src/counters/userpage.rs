@@ -102,7 +102,9 @@ impl PageRead {
         }
         let mut cyc = tsc;
         if self.capabilities & CAP_USER_TIME_SHORT != 0 {
-            cyc = self.time_cycles.wrapping_add(cyc.wrapping_sub(self.time_cycles) & self.time_mask);
+            cyc = self
+                .time_cycles
+                .wrapping_add(cyc.wrapping_sub(self.time_cycles) & self.time_mask);
         }
         let shift = u32::from(self.time_shift).min(63);
         let mult = u64::from(self.time_mult);

@@ -59,7 +59,11 @@ impl OwnTime {
 impl ThreadProfile {
     /// Each node's own time split as above; `None` for frames that are not wait frames
     /// (their own time is `[work]`, or `[overflow]`'s).
-    pub(crate) fn own_times(&self, frames: &[FrameInfo], calls: &[CallInfo]) -> Vec<Option<OwnTime>> {
+    pub(crate) fn own_times(
+        &self,
+        frames: &[FrameInfo],
+        calls: &[CallInfo],
+    ) -> Vec<Option<OwnTime>> {
         let child_wall = self.child_wall();
         // Off-CPU time of each node's nested wait frames, where measured.
         let mut child_off = vec![0u64; self.nodes.len()];

@@ -227,7 +227,11 @@ fn time_split(t: &TimeSplit) -> String {
         Count::NotAvailable => String::new(),
         _ => format!(" (blocked {}, queued {})", d(t.blocked_ns), d(t.queued_ns)),
     };
-    format!("on-CPU {}, off-CPU {}{parts}", d(t.on_cpu_ns), d(t.off_cpu_ns))
+    format!(
+        "on-CPU {}, off-CPU {}{parts}",
+        d(t.on_cpu_ns),
+        d(t.off_cpu_ns)
+    )
 }
 
 fn write_site_counters(sites: &[crate::model::profile::SiteStats], s: &mut String) {
@@ -319,6 +323,10 @@ fn write_thread_counters(threads: &[crate::model::profile::ThreadStats], s: &mut
         }
     }
     for m in methods {
-        let _ = writeln!(s, "{}", wrap(&format!("on/off-CPU split: {m}"), "  ", "    "));
+        let _ = writeln!(
+            s,
+            "{}",
+            wrap(&format!("on/off-CPU split: {m}"), "  ", "    ")
+        );
     }
 }

@@ -10,9 +10,10 @@
 //!   (they do not exist in the child) and its exited ones, and takes the forking
 //!   thread's counts at the fork as a baseline that every report in the child
 //!   subtracts. So the child's reports hold only what the child did.
-//! - Counters: the forking thread's perf-event fds still count the *parent's* thread;
-//!   in the child its perf figures are not its own (getrusage ones are). Threads the
-//!   child starts open their own.
+//! - Counters: the forking thread's perf-event fds, and the user page mapped from one,
+//!   still count the *parent's* thread; in the child its perf figures are not its own
+//!   (getrusage ones are), and its per-episode switches are read when the parent's
+//!   thread switches rather than its own. Threads the child starts open their own.
 //!
 //! The handlers also hold the registry and site-table locks across the fork, so the
 //! child never inherits them locked by a thread that does not exist there.

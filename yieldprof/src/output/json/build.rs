@@ -2,8 +2,8 @@
 
 use super::{
     Call, Capabilities, Costs, Count, Counters, Document, Durations, EventStatus, Finding,
-    Fragmentation, Line, OwnTime, Run, Site, SpinningSite, Thread, ThreadAccess, TimeSplit,
-    Totals, Word, SCHEMA,
+    Fragmentation, Line, OwnTime, Run, Site, SpinningSite, Thread, ThreadAccess, TimeSplit, Totals,
+    Word, SCHEMA,
 };
 use crate::analysis::costs::Costs as MachineCosts;
 use crate::analysis::findings;
