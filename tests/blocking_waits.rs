@@ -46,11 +46,14 @@ struct Truth {
 #[yieldprof::instrument_wait]
 fn warm_up() {}
 
-/// Runs `wait` on a thread of its own and returns its own wall and CPU time.
-fn measured(wait: impl FnOnce() + Send) -> Truth {
+/// Runs `wait` on a thread of its own and returns its own wall and CPU time. The
+/// waiter meets the other party at `ready` first, so the other's hold (which starts
+/// there) covers the whole wait.
+fn measured(ready: &Barrier, wait: impl FnOnce() + Send) -> Truth {
     thread::scope(|s| {
         s.spawn(|| {
             warm_up();
+            ready.wait();
             let (t, c) = (Instant::now(), cpu_ns());
             wait();
             Truth {
@@ -146,15 +149,14 @@ fn take_mutex(m: &Mutex<u32>) -> u32 {
 #[test]
 fn a_thread_blocked_in_mutex_lock_is_drawn_as_lock_off_the_cpu() {
     let m = Mutex::new(7);
-    let held = Barrier::new(2);
+    let ready = Barrier::new(2);
     let truth = thread::scope(|s| {
         s.spawn(|| {
             let _g = m.lock().unwrap();
-            held.wait();
+            ready.wait();
             thread::sleep(HOLD);
         });
-        held.wait();
-        measured(|| assert_eq!(take_mutex(&m), 7))
+        measured(&ready, || assert_eq!(take_mutex(&m), 7))
     });
     check("take_mutex", Kind::Lock, "mutex", truth);
 }
@@ -173,26 +175,24 @@ fn write_rwlock(l: &RwLock<u32>) {
 #[test]
 fn a_thread_blocked_in_rwlock_read_or_write_is_drawn_as_lock() {
     let l = RwLock::new(1);
-    let held = Barrier::new(2);
+    let ready = Barrier::new(2);
     let truth = thread::scope(|s| {
         s.spawn(|| {
             let _g = l.write().unwrap();
-            held.wait();
+            ready.wait();
             thread::sleep(HOLD);
         });
-        held.wait();
-        measured(|| assert_eq!(read_rwlock(&l), 1))
+        measured(&ready, || assert_eq!(read_rwlock(&l), 1))
     });
     check("read_rwlock", Kind::Lock, "rwlock-read", truth);
 
     let truth = thread::scope(|s| {
         s.spawn(|| {
             let _g = l.read().unwrap();
-            held.wait();
+            ready.wait();
             thread::sleep(HOLD);
         });
-        held.wait();
-        measured(|| write_rwlock(&l))
+        measured(&ready, || write_rwlock(&l))
     });
     check("write_rwlock", Kind::Lock, "rwlock-write", truth);
     assert_eq!(*l.read().unwrap(), 2);
@@ -210,13 +210,15 @@ fn wait_ready(pair: &(Mutex<bool>, Condvar)) {
 #[test]
 fn a_thread_blocked_in_condvar_wait_is_drawn_as_condvar() {
     let pair = (Mutex::new(false), Condvar::new());
+    let ready = Barrier::new(2);
     let truth = thread::scope(|s| {
         s.spawn(|| {
+            ready.wait();
             thread::sleep(HOLD);
             *pair.0.lock().unwrap() = true;
             pair.1.notify_all();
         });
-        measured(|| wait_ready(&pair))
+        measured(&ready, || wait_ready(&pair))
     });
     check("wait_ready", Kind::Condvar, "condvar", truth);
     // The lock before the wait was free: its own frame, at its own line.
@@ -236,12 +238,14 @@ fn receive(rx: &mpsc::Receiver<u32>) -> u32 {
 #[test]
 fn a_thread_blocked_in_recv_is_drawn_as_channel() {
     let (tx, rx) = mpsc::channel();
+    let ready = Barrier::new(2);
     let truth = thread::scope(|s| {
-        s.spawn(move || {
+        s.spawn(|| {
+            ready.wait();
             thread::sleep(HOLD);
             tx.send(42).unwrap();
         });
-        measured(move || assert_eq!(receive(&rx), 42))
+        measured(&ready, move || assert_eq!(receive(&rx), 42))
     });
     check("receive", Kind::Channel, "recv", truth);
 }
@@ -253,11 +257,16 @@ fn join_sleeper(h: thread::JoinHandle<u32>) -> u32 {
 
 #[test]
 fn a_thread_blocked_in_join_is_drawn_as_join() {
-    let sleeper = thread::spawn(|| {
-        thread::sleep(HOLD);
-        5
+    let ready = std::sync::Arc::new(Barrier::new(2));
+    let sleeper = thread::spawn({
+        let ready = ready.clone();
+        move || {
+            ready.wait();
+            thread::sleep(HOLD);
+            5
+        }
     });
-    let truth = measured(|| assert_eq!(join_sleeper(sleeper), 5));
+    let truth = measured(&ready, || assert_eq!(join_sleeper(sleeper), 5));
     check("join_sleeper", Kind::Join, "join", truth);
 }
 
@@ -268,13 +277,14 @@ fn meet(b: &Barrier) {
 
 #[test]
 fn a_thread_blocked_in_barrier_wait_is_drawn_as_barrier() {
-    let b = Barrier::new(2);
+    let (b, ready) = (Barrier::new(2), Barrier::new(2));
     let truth = thread::scope(|s| {
         s.spawn(|| {
+            ready.wait();
             thread::sleep(HOLD);
             b.wait();
         });
-        measured(|| meet(&b))
+        measured(&ready, || meet(&b))
     });
     check("meet", Kind::Barrier, "barrier", truth);
 }

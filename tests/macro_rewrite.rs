@@ -440,6 +440,9 @@ mod blocking {
     }
 
     #[yieldprof::instrument_wait]
+    fn registers() {}
+
+    #[yieldprof::instrument_wait]
     fn condvar_with_the_lock_in_its_argument(pair: &(Mutex<bool>, Condvar)) {
         let g = pair
             .1
@@ -450,13 +453,21 @@ mod blocking {
 
     #[test]
     fn a_call_nested_in_another_counts_its_time_once() {
+        // The lock in the argument waits ~20 ms for its holder, who sets the flag
+        // first: the wait itself returns at once. Counted in both, the wait would
+        // hold the lock's 20 ms too, and the calls would outgrow the episode.
         let pair = (Mutex::new(false), Condvar::new());
+        let held = Barrier::new(2);
         thread::scope(|s| {
             s.spawn(|| {
+                let mut ready = pair.0.lock().unwrap();
+                held.wait();
                 thread::sleep(Duration::from_millis(20));
-                *pair.0.lock().unwrap() = true;
-                pair.1.notify_all();
+                *ready = true;
             });
+            // Registered before the holder's clock starts.
+            registers();
+            held.wait();
             condvar_with_the_lock_in_its_argument(&pair);
         });
         let s = site("condvar_with_the_lock_in_its_argument");
@@ -466,7 +477,11 @@ mod blocking {
             [(Kind::Condvar, line), (Kind::Lock, line)]
         );
         let (lock, wait) = (s.ns_of(Kind::Lock), s.ns_of(Kind::Condvar));
-        assert!(wait >= 15_000_000, "{wait}");
+        assert!(lock >= 15_000_000, "{lock}");
+        assert!(
+            wait < lock / 2,
+            "the wait holds the lock's time: {wait} of {lock}"
+        );
         assert!(lock + wait <= s.self_ns, "{lock} + {wait} > {}", s.self_ns);
     }
 

@@ -13,7 +13,6 @@
 //! because the thread was just off the CPU for longer than that.
 
 use super::userpage::{tsc, UserPage};
-use super::Reservation;
 use std::cell::Cell;
 use std::fs::File;
 use std::io;
@@ -115,7 +114,7 @@ impl std::fmt::Display for SplitMethod {
 pub(crate) struct Exact {
     switches: UserPage,
     migrations: Option<UserPage>,
-    schedstat: Option<(File, Reservation)>,
+    schedstat: Option<File>,
     page_time: bool,
     last: Cell<Mark>,
     pub(crate) base: Mark,
@@ -123,11 +122,11 @@ pub(crate) struct Exact {
 
 impl Exact {
     /// Maps the pages of the thread's context-switch (and migration) counters;
-    /// `schedstat` is its schedstat file and the fd reserved for it, if any.
+    /// `schedstat` is its schedstat file, if any (its fd is reserved with the group's).
     pub(crate) fn open(
         switches: RawFd,
         migrations: Option<RawFd>,
-        schedstat: Option<(File, Reservation)>,
+        schedstat: Option<File>,
     ) -> io::Result<Exact> {
         let switches = UserPage::map(switches)?;
         let page_time = switches.read().cap_user_time();
@@ -189,7 +188,7 @@ impl Exact {
             } else {
                 None
             };
-            m = read_sources(cpu, self.schedstat.as_ref().map(|(f, _)| f.as_raw_fd()));
+            m = read_sources(cpu, self.schedstat.as_ref().map(|f| f.as_raw_fd()));
             m.switches = before;
             m.migrations = self.migrations.as_ref().map_or(0, |p| p.offset() as u32);
             if self.switches.offset() as u32 == before {

@@ -143,7 +143,11 @@ impl LocalCounters {
                 }
                 continue;
             }
-            let Some(fds) = FDS.reserve(group_fds(events.len()), budget) else {
+            let need = match source {
+                EventSource::PerfSoftware => software_fds(events.len(), p.schedstat),
+                _ => group_fds(events.len()),
+            };
+            let Some(fds) = FDS.reserve(need, budget) else {
                 why = why.or(Some(Reason::FdBudget { budget }));
                 continue;
             };
@@ -164,7 +168,7 @@ impl LocalCounters {
             THREADS_ON_GETRUSAGE.fetch_add(1, Relaxed);
             CounterSource::Getrusage(why.unwrap_or(Reason::Off))
         };
-        local.open_exact(budget);
+        local.open_exact(p.schedstat);
         let split = match &local.exact {
             Some(x) => x.method(),
             None => SplitMethod {
@@ -187,17 +191,16 @@ impl LocalCounters {
     }
 
     /// Maps the user pages of the software group's switch counters, so switches are
-    /// counted on every episode; keeps the thread's schedstat open within `budget`.
-    fn open_exact(&mut self, budget: usize) {
+    /// counted on every episode; keeps the thread's schedstat open where the machine
+    /// has one (its fd was reserved with the group's).
+    fn open_exact(&mut self, schedstat: bool) {
         let Some(g) = &self.groups[0] else {
             return;
         };
         let Some(switches) = g.fd_of(CounterEvent::ContextSwitches) else {
             return;
         };
-        let schedstat = FDS
-            .reserve(1, budget)
-            .and_then(|r| exact::open_schedstat().map(|f| (f, r)));
+        let schedstat = schedstat.then(exact::open_schedstat).flatten();
         let Ok(x) = Exact::open(switches, g.fd_of(CounterEvent::CpuMigrations), schedstat) else {
             return;
         };

@@ -62,4 +62,5 @@ pub use machine::*;
 pub(crate) use perf::*;
 pub use sampling::*;
 pub(crate) use snap::*;
+pub(crate) use userpage::forget_pages_after_fork;
 pub use values::*;

@@ -400,6 +400,8 @@ pub(crate) fn install_fork_handlers() {
     }
     extern "C" fn child() {
         fork::mark_child();
+        // The kernel copies no perf mapping into a child: none may be read there.
+        counters::forget_pages_after_fork();
         release_after_fork(true);
     }
     fork::install(prepare, parent, child);
