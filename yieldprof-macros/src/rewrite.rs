@@ -64,7 +64,7 @@ impl VisitMut for Rewrite<'_> {
                     visit_mut::visit_local_mut(self, local);
                     let init = local.init.as_ref().map(|i| &*i.expr);
                     if let Some(name) = bound_name(&local.pat) {
-                        self.scope.bind(&name.clone(), init);
+                        self.scope.bind(name, init);
                     }
                 }
                 Stmt::Macro(m) if self.scope.is_select(&m.mac.path, self.in_async) => {

@@ -132,7 +132,7 @@ impl EpisodeGuard {
                     off_ns = d.off_ns;
                 }
             }
-            l.claimed.set(self.claimed.plus(elapsed, off_ns));
+            l.claim(self.claimed, elapsed, off_ns);
             if self.count {
                 bump(&n.episodes, 1);
                 n.durations.record(elapsed);
@@ -276,15 +276,8 @@ impl CallGuard {
             } else {
                 0
             };
-            let inner = l.claimed.get().since(self.claimed);
-            l.claimed.set(self.claimed.plus(elapsed, off_ns));
-            record(
-                l,
-                self.key,
-                site,
-                elapsed.saturating_sub(inner.ticks),
-                off_ns.saturating_sub(inner.off_ns),
-            );
+            let own = l.claim(self.claimed, elapsed, off_ns);
+            record(l, self.key, site, own.ticks, own.off_ns);
         });
     }
 }

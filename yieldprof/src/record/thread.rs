@@ -253,21 +253,25 @@ impl Claimed {
         ticks: 0,
         off_ns: 0,
     };
+}
 
-    /// What was claimed since `self`, the value at an earlier point.
-    pub(crate) fn since(self, earlier: Claimed) -> Claimed {
-        Claimed {
-            ticks: self.ticks.wrapping_sub(earlier.ticks),
-            off_ns: self.off_ns.wrapping_sub(earlier.off_ns),
-        }
-    }
-
-    /// `self` plus a guard's whole time.
-    pub(crate) fn plus(self, ticks: u64, off_ns: u64) -> Claimed {
-        Claimed {
-            ticks: self.ticks.wrapping_add(ticks),
-            off_ns: self.off_ns.wrapping_add(off_ns),
-        }
+impl Local {
+    /// A guard that opened when `at_open` was claimed closes after `ticks` (`off_ns`
+    /// of them off the CPU): its own share, less what guards closed inside it claimed,
+    /// is claimed now and returned. The claims only grow, so a guard that outlives
+    /// the guards opened after it (held across an `.await`) miscounts only itself.
+    #[inline]
+    pub(crate) fn claim(&self, at_open: Claimed, ticks: u64, off_ns: u64) -> Claimed {
+        let now = self.claimed.get();
+        let own = Claimed {
+            ticks: ticks.saturating_sub(now.ticks.wrapping_sub(at_open.ticks)),
+            off_ns: off_ns.saturating_sub(now.off_ns.wrapping_sub(at_open.off_ns)),
+        };
+        self.claimed.set(Claimed {
+            ticks: now.ticks.wrapping_add(own.ticks),
+            off_ns: now.off_ns.wrapping_add(own.off_ns),
+        });
+        own
     }
 }
 
