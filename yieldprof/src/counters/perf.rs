@@ -35,8 +35,11 @@ impl PerfGroup {
             members.push(c);
         }
         group.enable()?;
+        // Only hardware counters can be read with rdpmc.
+        let hardware = events.iter().all(|e| e.source() == EventSource::PerfHardware);
         let pages: Vec<UserPage> = members
             .iter()
+            .filter(|_| hardware)
             .filter_map(|c| UserPage::map(c.as_raw_fd()).ok())
             .filter(|p| p.read().cap_user_rdpmc())
             .collect();
