@@ -64,10 +64,17 @@ fn check_fallback(report: &yieldprof::Profile, why: Reason) {
             t.name
         );
         // No user page: the time split comes from the sampled episodes, so labelled.
-        assert!(t.split_method.is_some_and(|m| !m.every_episode), "{}", t.name);
+        assert!(
+            t.split_method.is_some_and(|m| !m.every_episode),
+            "{}",
+            t.name
+        );
     }
     // Sleeps are off the CPU, sampled or not.
-    let off = site.time.off_cpu_share().expect("measured on the sampled episodes");
+    let off = site
+        .time
+        .off_cpu_share()
+        .expect("measured on the sampled episodes");
     assert!(off >= 0.5, "{:?}", site.time);
 }
 

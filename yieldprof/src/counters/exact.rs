@@ -201,7 +201,7 @@ impl Exact {
 
 /// getrusage, the CPU clock (unless `cpu_ns` is given) and the monotonic clock, and
 /// the run-queue wait from the open schedstat file `schedstat`.
-pub(crate) fn read_sources(cpu_ns: Option<u64>, schedstat: Option<RawFd>) -> Mark {
+fn read_sources(cpu_ns: Option<u64>, schedstat: Option<RawFd>) -> Mark {
     let mut ru = super::zeroed_rusage();
     // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD reads this thread.
     let ok = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0;

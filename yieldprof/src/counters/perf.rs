@@ -36,7 +36,9 @@ impl PerfGroup {
         }
         group.enable()?;
         // Only hardware counters can be read with rdpmc.
-        let hardware = events.iter().all(|e| e.source() == EventSource::PerfHardware);
+        let hardware = events
+            .iter()
+            .all(|e| e.source() == EventSource::PerfHardware);
         let pages: Vec<UserPage> = members
             .iter()
             .filter(|_| hardware)
