@@ -317,6 +317,14 @@ fn main() {
         "layout", "wait", "msg/s", "waiting", "spin ms", "yields", "sleeps"
     );
     rows.iter().for_each(|r| println!("{r}"));
+    let doc = |name: &str| -> Option<yieldprof::report::json::Document> {
+        let text = std::fs::read_to_string(out.join(format!("{name}.json"))).ok()?;
+        serde_json::from_str(&text).ok()
+    };
+    if let (Some(packed), Some(padded)) = (doc("spsc-packed-spin"), doc("spsc-padded-spin")) {
+        println!("\nPacked → padded (spin), site by site");
+        print!("{}", yieldprof::report::compare(&packed, &padded));
+    }
     let diff = out.join("spsc-diff-packed-vs-padded.svg");
     let svg = std::fs::File::create(&diff).map_err(|e| e.to_string());
     let made = svg.and_then(|f| {

@@ -37,7 +37,7 @@ fn the_json_carries_the_same_figures_as_the_summary() {
         .unwrap();
     let text = std::fs::read_to_string(json).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(v["schema"], "yieldprof/2");
+    assert_eq!(v["schema"], "yieldprof/3");
     // The file as written reads into the typed schema and back without a change.
     let typed: json::Document = serde_json::from_str(&text).unwrap();
     assert_eq!(serde_json::to_value(&typed).unwrap(), v);
@@ -313,4 +313,65 @@ fn site_quantiles_match_the_durations_of_the_bodies() {
     // counted in one and not the other: a few tries find a run without one.
     let tries: Vec<String> = (0..3).map_while(|_| quantiles_match().err()).collect();
     assert!(tries.len() < 3, "every try differed: {tries:#?}");
+}
+
+#[yieldprof::instrument_wait]
+fn compared(yields: u32) {
+    for _ in 0..yields {
+        std::thread::yield_now();
+    }
+}
+
+#[yieldprof::instrument_wait]
+fn only_after() {
+    std::hint::spin_loop();
+}
+
+#[test]
+fn two_runs_compare_site_by_site_with_exact_counts() {
+    let costs = Costs::current();
+    let session = Session::this_thread();
+    (0..10).for_each(|_| compared(2));
+    let before = session.finish().json(&costs);
+    let session = Session::this_thread();
+    (0..20).for_each(|_| compared(1));
+    only_after();
+    let after = session.finish().json(&costs);
+
+    let table = yieldprof::report::compare(&before, &after);
+    let row = |site: &str, figure: &str| {
+        table
+            .rows
+            .iter()
+            .find(|r| r.site.ends_with(site) && r.figure == figure)
+            .unwrap_or_else(|| panic!("no {site} {figure} in {table:#?}"))
+            .change
+    };
+    let episodes = row("::compared", "episodes");
+    assert_eq!(
+        (episodes.before, episodes.after, episodes.percent()),
+        (Some(10), Some(20), Some(100.0))
+    );
+    let yields = row("::compared", "yield calls");
+    assert_eq!(
+        (yields.before, yields.after, yields.percent()),
+        (Some(20), Some(20), Some(0.0))
+    );
+    let new = row("::only_after", "episodes");
+    assert_eq!(
+        (new.before, new.after, new.percent()),
+        (None, Some(1), None)
+    );
+    let text = table.to_string();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("episodes") && l.ends_with("+100.0%")),
+        "{text}"
+    );
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    let json = serde_json::to_string(&table).unwrap();
+    assert_eq!(
+        serde_json::from_str::<yieldprof::report::Comparison>(&json).unwrap(),
+        table
+    );
 }

@@ -54,6 +54,8 @@ pub(crate) struct Settings {
     pub(crate) watch_sample: u32,
     /// The saved probe file, when set apart from the output folder.
     pub(crate) machine: Option<PathBuf>,
+    /// Refuse to write a report that contradicts itself (CI sets it for the tests).
+    pub(crate) self_check: bool,
 }
 
 /// The settings of this process, read from its environment the first time anything
@@ -274,6 +276,12 @@ impl Settings {
                 at_least_1,
             ),
             machine: r.path("YIELDPROF_MACHINE"),
+            self_check: r.parsed(
+                "YIELDPROF_SELF_CHECK",
+                (false, "off"),
+                SWITCH_WORDS,
+                parse_switch,
+            ),
         }
     }
 }

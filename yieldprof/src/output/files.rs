@@ -113,6 +113,19 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     }
     let json = path("json");
     let doc = profile.json(&crate::analysis::costs::Costs::current());
+    // CI sets it for the test suite, so every report a test writes is checked.
+    if crate::config::settings().self_check {
+        let wrong = doc.inconsistencies();
+        if !wrong.is_empty() {
+            return Err(WriteError {
+                path: json,
+                source: io::Error::other(format!(
+                    "the report contradicts itself: {}",
+                    wrong.join("; ")
+                )),
+            });
+        }
+    }
     write_atomic(&json, |w| {
         serde_json::to_writer_pretty(&mut *w, &doc)?;
         writeln!(w)

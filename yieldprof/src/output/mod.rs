@@ -1,6 +1,7 @@
 //! The top floor: `init` and its guard, files written atomically, folded stacks, flame
 //! graphs, diff, pprof, JSON, the text summary, snapshots and the exit flush.
 
+pub(crate) mod compare;
 pub(crate) mod diff;
 pub(crate) mod files;
 pub(crate) mod flamegraph;

@@ -1,0 +1,158 @@
+//! Two runs side by side, site by site: what a change did to each wait site's episodes,
+//! calls, wall time, switches and latency (the table beside the differential graph).
+
+use crate::base::text::duration;
+use crate::output::json::{Document, Site};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Two reports compared site by site, as [`compare`] makes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Comparison {
+    /// Thread time of the whole run, before and after.
+    pub thread_ns: Change,
+    /// One row per figure of each wait site in either run, costliest (after) first.
+    pub rows: Vec<Row>,
+}
+
+/// One figure of one site, before and after; `None` where the site did not run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Row {
+    /// The wait site.
+    pub site: String,
+    /// `episodes`, `wall_ns`, `switches`, `p50_ns`, `p99_ns`, or `<kind> calls`.
+    pub figure: String,
+    /// Before and after.
+    pub change: Change,
+}
+
+/// A figure before and after.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Change {
+    /// In the first report; `None` when it has no such figure.
+    pub before: Option<u64>,
+    /// In the second report.
+    pub after: Option<u64>,
+}
+
+impl Change {
+    /// `after / before - 1` in percent; `None` without both or from zero.
+    pub fn percent(&self) -> Option<f64> {
+        match (self.before, self.after) {
+            (Some(b), Some(a)) if b > 0 => Some(100.0 * (a as f64 / b as f64 - 1.0)),
+            _ => None,
+        }
+    }
+}
+
+/// Compares two reports (e.g. the JSON of a packed and a padded run) site by site:
+/// episodes, calls per kind, wall time, context switches, p50 and p99 of the episodes.
+///
+/// ```
+/// let costs = yieldprof::report::Costs::current();
+/// let doc = yieldprof::snapshot().json(&costs);
+/// let same = yieldprof::report::compare(&doc, &doc);
+/// assert!(same.rows.iter().all(|r| r.change.percent().unwrap_or(0.0) == 0.0));
+/// ```
+pub fn compare(before: &Document, after: &Document) -> Comparison {
+    let mut names: Vec<&str> = after.sites.iter().map(|s| s.name.as_str()).collect();
+    for s in &before.sites {
+        if !names.contains(&s.name.as_str()) {
+            names.push(&s.name);
+        }
+    }
+    let find = |doc: &'_ Document, name: &str| doc.sites.iter().find(|s| s.name == name).cloned();
+    let mut rows = Vec::new();
+    for name in names {
+        let (b, a) = (find(before, name), find(after, name));
+        let mut add = |figure: String, of: &dyn Fn(&Site) -> Option<u64>| {
+            let change = Change {
+                before: b.as_ref().and_then(of),
+                after: a.as_ref().and_then(of),
+            };
+            if change.before.is_some() || change.after.is_some() {
+                rows.push(Row {
+                    site: name.to_string(),
+                    figure,
+                    change,
+                });
+            }
+        };
+        add("episodes".into(), &|s| Some(s.episodes));
+        add("wall_ns".into(), &|s| Some(s.wall_ns));
+        add("switches".into(), &switches);
+        add("p50_ns".into(), &|s| s.durations.median_ns);
+        add("p99_ns".into(), &|s| s.durations.p99_ns);
+        let mut kinds: Vec<String> = Vec::new();
+        for c in b.iter().chain(&a).flat_map(|s| &s.calls) {
+            if !kinds.contains(&c.kind) {
+                kinds.push(c.kind.clone());
+            }
+        }
+        for kind in kinds {
+            let calls = |s: &Site| {
+                let of_kind = s.calls.iter().filter(|c| c.kind == kind);
+                Some(of_kind.map(|c| c.calls).sum())
+            };
+            add(format!("{kind} calls"), &calls);
+        }
+    }
+    Comparison {
+        thread_ns: Change {
+            before: Some(before.totals.thread_ns),
+            after: Some(after.totals.thread_ns),
+        },
+        rows,
+    }
+}
+
+/// Voluntary plus involuntary switches in the site's episodes, where counted.
+fn switches(s: &Site) -> Option<u64> {
+    let get = |e: &str| s.counters.events.get(e).copied().flatten().map(|c| c.value);
+    Some(get("voluntary-switches")? + get("involuntary-switches")?)
+}
+
+impl fmt::Display for Comparison {
+    /// The table: site, figure, before, after, change.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let cell = |v: Option<u64>, ns: bool| match v {
+            None => "-".to_string(),
+            Some(v) if ns => duration(v),
+            Some(v) => v.to_string(),
+        };
+        let pct = |c: &Change| c.percent().map_or("-".into(), |p| format!("{p:+.1}%"));
+        writeln!(
+            f,
+            "{:<32} {:<14} {:>12} {:>12} {:>9}",
+            "site", "figure", "before", "after", "change"
+        )?;
+        writeln!(
+            f,
+            "{:<32} {:<14} {:>12} {:>12} {:>9}",
+            "(all threads)",
+            "thread time",
+            cell(self.thread_ns.before, true),
+            cell(self.thread_ns.after, true),
+            pct(&self.thread_ns)
+        )?;
+        let mut last = "";
+        for r in &self.rows {
+            let site = if r.site == last { "" } else { r.site.as_str() };
+            last = &r.site;
+            let ns = r.figure.ends_with("_ns");
+            writeln!(
+                f,
+                "{:<32} {:<14} {:>12} {:>12} {:>9}",
+                crate::base::text::tail(site, 32),
+                r.figure.trim_end_matches("_ns"),
+                cell(r.change.before, ns),
+                cell(r.change.after, ns),
+                pct(&r.change)
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,212 @@
+//! Checks a report against itself: parts within totals, shares within 0..=1, quantiles
+//! in order, per-episode figures that multiply back to their totals, no estimate above
+//! the exact total it is part of. A report that fails one says something false.
+
+use super::{Count, Counters, Document};
+
+impl Document {
+    /// Every way this report contradicts itself; empty when it is consistent.
+    ///
+    /// ```
+    /// let doc = yieldprof::snapshot().json(&yieldprof::report::Costs::current());
+    /// assert_eq!(doc.inconsistencies(), Vec::<String>::new());
+    /// ```
+    pub fn inconsistencies(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut check = |ok: bool, what: String| {
+            if !ok {
+                out.push(what);
+            }
+        };
+        let t = &self.totals;
+        check(
+            t.wait_ns <= t.thread_ns,
+            format!("total wait {} > thread time {}", t.wait_ns, t.thread_ns),
+        );
+        check(
+            unit(t.wait_share),
+            format!("total wait share {}", t.wait_share),
+        );
+        check(
+            t.threads == self.threads.len() as u64,
+            format!(
+                "{} threads in totals, {} listed",
+                t.threads,
+                self.threads.len()
+            ),
+        );
+        for th in &self.threads {
+            let who = format!("thread {}", th.name);
+            check(
+                th.wait_ns <= th.wall_ns,
+                format!("{who}: wait {} > wall {}", th.wait_ns, th.wall_ns),
+            );
+            check(
+                th.wait_ns + th.work_ns == th.wall_ns,
+                format!("{who}: wait + work != wall"),
+            );
+            check(
+                unit(th.wait_share),
+                format!("{who}: wait share {}", th.wait_share),
+            );
+            check(
+                unit(th.fragmentation.short_share),
+                format!("{who}: short share {}", th.fragmentation.short_share),
+            );
+            if let Some(q) = th.run_queue_ns {
+                check(
+                    q <= th.wall_ns,
+                    format!("{who}: run-queue wait {q} > wall {}", th.wall_ns),
+                );
+            }
+            if let Some(age) = self.run.duration_ns {
+                check(
+                    th.wall_ns <= age,
+                    format!("{who}: wall {} > the process's age {age}", th.wall_ns),
+                );
+            }
+            for (event, total, part) in pairs(&th.counters, &th.counters_in_wait) {
+                check(
+                    part <= total,
+                    format!("{who}: {event} in waits {part} > its total {total}"),
+                );
+            }
+        }
+        for s in &self.sites {
+            let who = format!("site {}", s.name);
+            check(
+                s.self_ns <= s.wall_ns,
+                format!("{who}: own time {} > wall {}", s.self_ns, s.wall_ns),
+            );
+            let own = &s.own;
+            let outside = own.spin_ns + own.on_cpu_ns + own.off_cpu_ns + own.unexplained_ns;
+            check(
+                s.spin_ns == own.spin_ns && outside + s.in_calls_ns == s.self_ns,
+                format!(
+                    "{who}: own time outside calls {outside} + in calls {} != own time {}",
+                    s.in_calls_ns, s.self_ns
+                ),
+            );
+            let exact = |c: Option<Count>| c.filter(|c| !c.estimated).map(|c| c.value);
+            let t = &s.time;
+            if let (Some(on), Some(off)) = (exact(t.on_cpu_ns), exact(t.off_cpu_ns)) {
+                // Clocks read a few ns apart at each end of every episode.
+                let slack = s.wall_ns / 100 + 1_000 * s.episodes;
+                check(
+                    on + off <= s.wall_ns + slack,
+                    format!("{who}: on-CPU {on} + off-CPU {off} > wall {}", s.wall_ns),
+                );
+                if let (Some(q), Some(b)) = (exact(t.queued_ns), exact(t.blocked_ns)) {
+                    check(
+                        q + b == off,
+                        format!("{who}: queued {q} + blocked {b} != off-CPU {off}"),
+                    );
+                }
+            }
+            check(
+                unit(s.fragmentation.short_share),
+                format!("{who}: short share {}", s.fragmentation.short_share),
+            );
+            let d = &s.durations;
+            let order = [
+                d.min_ns,
+                d.median_ns,
+                d.p90_ns,
+                d.p99_ns,
+                d.p999_ns,
+                d.max_ns,
+            ];
+            let known: Vec<u64> = order.iter().flatten().copied().collect();
+            check(
+                known.windows(2).all(|w| w[0] <= w[1]),
+                format!("{who}: quantiles out of order {order:?}"),
+            );
+            check(
+                known.is_empty() == (s.episodes == 0),
+                format!("{who}: {} episodes but quantiles {order:?}", s.episodes),
+            );
+            if let Some(max) = d.max_ns {
+                check(
+                    max <= s.wall_ns,
+                    format!("{who}: longest episode {max} > wall {}", s.wall_ns),
+                );
+            }
+            for c in &s.calls {
+                let back = c.per_episode * s.episodes as f64;
+                check(
+                    (back - c.calls as f64).abs() <= 1e-6 * c.calls.max(1) as f64,
+                    format!(
+                        "{who}: {} calls at line {}: {} per episode × {} episodes",
+                        c.calls, c.line, c.per_episode, s.episodes
+                    ),
+                );
+            }
+            if let Some(Some(v)) = s.counters.events.get("voluntary-switches") {
+                check(
+                    !v.estimated || v.value <= thread_total(self, "voluntary-switches"),
+                    format!(
+                        "{who}: estimated voluntary switches {} above every thread's total",
+                        v.value
+                    ),
+                );
+            }
+        }
+        out
+    }
+}
+
+fn unit(x: f64) -> bool {
+    (0.0..=1.0).contains(&x)
+}
+
+/// `(event, total, part)` for each event counted exactly in both.
+fn pairs<'a>(total: &'a Counters, part: &'a Counters) -> impl Iterator<Item = (&'a str, u64, u64)> {
+    total
+        .events
+        .iter()
+        .filter_map(|(e, t)| match (t, part.events.get(e)) {
+            (
+                Some(Count {
+                    value: t,
+                    estimated: false,
+                }),
+                Some(Some(Count {
+                    value: p,
+                    estimated: false,
+                })),
+            ) => Some((e.as_str(), *t, *p)),
+            _ => None,
+        })
+}
+
+/// `event` summed over every thread's exact totals.
+fn thread_total(doc: &Document, event: &str) -> u64 {
+    doc.threads
+        .iter()
+        .filter_map(|t| t.counters.events.get(event).copied().flatten())
+        .map(|c| c.value)
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::analysis::costs::Costs;
+    use crate::record::thread::snapshot;
+
+    #[test]
+    fn a_consistent_report_passes_and_each_contradiction_is_named() {
+        let mut doc = snapshot().json(&Costs::quick());
+        assert_eq!(doc.inconsistencies(), Vec::<String>::new());
+        doc.totals.wait_ns = doc.totals.thread_ns + 1;
+        doc.totals.wait_share = 1.5;
+        let found = doc.inconsistencies();
+        assert!(
+            found.iter().any(|f| f.starts_with("total wait ")),
+            "{found:?}"
+        );
+        assert!(
+            found.iter().any(|f| f.starts_with("total wait share 1.5")),
+            "{found:?}"
+        );
+    }
+}
