@@ -90,7 +90,7 @@ fn fork_before_recording() -> ! {
 
 /// Forks a host whose other threads keep taking every lock yieldprof has: watching and
 /// unwatching values, starting and ending recording threads, flushing the guard.
-const BUSY_FORKS: usize = 16;
+const BUSY_FORKS: usize = 8;
 /// How long a child may take to record and write its report before it counts as hung:
 /// far above the ~0.1 s it takes on a loaded 2-core machine.
 const HUNG_AFTER: Duration = Duration::from_secs(60);

@@ -2,12 +2,12 @@
 //! the timer slack, as the findings use them: the probe's figures when it ran in this
 //! process or was saved on this host, a quick estimate otherwise.
 
+use crate::base::fork::ForkOnce;
 use crate::base::host::HostId;
 use crate::base::text::{date_time, duration};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 /// What waiting costs on this machine, as the rules use it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -87,7 +87,7 @@ impl fmt::Display for Costs {
 /// the build machine; with the cache refill that follows, 1 µs is the round figure.
 pub(crate) const DEFAULT_SWITCH_NS: f64 = 1_000.0;
 
-static PROBED: OnceLock<Costs> = OnceLock::new();
+static PROBED: ForkOnce<Costs> = ForkOnce::new();
 
 impl Costs {
     /// Costs for reports: the probe's if [`crate::probe::run`] ran in this process,
@@ -97,7 +97,7 @@ impl Costs {
         if let Some(c) = PROBED.get() {
             return *c;
         }
-        static SAVED: OnceLock<Option<Costs>> = OnceLock::new();
+        static SAVED: ForkOnce<Option<Costs>> = ForkOnce::new();
         let saved = SAVED.get_or_init(|| {
             let path = saved_path();
             match Costs::load(&path, &HostId::current()) {
@@ -115,7 +115,7 @@ impl Costs {
         if let Some(c) = saved {
             return *c;
         }
-        static QUICK: OnceLock<Costs> = OnceLock::new();
+        static QUICK: ForkOnce<Costs> = ForkOnce::new();
         *QUICK.get_or_init(Costs::quick)
     }
 
@@ -184,7 +184,7 @@ impl Costs {
 
     /// Makes `self` what later reports use (the probe calls this).
     pub fn remember(self) {
-        let _ = PROBED.set(self);
+        PROBED.set(self);
     }
 
     pub(crate) fn quick() -> Costs {

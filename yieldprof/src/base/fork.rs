@@ -6,6 +6,8 @@
 //! after it, in the parent and in the child, so a child never inherits one held by a
 //! thread it does not have (it would wait for it forever). No code holds two of them
 //! at once, so the order in which the prepare handler takes them cannot deadlock.
+//! Values made once per process (the settings, the counter probe, the cost estimate)
+//! are [`ForkOnce`]s: one a child inherits half made, it makes again itself.
 //!
 //! What a child inherits, and what it does with it:
 //! - The guard: it writes nothing when it drops in the child (nor at exit, nor does it
@@ -22,8 +24,9 @@
 
 use crate::base::reentry::Inside;
 use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Set in a child (and its descendants) made by `fork()` after the handlers were
@@ -181,6 +184,14 @@ extern "C" fn parent() {
 extern "C" fn child() {
     FORKED.store(true, Ordering::Relaxed);
     release(true);
+    // The threads that were making these are not in the child: it makes them again.
+    for state in &ONCES {
+        let state = state.load(Ordering::Acquire);
+        // SAFETY: a non-null entry points at a `ForkOnce`'s state, in a `static`.
+        if let Some(state) = unsafe { state.as_ref() } {
+            let _ = state.compare_exchange(MAKING, UNMADE, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Registers the handlers once, under the list's lock (no `Once`, which a fork
@@ -202,4 +213,161 @@ fn install(list: &mut Listed) {
 /// knows it is one ([`is_child`]).
 pub(crate) fn install_handlers() {
     install(&mut LIST.locked());
+}
+
+const UNMADE: u8 = 0;
+const MAKING: u8 = 1;
+const MADE: u8 = 2;
+
+/// The states of the `ForkOnce`s made so far, for the child handler. A fixed table:
+/// listing one takes no lock, so it may happen under any of the locks above.
+static ONCES: [AtomicPtr<AtomicU8>; 16] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 16];
+static ONCES_USED: AtomicUsize = AtomicUsize::new(0);
+
+/// A value made once per process, like `OnceLock`, that never leaves a forked child
+/// waiting: a child forked while another thread makes it finds it unmade and makes it
+/// itself. A thread that finds it being made waits by yielding: makings are short
+/// (a probe of a few ms at most) and happen once.
+pub(crate) struct ForkOnce<T: 'static> {
+    state: AtomicU8,
+    value: UnsafeCell<MaybeUninit<T>>,
+    listed: AtomicBool,
+}
+
+// SAFETY: `value` is written once, by the one thread that moved `state` to MAKING,
+// before it stores MADE (release); it is read only after MADE is seen (acquire).
+unsafe impl<T: Send + Sync> Sync for ForkOnce<T> {}
+
+impl<T> ForkOnce<T> {
+    pub(crate) const fn new() -> Self {
+        ForkOnce {
+            state: AtomicU8::new(UNMADE),
+            value: UnsafeCell::new(MaybeUninit::uninit()),
+            listed: AtomicBool::new(false),
+        }
+    }
+
+    /// The value, if made.
+    #[inline]
+    pub(crate) fn get(&self) -> Option<&T> {
+        // SAFETY: MADE is stored after the value is written (see `Sync`).
+        (self.state.load(Ordering::Acquire) == MADE)
+            .then(|| unsafe { (*self.value.get()).assume_init_ref() })
+    }
+
+    /// The value, made by `make` if no thread has made it.
+    #[inline]
+    pub(crate) fn get_or_init(&'static self, make: impl FnOnce() -> T) -> &'static T {
+        match self.get() {
+            Some(v) => v,
+            None => self.make(make),
+        }
+    }
+
+    /// Makes it `value` unless it is made already.
+    pub(crate) fn set(&'static self, value: T) {
+        self.get_or_init(|| value);
+    }
+
+    #[cold]
+    fn make(&'static self, make: impl FnOnce() -> T) -> &'static T {
+        // Listed before it can be MAKING, so a fork from then on resets it in the child.
+        if !self.listed.swap(true, Ordering::AcqRel) {
+            let i = ONCES_USED.fetch_add(1, Ordering::Relaxed);
+            if let Some(slot) = ONCES.get(i) {
+                slot.store(
+                    &self.state as *const AtomicU8 as *mut AtomicU8,
+                    Ordering::Release,
+                );
+            }
+        }
+        let mut make = Some(make);
+        loop {
+            match self
+                .state
+                .compare_exchange(UNMADE, MAKING, Ordering::Acquire, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    // Unmade again if `make` panics, so another caller can try.
+                    let unmade = Unmade(&self.state);
+                    let value = (make.take().expect("made once"))();
+                    // SAFETY: this thread moved `state` to MAKING: no other writes or reads.
+                    unsafe { (*self.value.get()).write(value) };
+                    std::mem::forget(unmade);
+                    self.state.store(MADE, Ordering::Release);
+                }
+                Err(MADE) => {}
+                Err(_) => std::thread::yield_now(),
+            }
+            if let Some(v) = self.get() {
+                return v;
+            }
+        }
+    }
+}
+
+/// Puts a `ForkOnce` back to unmade when its making unwinds.
+struct Unmade<'a>(&'a AtomicU8);
+
+impl Drop for Unmade<'_> {
+    fn drop(&mut self) {
+        self.0.store(UNMADE, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    /// Far above what a child here takes (well under a second on a loaded machine).
+    const HUNG_AFTER: Duration = Duration::from_secs(60);
+
+    /// Waits for child `pid`: its exit code, or `None` if it hung (then it is killed).
+    fn exit_code(pid: libc::pid_t) -> Option<i32> {
+        let start = Instant::now();
+        let mut status = 0;
+        // SAFETY: `pid` is this process's child; `status` is writable.
+        while unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } != pid {
+            if start.elapsed() > HUNG_AFTER {
+                // SAFETY: as above; the child is hung, so it is killed, then reaped.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status))
+    }
+
+    #[test]
+    fn a_child_forked_while_another_thread_makes_a_value_makes_it_itself() {
+        static VALUE: ForkOnce<u32> = ForkOnce::new();
+        install_handlers();
+        let (making, made_here) = (mpsc::channel(), mpsc::channel::<()>());
+        let maker = std::thread::spawn(move || {
+            *VALUE.get_or_init(|| {
+                making.0.send(()).unwrap();
+                made_here.1.recv().unwrap();
+                1
+            })
+        });
+        // The other thread is making the value now.
+        making.1.recv().unwrap();
+        // SAFETY: the child only reads the value, then ends in `_exit`.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let code = if *VALUE.get_or_init(|| 2) == 2 { 0 } else { 1 };
+            // SAFETY: ends the child without the test harness it copied.
+            unsafe { libc::_exit(code) };
+        }
+        assert!(pid > 0, "fork failed");
+        let code = exit_code(pid);
+        made_here.0.send(()).unwrap();
+        assert_eq!(maker.join().unwrap(), 1);
+        assert_eq!(code, Some(0), "the child hung (None) or read another value");
+    }
 }

@@ -8,13 +8,12 @@
 //! fatal signal and `panic = "abort"` run neither: flush earlier, or use continuous
 //! mode ([`Options::snapshot_every`]).
 
-use crate::base::fork::{ForkMutex, Locked};
+use crate::base::fork::{ForkMutex, ForkOnce, Locked};
 use crate::output::files::{write_profile, WriteError};
 use crate::output::options::{options_here, Options};
 use crate::record::thread::snapshot;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Once;
 
 /// A guard alive in some process: what [`flush`] and the exit hook write.
 struct Active {
@@ -47,9 +46,9 @@ impl Registration {
             opts: opts.clone(),
         });
         if opts.write_at_exit {
-            static HOOK: Once = Once::new();
+            static HOOK: ForkOnce<()> = ForkOnce::new();
             // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds.
-            HOOK.call_once(|| unsafe {
+            HOOK.get_or_init(|| unsafe {
                 if libc::atexit(at_exit) != 0 {
                     eprintln!("yieldprof: atexit failed; the profile is written only when the guard drops");
                 }
