@@ -1,9 +1,9 @@
 //! What the machine allows, probed once: the paranoid level, the events that open, the group plan.
 
 use super::*;
+use crate::base::fork::ForkOnce;
 use perf_event::{Builder, Counter, Group};
 use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
-use std::sync::OnceLock;
 
 /// Parses `/proc/sys/kernel/perf_event_paranoid`.
 pub(crate) fn parse_paranoid(text: &str) -> Option<i32> {
@@ -25,7 +25,7 @@ pub(super) struct Probed {
 }
 
 pub(super) fn probed() -> &'static Probed {
-    static PROBED: OnceLock<Probed> = OnceLock::new();
+    static PROBED: ForkOnce<Probed> = ForkOnce::new();
     PROBED.get_or_init(|| {
         let paranoid = paranoid();
         let mut status = [Availability::Available; N];
