@@ -65,6 +65,7 @@
 
 mod build;
 mod check;
+mod figures;
 mod run;
 
 use serde::{Deserialize, Serialize};
