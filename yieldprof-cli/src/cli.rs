@@ -114,7 +114,7 @@ pub struct ProbeArgs {
     #[arg(long)]
     pub save: bool,
     /// Total probing time in seconds (default about 5): shorter is quicker and noisier
-    #[arg(long, value_name = "S", value_parser = probe::parse_seconds)]
+    #[arg(long, value_name = "S", value_parser = probe::parse_seconds, allow_negative_numbers = true)]
     pub seconds: Option<f64>,
 }
 
