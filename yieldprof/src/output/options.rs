@@ -3,6 +3,7 @@
 use crate::config;
 use crate::counters::{self, CounterSampling};
 use crate::output::fold::Metric;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -23,6 +24,8 @@ pub(crate) const DEFAULT_KEEP_SNAPSHOTS: usize = 60;
 /// | `YIELDPROF_SNAPSHOT_EVERY` | seconds between delta snapshots (continuous mode) | off |
 /// | `YIELDPROF_SNAPSHOT_KEEP` | snapshots kept in `<out_dir>/snapshots` | 60 |
 /// | `YIELDPROF_WRITE_AT_EXIT` | `1`: also write when the process calls `exit()` ([`Options::write_at_exit`]) | off |
+/// | `YIELDPROF_HTTP` | `127.0.0.1:PORT`: serve the live view there ([`Options::http`], feature `http`) | off |
+/// | `YIELDPROF_HTTP_ANY` | `1`: let the live view listen on a non-loopback address ([`Options::http_any`]) | off |
 ///
 /// ```no_run
 /// let _guard = yieldprof::Options::from_env()
@@ -53,6 +56,10 @@ pub struct Options {
     pub keep_snapshots: usize,
     /// Also write when the process calls `exit()` ([`Options::write_at_exit`]).
     pub write_at_exit: bool,
+    /// Where the live view listens ([`Options::http`]); `None`: no live view.
+    pub http: Option<SocketAddr>,
+    /// Whether the live view may listen on a non-loopback address ([`Options::http_any`]).
+    pub http_any: bool,
 }
 
 impl Options {
@@ -73,7 +80,20 @@ impl Options {
                 std::env::var("YIELDPROF_WRITE_AT_EXIT").as_deref(),
                 Ok("1" | "on" | "true" | "yes")
             ),
+            http: None,
+            http_any: matches!(
+                std::env::var("YIELDPROF_HTTP_ANY").as_deref(),
+                Ok("1" | "on" | "true" | "yes")
+            ),
         };
+        if let Ok(addr) = std::env::var("YIELDPROF_HTTP") {
+            match addr.parse() {
+                Ok(a) => o.http = Some(a),
+                Err(_) => eprintln!(
+                    "yieldprof: YIELDPROF_HTTP={addr:?} is not an address and port like 127.0.0.1:6060; no live view"
+                ),
+            }
+        }
         from_env(&mut o);
         if let Some(dir) = std::env::var_os("YIELDPROF_OUT").filter(|d| !d.is_empty()) {
             o.out_dir = dir.into();
@@ -166,6 +186,36 @@ impl Options {
     /// ```
     pub fn write_at_exit(mut self, on: bool) -> Self {
         self.write_at_exit = on;
+        self
+    }
+}
+
+impl Options {
+    /// Serves the live view on `addr` while the guard lives: the current flame graph,
+    /// summary and findings at `/` (reloading every 5 s), and pprof's
+    /// `/debug/pprof/profile?seconds=N` (what was recorded in the next N seconds, for
+    /// `go tool pprof http://127.0.0.1:6060`). Port 0 takes a free port
+    /// (`Guard::http_addr` says which). Only loopback addresses
+    /// unless [`http_any`](Options::http_any). Needs the `http` feature (without it, a
+    /// note on stderr and no live view); `YIELDPROF_HTTP=127.0.0.1:6060` from the
+    /// environment.
+    ///
+    /// ```no_run
+    /// let _guard = yieldprof::Options::from_env()
+    ///     .http("127.0.0.1:6060".parse().unwrap())
+    ///     .init();
+    /// // open http://127.0.0.1:6060/ while the program runs
+    /// ```
+    pub fn http(mut self, addr: SocketAddr) -> Self {
+        self.http = Some(addr);
+        self
+    }
+
+    /// Lets the live view listen on any address, e.g. `0.0.0.0:6060`, not only loopback:
+    /// the page shows the command line, thread names and source paths to whoever can
+    /// connect, so only on a trusted network. `YIELDPROF_HTTP_ANY=1` from the environment.
+    pub fn http_any(mut self, allow: bool) -> Self {
+        self.http_any = allow;
         self
     }
 }
