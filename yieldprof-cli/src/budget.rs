@@ -387,3 +387,24 @@ fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
         names.join(", ")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_in_the_help_is_a_budget_this_command_reads() {
+        let example: String = SCHEMA_HELP
+            .lines()
+            .filter_map(|l| l.strip_prefix("  "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let budget: BudgetFile = toml::from_str(&example).unwrap();
+        let site = &budget.site["spsc::spin_for_message"];
+        assert_eq!(
+            (site.max_calls["yield"], site.max_p99_ns),
+            (100, Some(50_000))
+        );
+        assert_eq!(budget.thread["consumer"].max_wait_share, Some(0.5));
+    }
+}
