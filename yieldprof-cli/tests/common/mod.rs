@@ -29,16 +29,23 @@ pub fn dir(test: &str) -> PathBuf {
     d
 }
 
-/// Records `episodes` episodes of `poll(yields)` and one of `spin(100)` on this
-/// thread only (other tests record beside it), writes them as `<dir>/<name>.*`, and
-/// returns the run's stem `<dir>/<name>`.
+/// Records `episodes` episodes of `poll(yields)` and one of `spin(100)` on a thread
+/// named `recorder`, writes them as `<dir>/<name>.*`, and returns the run's stem
+/// `<dir>/<name>`.
 pub fn record(dir: &Path, name: &str, episodes: u32, yields: u32) -> PathBuf {
-    let session = yieldprof::Session::this_thread();
-    for _ in 0..episodes {
-        poll(yields);
-    }
-    spin(100);
-    session.finish().write(dir, name).expect("the run's files");
+    // A fresh thread per run: other tests record beside it, and a session over sites
+    // that ran before on the same thread would estimate their longest episode.
+    let recorder = std::thread::Builder::new().name("recorder".into());
+    let run = recorder.spawn(move || {
+        let session = yieldprof::Session::this_thread();
+        for _ in 0..episodes {
+            poll(yields);
+        }
+        spin(100);
+        session.finish()
+    });
+    let profile = run.unwrap().join().expect("the run");
+    profile.write(dir, name).expect("the run's files");
     dir.join(name)
 }
 
