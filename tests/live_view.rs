@@ -204,6 +204,11 @@ fn the_page_holds_the_flame_graph_the_summary_and_the_findings() {
             .map(|s| s.calls_of(yieldprof::Kind::Yield)),
         Some(3)
     );
+    let threads: Vec<&str> = doc.threads.iter().map(|t| t.name.as_str()).collect();
+    assert!(
+        !threads.iter().any(|t| t.starts_with("yieldprof")),
+        "the live view records nothing itself: {threads:?}"
+    );
     let (status, _, text) = get(addr, "/summary.txt");
     assert_eq!(status, 200);
     assert!(contains(&text, "Wait sites (by wall time)"));

@@ -79,10 +79,11 @@ struct ThreadLimits {
     max_involuntary_switches: Option<u64>,
 }
 
-/// A measured figure: a number (`ns` ones print as durations), or a counter the run
-/// could not count.
+/// A measured figure, or the counter it needs that the run could not count.
 enum Measured {
     Value(f64),
+    /// A duration: it and its limit print as `1.23 ms`.
+    Ns(u64),
     NotCounted(CounterEvent),
 }
 
@@ -96,7 +97,7 @@ struct Outcome {
 }
 
 impl Outcome {
-    /// Compares one figure with its limit; `ns` figures print as durations.
+    /// Compares one figure with its limit.
     fn limit(
         &mut self,
         doc: &Document,
@@ -106,22 +107,12 @@ impl Outcome {
         limit: f64,
     ) {
         self.checked += 1;
-        let show = |x: f64| {
-            if figure.ends_with("(ns)") {
-                duration(x.round() as u64)
-            } else {
-                // Four decimals at most: 0.25, 16.5, 3.
-                ((x * 1e4).round() / 1e4).to_string()
-            }
-        };
-        let figure = figure.trim_end_matches(" (ns)");
-        match measured {
-            Measured::Value(m) if m > limit => self.exceeded.push(format!(
-                "{subject}: {figure} measured {}, limit {}",
-                show(m),
-                show(limit)
-            )),
-            Measured::Value(_) => {}
+        // Four decimals at most: 0.25, 16.5, 3.
+        let number = |x: f64| ((x * 1e4).round() / 1e4).to_string();
+        let (measured, bound) = match measured {
+            Measured::Value(m) if m > limit => (number(m), number(limit)),
+            Measured::Ns(m) if m as f64 > limit => (duration(m), duration(limit as u64)),
+            Measured::Value(_) | Measured::Ns(_) => return,
             Measured::NotCounted(event) => {
                 let why = doc
                     .capabilities
@@ -134,8 +125,11 @@ impl Outcome {
                     "{subject}: {figure} not checked: {} is n/a ({why})",
                     event.name()
                 ));
+                return;
             }
-        }
+        };
+        let line = format!("{subject}: {figure} measured {measured}, limit {bound}");
+        self.exceeded.push(line);
     }
 }
 
@@ -284,21 +278,22 @@ fn check_site(site: &Site, l: &SiteLimits, doc: &Document, out: &mut Outcome) {
     };
     let as_f64 = |v: Option<u64>| v.map(|v| v as f64);
     limit("episodes", value(site.episodes), as_f64(l.max_episodes));
-    limit("wall (ns)", value(site.wall_ns), as_f64(l.max_wall_ns));
+    limit("wall", Measured::Ns(site.wall_ns), as_f64(l.max_wall_ns));
     let run_share = site.wall_ns as f64 / doc.totals.thread_ns.max(1) as f64;
     limit(
         "share of the run's thread time",
         Measured::Value(run_share),
         l.max_run_share,
     );
-    let quantile = |q: Option<u64>| Measured::Value(q.unwrap_or(0) as f64);
+    // `null` only without episodes: nothing to exceed.
+    let quantile = |q: Option<u64>| Measured::Ns(q.unwrap_or(0));
     limit(
-        "p50 episode (ns)",
+        "p50 episode",
         quantile(site.durations.median_ns),
         as_f64(l.max_p50_ns),
     );
     limit(
-        "p99 episode (ns)",
+        "p99 episode",
         quantile(site.durations.p99_ns),
         as_f64(l.max_p99_ns),
     );
