@@ -318,3 +318,63 @@ fn involuntary_switches_from_oversubscription_are_flagged_and_a_lone_thread_is_n
         "{found:?}"
     );
 }
+
+#[yieldprof::instrument_wait]
+fn stable_sleep_zero() {
+    for _ in 0..100 {
+        std::thread::sleep(Duration::ZERO);
+    }
+}
+
+#[yieldprof::instrument_wait]
+fn stable_spin(d: Duration) {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
+}
+
+#[yieldprof::instrument_wait]
+fn stable_short_spin() {
+    std::hint::spin_loop();
+}
+
+#[test]
+fn the_same_workload_gives_the_same_findings_five_times() {
+    // The machine-independent rules on one mixed workload: which fire must not depend on
+    // the run (a yield's cost is fixed, as a saved probe would fix it).
+    let costs = Costs::current().with_yield_ns(200.0).with_cores(2);
+    let sets: Vec<Vec<(Rule, String)>> = (0..5)
+        .map(|_| {
+            let r = run(|| {
+                stable_sleep_zero();
+                (0..25).for_each(|_| stable_spin(Duration::from_micros(400)));
+                (0..2_000).for_each(|_| stable_short_spin());
+                let mut rounds = 0;
+                (0..40).for_each(|_| backoff_wait(&mut rounds, false, 20));
+            });
+            let mut set: Vec<(Rule, String)> = r
+                .findings(&costs)
+                .into_iter()
+                // Whether a yield switched depends on what else runs: those rules have
+                // their own tests above, with retries.
+                .filter(|f| f.location.is_some() && f.rule != Rule::YieldWithoutSwitch)
+                .map(|f| (f.rule, f.subject))
+                .collect();
+            set.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.name().cmp(b.0.name())));
+            set
+        })
+        .collect();
+    let fired: Vec<Rule> = sets[0].iter().map(|(r, _)| *r).collect();
+    assert_eq!(
+        fired,
+        [
+            Rule::BackoffNeverResets,
+            Rule::SleepZeroIsNoOp,
+            Rule::LongSpin
+        ],
+        "{:#?}",
+        sets[0]
+    );
+    assert!(sets.iter().all(|s| *s == sets[0]), "{sets:#?}");
+}

@@ -240,13 +240,23 @@ fn a_profile_request_holds_what_was_recorded_while_it_waited_and_stops_with_the_
     assert_eq!(status, 200, "{head}");
     let profile = pprof::Profile::decode(&gunzip(&gz)[..]).expect("a pprof profile");
     assert_eq!(profile.calls_under("during_request"), Some(5));
+    // Its calls came before the request. (Its frame may still carry a nanosecond or
+    // so: each snapshot converts ticks to ns, and two conversions' difference rounds.)
     assert_eq!(
-        profile.calls_under("before_request"),
-        None,
+        profile.calls_under("before_request").unwrap_or(0),
+        0,
         "not in the delta"
     );
-    // Stopped: no listener, no profile thread left (other tests' views run beside).
-    assert!(TcpStream::connect(addr).is_err());
+    // Stopped: no profile thread left (other tests' views run beside), and the
+    // listener closes (tiny_http's accept thread lets go of it just after the drop).
+    let dropped = std::time::Instant::now();
+    while TcpStream::connect(addr).is_ok() {
+        assert!(
+            dropped.elapsed() < Duration::from_secs(60),
+            "still listening"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     assert!(
         !threads().iter().any(|t| t == "yieldprof-http-"),
         "{:?}",

@@ -24,6 +24,26 @@ fn wait_for_stop(stop: &AtomicBool) {
     }
 }
 
+/// One entry per call: a spin is counted in its episode.
+#[yieldprof::instrument_wait]
+fn spin_once() {
+    std::hint::spin_loop();
+}
+
+/// A value of the host's whose destructor still waits.
+struct Late;
+
+impl Drop for Late {
+    fn drop(&mut self) {
+        spin_once();
+        spin_once();
+    }
+}
+
+thread_local! {
+    static LATE: Late = const { Late };
+}
+
 fn polls(n: usize) {
     for _ in 0..n {
         poll();
@@ -58,6 +78,14 @@ fn child() {
             // A thread still inside an episode when the process exits.
             static STOP: AtomicBool = AtomicBool::new(false);
             std::thread::spawn(|| wait_for_stop(&STOP));
+            Some(guard)
+        }
+        "late-destructor" => {
+            // Made before yieldprof's own thread-local, so its destructor runs after
+            // yieldprof's at exit, and before the exit hook writes.
+            LATE.with(|_| ());
+            let guard = opts.write_at_exit(true).init();
+            polls(5);
             Some(guard)
         }
         "hook-then-return" => {
@@ -142,5 +170,27 @@ fn a_guard_that_dropped_is_not_written_again_at_exit() {
         .count();
     assert_eq!(writes, 1, "{exit:?}");
     assert!(!exit.stderr.contains("at exit"), "{exit:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn entries_after_the_threads_recording_ended_are_counted_in_the_files_written_at_exit() {
+    let dir = temp_dir("exit-late");
+    host("late-destructor", &dir, &[]);
+    assert_eq!(yields_written(&dir), 10);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("exited.json")).unwrap()).unwrap();
+    let host_thread = json["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "child")
+        .unwrap();
+    assert_eq!(host_thread["entries_after_exit"], 2, "{host_thread}");
+    let txt = std::fs::read_to_string(dir.join("exited.txt")).unwrap();
+    assert!(
+        txt.contains("child: 2 entries after its recording ended"),
+        "{txt}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,8 +6,10 @@
 mod child_process;
 
 use child_process::{folded_total, names, run, temp_dir};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
+use yieldprof::Watched;
 
 #[yieldprof::instrument_wait]
 fn poll() {
@@ -86,6 +88,120 @@ fn fork_before_recording() -> ! {
     std::process::exit(0);
 }
 
+/// Forks a host whose other threads keep taking every lock yieldprof has: watching and
+/// unwatching values, starting and ending recording threads, flushing the guard.
+const BUSY_FORKS: usize = 16;
+/// How long a child may take to record and write its report before it counts as hung:
+/// far above the ~0.1 s it takes on a loaded 2-core machine.
+const HUNG_AFTER: Duration = Duration::from_secs(60);
+
+/// The forked child of `fork_while_busy`: watches, records and writes its own report.
+fn busy_child() -> ! {
+    let value: Watched<AtomicU64> = Watched::new(0);
+    yieldprof::watch(&value, "child-value");
+    value.fetch_add(1, Ordering::Relaxed);
+    polls(2);
+    let p = yieldprof::snapshot();
+    check(
+        p.site("poll").map(|s| s.episodes) == Some(2),
+        20,
+        "poll episodes",
+    );
+    check(
+        p.sharing()
+            .iter()
+            .any(|l| l.words.iter().any(|w| w.name == "child-value")),
+        21,
+        "watched value",
+    );
+    let own = yieldprof::Options::from_env().name("busy-child").init();
+    drop(own);
+    // SAFETY: as in `check`.
+    unsafe { libc::_exit(0) };
+}
+
+/// Waits for `pid` until it exits or `HUNG_AFTER` passes (then kills it): its exit
+/// status, `None` when it hung.
+fn wait_or_kill(pid: libc::pid_t) -> Option<i32> {
+    let start = std::time::Instant::now();
+    loop {
+        let mut status = 0;
+        // SAFETY: `pid` is our child; `status` is writable.
+        let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if done == pid {
+            return Some(status);
+        }
+        if start.elapsed() > HUNG_AFTER {
+            // SAFETY: `pid` is our child, hung; reap it after the kill.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn fork_while_busy() -> ! {
+    let guard = yieldprof::Options::from_env().name("busy").init();
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy = |f: fn()| {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                f();
+            }
+        })
+    };
+    let threads = [
+        busy(|| {
+            let v: Box<Watched<AtomicU64>> = Box::new(Watched::new(1));
+            yieldprof::watch(&*v, "busy-value");
+            v.fetch_add(1, Ordering::Relaxed);
+        }),
+        busy(|| std::thread::spawn(|| polls(1)).join().unwrap()),
+        busy(|| {
+            yieldprof::flush().unwrap();
+        }),
+    ];
+    let (mut forked, mut hung, mut failed, mut wrote) = (0, 0, 0, 0);
+    let out = yieldprof::Options::from_env().out_dir;
+    for _ in 0..BUSY_FORKS {
+        // SAFETY: the child only runs `busy_child`, which ends in `_exit`.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            busy_child();
+        }
+        forked += 1;
+        match wait_or_kill(pid) {
+            None => {
+                // One is enough to fail; the next would wait as long again.
+                hung += 1;
+                break;
+            }
+            Some(s) if libc::WIFEXITED(s) && libc::WEXITSTATUS(s) == 0 => {
+                let folded = std::fs::read_to_string(out.join(format!("busy-child.{pid}.folded")));
+                if folded.is_ok_and(|f| folded_total(&f, "poll;[yield]") == 4) {
+                    wrote += 1;
+                }
+            }
+            Some(s) => {
+                eprintln!("child {pid}: status {s:#x}");
+                failed += 1;
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    drop(guard);
+    println!("forks {forked} hung {hung} failed {failed} wrote {wrote}");
+    std::process::exit(0);
+}
+
 #[test]
 fn child() {
     let Some(role) = child_process::role() else {
@@ -93,6 +209,9 @@ fn child() {
     };
     if role == "fork-before-recording" {
         fork_before_recording();
+    }
+    if role == "fork-while-busy" {
+        fork_while_busy();
     }
     assert_eq!(role, "forking-host");
     let guard = yieldprof::Options::from_env()
@@ -183,5 +302,26 @@ fn a_child_forked_before_anything_was_recorded_writes_under_its_own_name() {
     assert_eq!(folded_total(&parent, "poll;[yield]"), 2, "{parent}");
     let child = std::fs::read_to_string(dir.join(format!("early.{child_pid}.folded"))).unwrap();
     assert_eq!(folded_total(&child, "poll;[yield]"), 4, "{child}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn children_forked_while_other_threads_take_every_lock_record_and_write_their_own_report() {
+    let dir = temp_dir("fork-busy");
+    let exit = run(
+        "fork-while-busy",
+        &[
+            ("YIELDPROF_OUT", dir.to_str().unwrap()),
+            ("YIELDPROF_METRIC", "calls"),
+        ],
+    );
+    assert_eq!(exit.code, Some(0), "{exit:?}");
+    let line = format!("forks {BUSY_FORKS} hung 0 failed 0 wrote {BUSY_FORKS}");
+    assert!(
+        exit.stdout.contains(&line),
+        "{}\n{}",
+        exit.stdout,
+        exit.stderr
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -146,3 +146,16 @@ proptest! {
         }
     }
 }
+
+/// The case the property first found: a profile against an empty one (or one whose
+/// counts are all 0) is a graph, not an error from the renderer.
+#[test]
+fn diff_against_an_empty_profile_is_a_graph() {
+    for (before, after) in [("A 5\n", ""), ("A 5\n", "A 0\n"), ("", ""), ("", "B 3\n")] {
+        let a = temp_file("empty-before.folded", before.as_bytes());
+        let b = temp_file("empty-after.folded", after.as_bytes());
+        let mut svg = Vec::new();
+        diff(&a, &b, &mut svg).unwrap_or_else(|e| panic!("{before:?} → {after:?}: {e}"));
+        assert!(String::from_utf8_lossy(&svg).contains("<svg"));
+    }
+}

@@ -5,8 +5,9 @@
 //! growing once threads are merged.
 //! (Own test binary: it reads every thread of the process, and owns the allocator.)
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
+mod counting_alloc;
+
+use counting_alloc::Counting;
 use yieldprof::{Kind, Session};
 
 /// Exited threads kept one by one before they merge per name (documented in the
@@ -17,26 +18,6 @@ use yieldprof::counters::capabilities;
 const THREADS: u64 = 20_000;
 const AT_ONCE: u64 = 8;
 const EPISODES: u64 = 3;
-
-/// Live heap bytes of the whole process.
-struct Counting;
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call is forwarded to `System`, which upholds the contract.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as isize, Relaxed);
-        System.alloc(l)
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size() as isize, Relaxed);
-        System.dealloc(p, l)
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        LIVE.fetch_add(new as isize - l.size() as isize, Relaxed);
-        System.realloc(p, l, new)
-    }
-}
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
@@ -76,13 +57,13 @@ fn twenty_thousand_threads_in_churn_are_all_counted_exactly_in_bounded_memory() 
     // Warm-up: one batch, so tables and the registry's vectors exist.
     churn(1);
     let session = Session::start();
-    let heap_before = LIVE.load(Relaxed);
+    let heap_before = counting_alloc::live();
     let t = std::time::Instant::now();
     churn(THREADS / AT_ONCE / 2);
-    let heap_half = LIVE.load(Relaxed);
+    let heap_half = counting_alloc::live();
     churn(THREADS / AT_ONCE / 2);
     let elapsed = t.elapsed();
-    let heap_after = LIVE.load(Relaxed);
+    let heap_after = counting_alloc::live();
     let report = session.finish();
     let site = report.site("step").unwrap();
     assert_eq!(site.episodes, THREADS * EPISODES);

@@ -6,29 +6,13 @@
 //! The soak variant, 2^24 (16.8M) stacks on 4 threads, is `#[ignore]`d:
 //! `cargo test --release --test reliability_memory_bound -- --ignored`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
+mod counting_alloc;
+
+use counting_alloc::Counting;
 use yieldprof::report::Metric;
 use yieldprof::{Kind, Session};
 
 const CAP: u32 = 4096;
-
-struct Counting;
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-static PEAK: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call is forwarded to `System`, which upholds the contract.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let now = LIVE.fetch_add(l.size() as isize, Relaxed) + l.size() as isize;
-        PEAK.fetch_max(now, Relaxed);
-        System.alloc(l)
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size() as isize, Relaxed);
-        System.dealloc(p, l)
-    }
-}
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
@@ -62,8 +46,7 @@ fn run(depth: u32, threads: u64) {
         .out_dir(std::env::temp_dir().join(format!("yieldprof-bound-{}", std::process::id())))
         .init();
     let session = Session::start();
-    let heap_before = LIVE.load(Relaxed);
-    PEAK.store(heap_before, Relaxed);
+    let heap_before = counting_alloc::reset_peak();
     let t = std::time::Instant::now();
     let workers: Vec<_> = (0..threads)
         .map(|_| {
@@ -77,7 +60,7 @@ fn run(depth: u32, threads: u64) {
         w.join().unwrap();
     }
     let elapsed = t.elapsed();
-    let peak = PEAK.load(Relaxed) - heap_before;
+    let peak = counting_alloc::peak() - heap_before;
     let report = session.finish();
     let (stacks, episodes) = shape(depth - 1);
     let (l, r) = (report.site("left").unwrap(), report.site("right").unwrap());

@@ -4,7 +4,7 @@
 //! - ENOENT: real for hardware events on a machine without a PMU (this project's VM;
 //!   `tests/counters_hardware.rs`), and here for every event through the test hook.
 //! - EACCES (`perf_event_paranoid`): the tests run as root, which paranoid does not
-//!   stop, so through the hook `YIELDPROF_TEST_PERF_ERRNO`.
+//!   stop, so through the test hook `__private::fail_perf_groups`.
 //! - EPERM: a real seccomp filter that makes `perf_event_open` fail with EPERM.
 //! - EMFILE: a real one, the host having used every fd under a lowered `RLIMIT_NOFILE`,
 //!   before profiling starts and after.
@@ -146,7 +146,9 @@ fn child() {
     };
     // What the probe at init will find, and the reason expected for the workers.
     let (guard, why, fds) = match role.as_str() {
-        "injected" => {
+        // `injected-<errno>`: every perf group fails with that errno.
+        r if r.starts_with("injected-") => {
+            yieldprof::__private::fail_perf_groups(r["injected-".len()..].parse().unwrap());
             let guard = yieldprof::Options::from_env().name("perf").init();
             let why = capabilities()
                 .get(CounterEvent::ContextSwitches)
@@ -249,7 +251,7 @@ fn paranoid() -> Option<i32> {
 #[test]
 fn enoent_for_every_event_falls_back_to_getrusage_and_says_so() {
     let dir = temp_dir("perf-enoent");
-    let txt = host("injected", &dir, &[("YIELDPROF_TEST_PERF_ERRNO", "2")]);
+    let txt = host("injected-2", &dir, &[]);
     // ENOENT on a software event: the kernel lacks it; on a hardware one: no PMU.
     let why = Reason::NotSupported {
         errno: libc::ENOENT,
@@ -270,7 +272,7 @@ fn enoent_for_every_event_falls_back_to_getrusage_and_says_so() {
 #[test]
 fn eacces_from_paranoid_falls_back_to_getrusage_and_says_so() {
     let dir = temp_dir("perf-eacces");
-    let txt = host("injected", &dir, &[("YIELDPROF_TEST_PERF_ERRNO", "13")]);
+    let txt = host("injected-13", &dir, &[]);
     let why = match paranoid() {
         Some(level) if level >= 2 => Reason::Paranoid {
             level,

@@ -88,6 +88,22 @@ pub use yieldprof_macros::instrument_wait;
 /// let profile = yieldprof::snapshot();
 /// assert!(profile.folded(yieldprof::report::Metric::Wall).iter().any(|l| l.contains(";handle_request;")));
 /// ```
+///
+/// In async code, `frame!(name, future)` wraps a future instead: the frame is open
+/// while the future is polled, so tasks the thread runs while it waits are not inside
+/// it. The block form held across an `.await` (possible on single-threaded executors:
+/// its guard is not `Send`) also holds the frame over whatever the thread runs
+/// meanwhile; frames closed out of order leave no stale frame behind.
+///
+/// ```
+/// # use std::future::Future;
+/// async fn serve() {
+///     // ... awaits, and calls into `#[instrument_wait]` functions ...
+/// }
+/// let framed = yieldprof::frame!("serve", serve());
+/// # let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+/// # assert!(std::pin::pin!(framed).poll(&mut cx).is_ready());
+/// ```
 #[macro_export]
 macro_rules! frame {
     ($name:literal) => {
@@ -97,6 +113,11 @@ macro_rules! frame {
             $crate::__private::enter_work(&SITE)
         };
     };
+    ($name:literal, $future:expr $(,)?) => {{
+        static SITE: $crate::__private::WorkSite =
+            $crate::__private::WorkSite::new($name, ::core::file!(), ::core::line!());
+        $crate::__private::framed(&SITE, $future)
+    }};
 }
 
 /// Checks `report` against `budget`; when a limit is exceeded it first writes the
@@ -212,7 +233,7 @@ pub mod __private {
     pub use crate::base::site::Limit;
     pub use crate::base::site::{CallSite, EpisodeSite, Kind, WorkSite};
     pub use crate::record::episode::{
-        call, count, enter_work, CallGuard, EpisodeGuard, Instrumented,
+        call, count, enter_work, framed, CallGuard, EpisodeGuard, Instrumented,
     };
     #[cfg(not(feature = "tracing"))]
     pub use crate::record::episode::{enter, instrument};
@@ -220,6 +241,12 @@ pub mod __private {
     #[cfg(feature = "tracing")]
     pub use crate::record::tracing_bridge::{enter, instrument, TracedEpisode};
     pub use crate::sharing::layout::{assert_separate_lines, size_of_field};
+
+    /// Test hook: every perf group opened from now on fails with `errno`, for the
+    /// refusals a test cannot cause for real. Call it before anything records.
+    pub fn fail_perf_groups(errno: i32) {
+        crate::counters::fail_perf_groups(errno);
+    }
 
     /// The body of `assert_budget!`.
     #[track_caller]

@@ -56,7 +56,7 @@ fn names_after<'a>(code: &'a str, prefix: &str) -> BTreeSet<&'a str> {
         .collect()
 }
 
-/// The layer a file belongs to: its folder under `src/`, or `config.rs`.
+/// The layer a file belongs to: its folder under `src/`.
 fn layer_of(path: &Path) -> Option<usize> {
     let rel = path.strip_prefix(src()).unwrap();
     let first = rel.components().next()?.as_os_str().to_str()?;

@@ -212,13 +212,10 @@ const SAVED_SCHEMA: &str = "yieldprof-machine/1";
 /// Where a saved probe is read from and written to: `YIELDPROF_MACHINE`, else
 /// `machine.json` in the output folder (`YIELDPROF_OUT`, default `target/yieldprof`).
 pub fn saved_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("YIELDPROF_MACHINE").filter(|p| !p.is_empty()) {
-        return p.into();
-    }
-    std::env::var_os("YIELDPROF_OUT")
-        .filter(|d| !d.is_empty())
-        .map_or_else(|| PathBuf::from("target/yieldprof"), PathBuf::from)
-        .join("machine.json")
+    let env = crate::config::settings();
+    env.machine
+        .clone()
+        .unwrap_or_else(|| env.out_dir.join("machine.json"))
 }
 
 /// The file a saved probe is.

@@ -1,14 +1,14 @@
 //! A bounded, append-only store that one thread writes and any thread reads.
 //!
 //! The owner thread appends; readers (a report taken while the thread runs) see every
-//! element below [`Arena::len`], and every element reached through a [`Link`]. Chunks
-//! are allocated once and never move, so an index stays valid for the arena's life and
-//! warm-up is the only time it allocates.
+//! element below [`Arena::len`], and every element reached through a [`Link`].
+//! Segments are allocated once, when first needed, and never move, so an index stays
+//! valid for the arena's life and only a push into a new segment allocates.
 //!
 //! The protocol is checked with loom (`RUSTFLAGS="--cfg loom" cargo test -p yieldprof
 //! --lib --target-dir target/loom arena::loom_models`): under `cfg(loom)` the atomics
-//! and the chunk cells are loom's, and chunks hold 2 elements so the models cross chunk
-//! boundaries. Nothing else works in such a build: loom's atomics panic outside a model.
+//! and the segment cells are loom's, and the first segment holds 2 elements so the
+//! models cross segment boundaries. Nothing else works in such a build: loom's atomics panic outside a model.
 
 #[cfg(not(loom))]
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -20,24 +20,36 @@ use loom::sync::atomic::{AtomicU32, Ordering};
 #[cfg(loom)]
 use loom_cell::OnceLock;
 
+/// Elements in the first segment; segment `k` holds `CHUNK << k`.
 #[cfg(not(loom))]
-const CHUNK: usize = 64;
+const CHUNK: usize = 8;
 #[cfg(loom)]
 const CHUNK: usize = 2;
+/// Segments enough for every `u32` index: they hold `CHUNK × (2^SEGMENTS − 1)`.
+const SEGMENTS: usize = 33 - CHUNK.trailing_zeros() as usize;
 
+/// Storage in segments that double in size, each allocated when the first element in
+/// it is pushed: an arena costs its fixed header until used, whatever its cap, and at
+/// most twice what it holds after (never more than the cap).
 pub(crate) struct Arena<T> {
-    chunks: Box<[OnceLock<Box<[T]>>]>,
+    segments: [OnceLock<Box<[T]>>; SEGMENTS],
     len: AtomicU32,
     cap: u32,
 }
 
+/// The segment of element `i` and its place there.
+#[inline(always)]
+fn locate(i: u32) -> (usize, usize) {
+    // Segment `k` starts at `CHUNK × (2^k − 1)`: `i / CHUNK + 1` lies in `2^k..2^(k+1)`.
+    let n = i as usize / CHUNK + 1;
+    let k = (usize::BITS - 1 - n.leading_zeros()) as usize;
+    (k, i as usize - CHUNK * ((1 << k) - 1))
+}
+
 impl<T: Default> Arena<T> {
     pub(crate) fn new(cap: u32) -> Self {
-        let chunks = (0..(cap as usize).div_ceil(CHUNK))
-            .map(|_| OnceLock::new())
-            .collect();
         Arena {
-            chunks,
+            segments: std::array::from_fn(|_| OnceLock::new()),
             len: AtomicU32::new(0),
             cap,
         }
@@ -50,11 +62,13 @@ impl<T: Default> Arena<T> {
 
     /// Element `i`, which must be below `len()`, reached through a [`Link`], or be the
     /// owner's own.
+    #[inline(always)]
     pub(crate) fn get(&self, i: u32) -> &T {
-        let chunk = self.chunks[i as usize / CHUNK]
+        let (k, at) = locate(i);
+        let segment = self.segments[k]
             .get()
-            .expect("arena index below len has its chunk");
-        &chunk[i as usize % CHUNK]
+            .expect("arena index below len has its segment");
+        &segment[at]
     }
 
     /// Owner only: reserves the next element, lets `init` fill it, then publishes it.
@@ -64,9 +78,13 @@ impl<T: Default> Arena<T> {
         if i >= self.cap {
             return None;
         }
-        let chunk = self.chunks[i as usize / CHUNK]
-            .get_or_init(|| (0..CHUNK).map(|_| T::default()).collect());
-        init(&chunk[i as usize % CHUNK]);
+        let (k, at) = locate(i);
+        let segment = self.segments[k].get_or_init(|| {
+            // The last segment stops at the cap.
+            let size = (CHUNK << k).min(self.cap as usize - (i as usize - at));
+            (0..size).map(|_| T::default()).collect()
+        });
+        init(&segment[at]);
         self.len.store(i + 1, Ordering::Release);
         Some(i)
     }
@@ -75,9 +93,9 @@ impl<T: Default> Arena<T> {
 /// An index into an [`Arena`] that another thread may follow (a child or sibling list).
 ///
 /// The owner stores it with release and a reader loads it with acquire, so a reader
-/// that sees index `i` also sees `i`'s chunk and everything `init` wrote into it. With
+/// that sees index `i` also sees `i`'s segment and everything `init` wrote into it. With
 /// relaxed on both sides a reader on a weakly ordered CPU (aarch64) could find the
-/// chunk not yet there and panic, or read the element's fields as zeros; on x86 both
+/// segment not yet there and panic, or read the element's fields as zeros; on x86 both
 /// orderings compile to plain moves.
 #[derive(Default)]
 pub(crate) struct Link(AtomicU32);
@@ -154,7 +172,31 @@ mod tests {
         assert_eq!(a.push(|_| ()), None);
         assert_eq!(a.len(), 100);
         assert_eq!(a.get(99).load(Ordering::Relaxed), 99);
-        assert_eq!(a.get(64).load(Ordering::Relaxed), 64);
+        assert_eq!(a.get(56).load(Ordering::Relaxed), 56);
+    }
+
+    #[test]
+    fn any_cap_allocates_only_the_segments_pushed_into_and_none_past_the_cap() {
+        let sizes = |a: &Arena<AtomicU64>| -> Vec<usize> {
+            a.segments
+                .iter()
+                .map_while(|s| s.get().map(|s| s.len()))
+                .collect()
+        };
+        let a: Arena<AtomicU64> = Arena::new(u32::MAX);
+        assert_eq!(sizes(&a), [0usize; 0]);
+        for n in 0..200 {
+            a.push(|v| v.store(n, Ordering::Relaxed));
+        }
+        assert_eq!(sizes(&a), [8, 16, 32, 64, 128]);
+        assert_eq!(a.get(119).load(Ordering::Relaxed), 119);
+        assert_eq!(a.get(120).load(Ordering::Relaxed), 120);
+        assert_eq!(a.get(199).load(Ordering::Relaxed), 199);
+        let capped: Arena<AtomicU64> = Arena::new(100);
+        while capped.push(|_| ()).is_some() {}
+        assert_eq!(sizes(&capped), [8, 16, 32, 44]);
+        // The last index a `u32` cap allows is in the last segment.
+        assert_eq!(locate(u32::MAX - 1).0, SEGMENTS - 1);
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Static descriptions of wait sites, call sites and business frames, and the
 //! process-wide table that gives each a small id the first time it is seen.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use crate::base::fork::{ForkMutex, Locked};
+use crate::base::text::host_name;
+use std::collections::BTreeMap;
 
 /// What a rewritten call does while it waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -182,20 +183,17 @@ pub struct CallInfo {
 /// Ids for frames and call sites, keyed by the address of their static (or of the
 /// `Location` for the public wrappers). Only node and slot creation touch it: the cold
 /// path, once per thread per site.
-#[derive(Default)]
 struct Table {
     frames: Vec<FrameInfo>,
     calls: Vec<CallInfo>,
-    frame_ids: HashMap<usize, u32>,
-    call_ids: HashMap<usize, u32>,
+    frame_ids: BTreeMap<usize, u32>,
+    call_ids: BTreeMap<usize, u32>,
 }
 
-fn table() -> &'static Mutex<Table> {
-    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t = Table::default();
-        // Ids 0 and 1 are fixed so thread setup never looks them up.
-        t.frames.push(FrameInfo {
+impl Table {
+    /// Ids 0 and 1 are fixed so thread setup never looks them up.
+    fn fill_fixed(&mut self) {
+        self.frames.push(FrameInfo {
             kind: FrameKind::Thread,
             name: String::new(),
             path: String::new(),
@@ -203,7 +201,7 @@ fn table() -> &'static Mutex<Table> {
             line: 0,
             budget: &[],
         });
-        t.frames.push(FrameInfo {
+        self.frames.push(FrameInfo {
             kind: FrameKind::Overflow,
             name: "[overflow]".into(),
             path: "[overflow]".into(),
@@ -211,29 +209,32 @@ fn table() -> &'static Mutex<Table> {
             line: 0,
             budget: &[],
         });
-        t.calls.push(CallInfo {
+        self.calls.push(CallInfo {
             kind: Kind::Spin,
             file: "[overflow]",
             line: 0,
             column: 0,
         });
-        Mutex::new(t)
-    })
+    }
 }
 
-fn lock() -> std::sync::MutexGuard<'static, Table> {
-    // A panic while holding the lock leaves the table consistent (pushes are atomic
-    // from our side), so poisoning is ignored rather than spread to the host.
-    table().lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The table's lock, held across `fork()` (see `fork`).
-pub(crate) struct TableHold {
-    _held: std::sync::MutexGuard<'static, Table>,
-}
-
-pub(crate) fn hold_for_fork() -> TableHold {
-    TableHold { _held: lock() }
+fn lock() -> Locked<Table> {
+    // Built in place, not in a `OnceLock`: a fork during its first use would leave
+    // the child waiting on it (see `fork`).
+    static TABLE: ForkMutex<Table> = ForkMutex::new(
+        Table {
+            frames: Vec::new(),
+            calls: Vec::new(),
+            frame_ids: BTreeMap::new(),
+            call_ids: BTreeMap::new(),
+        },
+        |_| (),
+    );
+    let mut t = TABLE.lock();
+    if t.frames.is_empty() {
+        t.fill_fixed();
+    }
+    t
 }
 
 pub(crate) const THREAD_FRAME: u32 = 0;
@@ -272,15 +273,12 @@ pub(crate) fn tables() -> (Vec<FrameInfo>, Vec<CallInfo>) {
 
 impl EpisodeSite {
     pub(crate) fn info(&self) -> FrameInfo {
-        let name = match self.name {
-            Some(n) => n.to_string(),
-            None => {
-                // `module_path!()` starts with the crate name; keep the module's last
-                // segment so frames read `module::fn` and stay short in the graph.
-                let module = self.module.rsplit("::").next().unwrap_or(self.module);
-                format!("{module}::{}", self.function)
-            }
-        };
+        let name = self.name.and_then(host_name).unwrap_or_else(|| {
+            // `module_path!()` starts with the crate name; keep the module's last
+            // segment so frames read `module::fn` and stay short in the graph.
+            let module = self.module.rsplit("::").next().unwrap_or(self.module);
+            format!("{module}::{}", self.function)
+        });
         FrameInfo {
             kind: FrameKind::Wait,
             name,
@@ -294,10 +292,12 @@ impl EpisodeSite {
 
 impl WorkSite {
     pub(crate) fn info(&self) -> FrameInfo {
+        // A blank name (`frame!("")`, a nameless span) goes by where it was opened.
+        let name = host_name(self.name).unwrap_or_else(|| format!("{}:{}", self.file, self.line));
         FrameInfo {
             kind: FrameKind::Work,
-            name: self.name.to_string(),
-            path: self.name.to_string(),
+            path: name.clone(),
+            name,
             file: self.file,
             line: self.line,
             budget: &[],

@@ -5,6 +5,22 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// Columns every text report stays within.
 pub(crate) const WIDTH: usize = 100;
 
+/// A name the host chose (a thread's, a frame's) as reports show it; `None` when
+/// blank. yieldprof's own frames are written `[...]` (`[work]`, `[spin]`,
+/// `[overflow]`, ...), so a name of that form has its brackets turned into
+/// parentheses: it never passes for one of them.
+pub(crate) fn host_name(name: &str) -> Option<String> {
+    if name.trim().is_empty() {
+        return None;
+    }
+    Some(
+        match name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+            Some(inner) => format!("({inner})"),
+            None => name.to_string(),
+        },
+    )
+}
+
 /// `1234567` ns as `1.23 ms`: three significant figures, the unit the reports use.
 ///
 /// ```

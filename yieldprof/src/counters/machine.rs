@@ -2,7 +2,7 @@
 
 use super::*;
 use perf_event::{Builder, Counter, Group};
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 /// Parses `/proc/sys/kernel/perf_event_paranoid`.
@@ -108,19 +108,22 @@ pub(crate) fn fit_group(
     (events, dropped)
 }
 
-/// Every perf group starts here. For tests only: `YIELDPROF_TEST_PERF_ERRNO=N` (read
-/// once) makes it fail with errno N, for the refusals a test cannot cause for real
-/// (`EACCES` from `perf_event_paranoid` when the tests run as root, for one).
+/// 0, or the errno every perf group fails with: a hook for the tests of refusals a
+/// test cannot cause for real (`EACCES` from `perf_event_paranoid` when the tests run
+/// as root, for one). Set only by `__private::fail_perf_groups`, never from the
+/// environment, so a deployed program cannot be made to lose its counters by it.
+static INJECTED_ERRNO: AtomicI32 = AtomicI32::new(0);
+
+/// Makes every perf group opened from now on fail with `errno` (0: not any more).
+pub(crate) fn fail_perf_groups(errno: i32) {
+    INJECTED_ERRNO.store(errno, Relaxed);
+}
+
+/// Every perf group starts here.
 pub(super) fn new_group() -> std::io::Result<Group> {
-    static INJECTED: OnceLock<Option<i32>> = OnceLock::new();
-    let injected = INJECTED.get_or_init(|| {
-        std::env::var("YIELDPROF_TEST_PERF_ERRNO")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-    });
-    match *injected {
-        Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
-        None => Group::new(),
+    match INJECTED_ERRNO.load(Relaxed) {
+        0 => Group::new(),
+        errno => Err(std::io::Error::from_raw_os_error(errno)),
     }
 }
 

@@ -116,6 +116,13 @@ pub struct ThreadStats {
     pub exited: bool,
     /// Frame entries folded into `[overflow]` because the node cap was reached.
     pub overflowed: u64,
+    /// Entries (frames and calls) skipped because they interrupted yieldprof's own
+    /// code on this thread, as an annotated function called from a signal handler can:
+    /// its state was in use, and waiting for it could block forever.
+    pub reentries_skipped: u64,
+    /// Entries made after the thread's recording was torn down (a thread-local
+    /// destructor or `atexit` handler running after yieldprof's), not recorded.
+    pub entries_after_exit: u64,
     /// Counter totals over the thread's life (perf ones from its first record on).
     pub counters: Counters,
     /// The part of `counters` spent in wait episodes; the rest is `[work]`'s.
@@ -267,6 +274,8 @@ impl Profile {
                     work_ns: wall_ns - wait_ns,
                     exited: t.exited,
                     overflowed: t.overflowed,
+                    reentries_skipped: t.reentries_skipped,
+                    entries_after_exit: t.entries_after_exit,
                     counters,
                     counters_in_wait,
                     counter_source: t.counters.source,

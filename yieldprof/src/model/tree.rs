@@ -35,6 +35,10 @@ pub(crate) struct ThreadProfile {
     pub(crate) name: String,
     pub(crate) exited: bool,
     pub(crate) overflowed: u64,
+    /// Entries skipped because they interrupted yieldprof on this thread.
+    pub(crate) reentries_skipped: u64,
+    /// Entries made after the thread's state was torn down, not recorded.
+    pub(crate) entries_after_exit: u64,
     pub(crate) nodes: Vec<NodeStats>,
     /// Fine episode durations per frame id, whatever the stack: what site quantiles
     /// are read from (nodes keep only coarse durations).
@@ -131,6 +135,8 @@ impl ThreadProfile {
             }
         }
         self.overflowed += other.overflowed;
+        self.reentries_skipped += other.reentries_skipped;
+        self.entries_after_exit += other.entries_after_exit;
         self.counters = self.counters.plus(&other.counters);
         self.tid = other.tid;
     }
@@ -289,6 +295,12 @@ impl ThreadProfile {
                 })
                 .collect(),
             overflowed: self.overflowed.saturating_sub(earlier.overflowed),
+            reentries_skipped: self
+                .reentries_skipped
+                .saturating_sub(earlier.reentries_skipped),
+            entries_after_exit: self
+                .entries_after_exit
+                .saturating_sub(earlier.entries_after_exit),
             counters: self.counters.minus(&earlier.counters),
             ..self.clone()
         }

@@ -114,7 +114,7 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     let json = path("json");
     let doc = profile.json(&crate::analysis::costs::Costs::current());
     // CI sets it for the test suite, so every report a test writes is checked.
-    if std::env::var_os("YIELDPROF_SELF_CHECK").is_some_and(|v| v == "1") {
+    if crate::config::settings().self_check {
         let wrong = doc.inconsistencies();
         if !wrong.is_empty() {
             return Err(WriteError {

@@ -134,8 +134,14 @@ fn options(metric: Metric, title: &str) -> Options<'static> {
 }
 
 fn render<W: Write>(opts: &mut Options<'_>, lines: &[String], out: W) -> io::Result<()> {
-    if lines.is_empty() {
-        // inferno refuses an empty profile; an empty run still gets a readable file.
+    // The last number of a line is its width (a diff's is the after profile's).
+    let width: u64 = lines
+        .iter()
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum();
+    if width == 0 {
+        // inferno refuses a profile without samples (no lines, or every width 0); an
+        // empty run, or a diff against an empty profile, still gets a readable file.
         let empty = ["[no samples] 1".to_string()];
         return flamegraph::from_lines(opts, empty.iter().map(String::as_str), out);
     }

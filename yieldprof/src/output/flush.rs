@@ -8,12 +8,13 @@
 //! fatal signal and `panic = "abort"` run neither: flush earlier, or use continuous
 //! mode ([`Options::snapshot_every`]).
 
+use crate::base::fork::{ForkMutex, Locked};
 use crate::output::files::{write_profile, WriteError};
 use crate::output::options::{options_here, Options};
 use crate::record::thread::snapshot;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Mutex, MutexGuard, Once};
+use std::sync::Once;
 
 /// A guard alive in some process: what [`flush`] and the exit hook write.
 struct Active {
@@ -22,10 +23,9 @@ struct Active {
     opts: Options,
 }
 
-fn active() -> MutexGuard<'static, Vec<Active>> {
-    static ACTIVE: Mutex<Vec<Active>> = Mutex::new(Vec::new());
-    // Nothing is left half-done under the lock: a poisoned list is still whole.
-    ACTIVE.lock().unwrap_or_else(|e| e.into_inner())
+fn active() -> Locked<Vec<Active>> {
+    static ACTIVE: ForkMutex<Vec<Active>> = ForkMutex::new(Vec::new(), |_| ());
+    ACTIVE.lock()
 }
 
 /// A guard's entry in the list of live guards; leaves it when dropped.

@@ -10,54 +10,7 @@ use crate::counters::CounterEvent;
 use crate::model::profile::Profile;
 use std::collections::BTreeMap;
 
-/// The value each folded line carries.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Metric {
-    /// Wall-clock nanoseconds (the default).
-    #[default]
-    Wall,
-    /// Number of wait calls (spin, yield, sleep, park) per kind.
-    Calls,
-    /// Context switches (voluntary + involuntary, getrusage): each wait frame's own,
-    /// and the rest of the thread's as `[work]`. Estimated where episodes are sampled.
-    Switches,
-}
-
-impl Metric {
-    /// Parses `wall`, `calls` or `switches` (the values of `YIELDPROF_METRIC`).
-    ///
-    /// ```
-    /// assert_eq!(yieldprof::report::Metric::parse("calls"), Some(yieldprof::report::Metric::Calls));
-    /// assert_eq!(yieldprof::report::Metric::parse("cycles"), None);
-    /// ```
-    pub fn parse(s: &str) -> Option<Metric> {
-        match s {
-            "wall" => Some(Metric::Wall),
-            "calls" => Some(Metric::Calls),
-            "switches" => Some(Metric::Switches),
-            _ => None,
-        }
-    }
-
-    /// The name `parse` accepts, also used in view file names.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Wall => "wall",
-            Metric::Calls => "calls",
-            Metric::Switches => "switches",
-        }
-    }
-
-    /// Unit shown in the flame graph.
-    pub(crate) fn unit(self) -> &'static str {
-        match self {
-            Metric::Wall => "ns",
-            Metric::Calls => "calls",
-            Metric::Switches => "switches",
-        }
-    }
-}
+pub use crate::config::Metric;
 
 /// A frame name safe inside a folded line (`;` separates frames, a newline ends it)
 /// and inside inferno's frame attribute files (tab-separated).

@@ -16,9 +16,9 @@
 //! drops: a profile request still waiting is answered with what it has.
 
 use crate::analysis::costs::Costs;
+use crate::config::Metric;
 use crate::model::profile::Profile;
 use crate::output::flamegraph::{write_svg, LEGEND};
-use crate::output::fold::Metric;
 use crate::output::options::Options;
 use crate::output::pprof::{self, Window};
 use crate::record::thread::snapshot;

@@ -115,7 +115,7 @@ impl Options {
     /// `<name>.<pid>` (see [`Guard`]).
     pub fn init(mut self) -> Guard {
         // Before any thread records: a child forked from here on must know it is one.
-        crate::record::thread::install_fork_handlers();
+        crate::base::fork::install_handlers();
         self.name = name_here(self.name);
         config::set_max_nodes(self.max_nodes);
         counters::set_sampling(self.counters);

@@ -1,31 +1,34 @@
 //! [`Options`]: what `init` writes and where, from the environment and the builders.
 
-use crate::config;
-use crate::counters::{self, CounterSampling};
-use crate::output::fold::Metric;
+use crate::config::{self, CounterSampling, Metric};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// How many snapshots are kept by default.
-pub(crate) const DEFAULT_KEEP_SNAPSHOTS: usize = 60;
-
 /// What [`init`](crate::init) writes and where. Built from the environment, then adjusted.
+///
+/// Every variable is read once, the first time anything asks. A value that cannot be
+/// used is reported in one stderr line naming the variable, the value and what is used
+/// instead; an empty value counts as unset. On/off values take `1`/`0`, `on`/`off`,
+/// `true`/`false` or `yes`/`no`, in any case.
 ///
 /// | variable | meaning | default |
 /// |---|---|---|
-/// | `YIELDPROF` | `0` turns recording off | on |
+/// | `YIELDPROF` | off turns recording off at run time (one relaxed load per probe) | on |
 /// | `YIELDPROF_OUT` | output folder | `target/yieldprof` |
-/// | `YIELDPROF_METRIC` | `wall`, `calls` or `switches`: the value in `.folded`/`.svg` | `wall` |
-/// | `YIELDPROF_VIEWS` | extra `<name>.<metric>.folded` files, e.g. `calls,switches` | none |
-/// | `YIELDPROF_MAX_NODES` | cap on calling-context nodes per thread | 4096 |
-/// | `YIELDPROF_COUNTERS_EVERY` | `auto`, `off` or `N`: read counters on 1 of N wait episodes | `auto` |
-/// | `YIELDPROF_FD_BUDGET` | perf-event fds for the whole process; past it, getrusage | 512 |
-/// | `YIELDPROF_SNAPSHOT_EVERY` | seconds between delta snapshots (continuous mode) | off |
-/// | `YIELDPROF_SNAPSHOT_KEEP` | snapshots kept in `<out_dir>/snapshots` | 60 |
-/// | `YIELDPROF_WRITE_AT_EXIT` | `1`: also write when the process calls `exit()` ([`Options::write_at_exit`]) | off |
-/// | `YIELDPROF_HTTP` | `127.0.0.1:PORT`: serve the live view there ([`Options::http`], feature `http`) | off |
-/// | `YIELDPROF_HTTP_ANY` | `1`: let the live view listen on a non-loopback address ([`Options::http_any`]) | off |
+/// | `YIELDPROF_METRIC` | `wall` (ns), `calls` or `switches` (context switches): the value of the folded stacks and flame graph | `wall` |
+/// | `YIELDPROF_VIEWS` | extra folded files, one per metric: `calls,switches` writes `<name>.calls.folded` and `<name>.switches.folded` | none |
+/// | `YIELDPROF_MAX_NODES` | calling-context nodes per thread, 16 to 262 144, allocated as stacks appear; past it entries fold into `[overflow]` | 4096 |
+/// | `YIELDPROF_COUNTERS_EVERY` | `auto`: read counters while they cost ≤ 2 % of wait time; `N`: 1 of N wait episodes; off (or `0`): none | `auto` |
+/// | `YIELDPROF_FD_BUDGET` | perf-event fds for the whole process (≤ ¼ of `ulimit -n`); threads past it use getrusage | 512 |
+/// | `YIELDPROF_SNAPSHOT_EVERY` | seconds between delta snapshots (continuous mode), 0.01 to 31 536 000 (a year); off: none | off |
+/// | `YIELDPROF_SNAPSHOT_KEEP` | snapshots kept in `<out>/snapshots/`, 1 or more | 60 |
+/// | `YIELDPROF_WRITE_AT_EXIT` | on: also write the files when the process calls `exit()` (`Options::write_at_exit`) | off |
+/// | `YIELDPROF_WATCH_SAMPLE` | watched accesses: `1` tracks every one, `N` one in N after each thread's first 10 000 | 64 |
+/// | `YIELDPROF_SELF_CHECK` | on: a report that contradicts itself (`report::json::Document::inconsistencies`) is not written; the write returns the contradictions as its error (CI sets it for the tests) | off |
+/// | `YIELDPROF_MACHINE` | a saved probe (`yieldprof probe --save`, or `--example probe -- --save`) whose costs reports on the same host use and cite | `<out>/machine.json` |
+/// | `YIELDPROF_HTTP` | an address and port, e.g. `127.0.0.1:6060`: serve the live view there (feature `http`; `Options::http`) | off |
+/// | `YIELDPROF_HTTP_ANY` | on: let the live view listen on a non-loopback address (`Options::http_any`) | off |
 ///
 /// ```no_run
 /// let _guard = yieldprof::Options::from_env()
@@ -66,66 +69,21 @@ impl Options {
     /// Defaults, overridden by the `YIELDPROF_*` variables. A bad value is reported on
     /// stderr and the default kept.
     pub fn from_env() -> Self {
-        let mut o = Options {
-            out_dir: PathBuf::from("target/yieldprof"),
+        let env = config::settings();
+        Options {
+            out_dir: env.out_dir.clone(),
             name: default_name(),
-            metric: Metric::Wall,
-            max_nodes: config::DEFAULT_MAX_NODES,
-            views: Vec::new(),
-            counters: CounterSampling::from_env(),
-            fd_budget: counters::fd_budget_from_env(),
-            snapshot_every: None,
-            keep_snapshots: DEFAULT_KEEP_SNAPSHOTS,
-            write_at_exit: matches!(
-                std::env::var("YIELDPROF_WRITE_AT_EXIT").as_deref(),
-                Ok("1" | "on" | "true" | "yes")
-            ),
-            http: None,
-            http_any: matches!(
-                std::env::var("YIELDPROF_HTTP_ANY").as_deref(),
-                Ok("1" | "on" | "true" | "yes")
-            ),
-        };
-        if let Ok(addr) = std::env::var("YIELDPROF_HTTP") {
-            match addr.parse() {
-                Ok(a) => o.http = Some(a),
-                Err(_) => eprintln!(
-                    "yieldprof: YIELDPROF_HTTP={addr:?} is not an address and port like 127.0.0.1:6060; no live view"
-                ),
-            }
+            metric: env.metric,
+            max_nodes: env.max_nodes,
+            views: env.views.clone(),
+            counters: env.counters,
+            fd_budget: env.fd_budget,
+            snapshot_every: env.snapshot_every,
+            keep_snapshots: env.keep_snapshots,
+            write_at_exit: env.write_at_exit,
+            http: env.http,
+            http_any: env.http_any,
         }
-        from_env(&mut o);
-        if let Some(dir) = std::env::var_os("YIELDPROF_OUT").filter(|d| !d.is_empty()) {
-            o.out_dir = dir.into();
-        }
-        if let Ok(m) = std::env::var("YIELDPROF_METRIC") {
-            match Metric::parse(&m) {
-                Some(m) => o.metric = m,
-                None => {
-                    eprintln!("yieldprof: YIELDPROF_METRIC={m:?} is not wall, calls or switches; using wall")
-                }
-            }
-        }
-        if let Ok(views) = std::env::var("YIELDPROF_VIEWS") {
-            for v in views.split(',').map(str::trim).filter(|v| !v.is_empty()) {
-                match Metric::parse(v) {
-                    Some(m) => o.views.push(m),
-                    None => eprintln!(
-                        "yieldprof: YIELDPROF_VIEWS has {v:?}, not wall, calls or switches"
-                    ),
-                }
-            }
-        }
-        if let Ok(n) = std::env::var("YIELDPROF_MAX_NODES") {
-            match n.parse() {
-                Ok(n) => o.max_nodes = n,
-                Err(_) => eprintln!(
-                    "yieldprof: YIELDPROF_MAX_NODES={n:?} is not a number; using {}",
-                    o.max_nodes
-                ),
-            }
-        }
-        o
     }
 
     /// Sets the output folder.
@@ -231,7 +189,8 @@ impl Options {
     /// newest [`keep_snapshots`](Options::keep_snapshots) are kept. A failed write is
     /// reported on stderr (once until the error changes), never stops the program, and
     /// the next snapshot covers the missed interval. Intervals under 10 ms are raised to
-    /// 10 ms. `YIELDPROF_SNAPSHOT_EVERY` (seconds) sets it from the environment.
+    /// 10 ms, and over a year lowered to a year. `YIELDPROF_SNAPSHOT_EVERY` (seconds)
+    /// sets it from the environment.
     ///
     /// ```no_run
     /// use std::time::Duration;
@@ -266,27 +225,6 @@ impl Options {
     }
 }
 
-/// Reads `YIELDPROF_SNAPSHOT_EVERY` and `YIELDPROF_SNAPSHOT_KEEP` into `o`.
-pub(crate) fn from_env(o: &mut Options) {
-    if let Ok(v) = std::env::var("YIELDPROF_SNAPSHOT_EVERY") {
-        match v.parse::<f64>().ok().and_then(|s| Duration::try_from_secs_f64(s).ok()) {
-            Some(d) if !d.is_zero() => o.snapshot_every = Some(d),
-            _ => eprintln!(
-                "yieldprof: YIELDPROF_SNAPSHOT_EVERY={v:?} is not a positive number of seconds; no snapshots"
-            ),
-        }
-    }
-    if let Ok(v) = std::env::var("YIELDPROF_SNAPSHOT_KEEP") {
-        match v.parse::<usize>() {
-            Ok(k) if k > 0 => o.keep_snapshots = k,
-            _ => eprintln!(
-                "yieldprof: YIELDPROF_SNAPSHOT_KEEP={v:?} is not a positive number; keeping {}",
-                o.keep_snapshots
-            ),
-        }
-    }
-}
-
 /// The executable's file stem, e.g. `spsc` for `target/release/examples/spsc`.
 fn default_name() -> String {
     std::env::current_exe()
@@ -308,7 +246,7 @@ pub(crate) fn options_here(opts: &Options, pid: u32) -> Options {
 
 /// The name a guard created now writes under.
 pub(crate) fn name_here(name: String) -> String {
-    if crate::record::fork::is_child() {
+    if crate::base::fork::is_child() {
         format!("{name}.{}", std::process::id())
     } else {
         name

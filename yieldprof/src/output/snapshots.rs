@@ -16,6 +16,7 @@
 //! `yieldprof-snapshots`. It records nothing itself.
 
 use crate::base::text::stamp;
+use crate::config::{MAX_SNAPSHOT_INTERVAL, MIN_SNAPSHOT_INTERVAL};
 use crate::model::profile::Profile;
 use crate::output::files::{write_atomic, write_folded};
 use crate::output::options::Options;
@@ -25,10 +26,6 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
-
-/// Intervals shorter than this are raised to it: each snapshot copies every thread's
-/// tree and writes, and syncs, two files.
-const MIN_INTERVAL: Duration = Duration::from_millis(10);
 
 /// The background writer; stops (after a last snapshot) when dropped.
 #[derive(Debug)]
@@ -45,7 +42,7 @@ impl Snapshotter {
 
     pub(crate) fn resume(mut writer: Writer, every: Duration) -> Option<Snapshotter> {
         let (stop, stopped) = mpsc::channel();
-        let every = every.max(MIN_INTERVAL);
+        let every = every.clamp(MIN_SNAPSHOT_INTERVAL, MAX_SNAPSHOT_INTERVAL);
         let spawned = std::thread::Builder::new()
             .name("yieldprof-snapshots".into())
             .spawn(move || {

@@ -56,6 +56,26 @@ fn write_rest(threads: &[ThreadStats], s: &mut String) {
     );
 }
 
+/// Entries a thread made that are not in its figures, and why.
+fn write_missed(threads: &[ThreadStats], s: &mut String) {
+    for t in threads {
+        if t.reentries_skipped > 0 {
+            let _ = writeln!(
+                s,
+                "  {}: {} entries skipped: they interrupted yieldprof on this thread (a signal handler)",
+                t.name, t.reentries_skipped
+            );
+        }
+        if t.entries_after_exit > 0 {
+            let _ = writeln!(
+                s,
+                "  {}: {} entries after its recording ended (a thread-local destructor or atexit handler running after yieldprof's), not recorded",
+                t.name, t.entries_after_exit
+            );
+        }
+    }
+}
+
 impl Profile {
     /// `3 threads, 1.20 s thread time, 18.0% of it waiting`: the totals at a glance.
     pub fn headline(&self) -> String {
@@ -98,6 +118,7 @@ impl Profile {
             );
         }
         write_rest(threads, &mut s);
+        write_missed(threads, &mut s);
         let sites = self.site_views();
         let _ = writeln!(s, "\nWait sites (by wall time)");
         if sites.is_empty() {

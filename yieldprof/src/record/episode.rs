@@ -54,10 +54,18 @@ impl EpisodeGuard {
         if !on() {
             return EpisodeGuard::INACTIVE;
         }
+        EpisodeGuard::open_here(key, wait, info)
+    }
+
+    /// Out of line: the annotated function's own stack frame holds only the guard,
+    /// not this path's locals, which a deep recursion would pay for at every level.
+    #[inline(never)]
+    fn open_here(key: usize, wait: bool, info: impl FnOnce() -> FrameInfo) -> EpisodeGuard {
         // A match, not `unwrap_or`: that would build and drop a second guard.
-        let opened = thread::with(|l| {
+        let opened = thread::enter(|l| {
             let prev = l.current.get();
             let node = l.data.child(prev, key, info);
+            l.data.opened(node);
             l.current.set(node);
             // Read before the clock starts, so the episode's wall excludes the read.
             let sample = if wait && l.counters.wants_sample() {
@@ -92,7 +100,8 @@ impl EpisodeGuard {
 }
 
 impl Drop for EpisodeGuard {
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline(never))]
     fn drop(&mut self) {
         // Only the check is inlined at every call site, so an inactive guard (recording
         // off) costs a compare and nothing else.
@@ -120,14 +129,16 @@ impl EpisodeGuard {
             } else if self.wait {
                 l.counters.earn(elapsed);
             }
-            l.current.set(self.prev);
+            l.current
+                .set(l.data.closed(self.node, self.prev, l.current.get()));
         });
     }
 }
 
 /// Opens a wait episode for an `#[instrument_wait]` function.
 #[doc(hidden)]
-#[inline(always)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+#[cfg_attr(debug_assertions, inline(never))]
 pub fn enter(site: &'static EpisodeSite) -> EpisodeGuard {
     EpisodeGuard::open(site as *const EpisodeSite as usize, true, || site.info())
 }
@@ -177,7 +188,7 @@ impl Site {
 
 #[inline(always)]
 fn record(key: usize, site: Site, ns: u64) {
-    thread::with(|l| {
+    thread::enter(|l| {
         let d = &l.data;
         let s = d.slot_of(l.current.get(), key, || site.info());
         bump(&s.calls, 1);
@@ -247,18 +258,38 @@ pub(crate) fn call_at(kind: Kind, loc: &'static Location<'static>) -> CallGuard 
     )
 }
 
-/// An `async fn` wait episode: each poll is timed as part of it (time between polls
-/// belongs to whoever runs then), and the episode counts once, when it completes.
+/// An `async fn` wait episode, or a business frame over a future: each poll is timed
+/// as part of it (time between polls belongs to whoever runs then), and the frame
+/// counts once, when the future completes. Open only while polled, so other tasks the
+/// thread runs meanwhile are not inside it.
 #[doc(hidden)]
 pub struct Instrumented<F> {
-    site: &'static EpisodeSite,
+    frame: Frame,
     inner: F,
+}
+
+#[derive(Clone, Copy)]
+enum Frame {
+    Wait(&'static EpisodeSite),
+    Work(&'static WorkSite),
 }
 
 /// Wraps the body of an `async fn` annotated with `#[instrument_wait]`.
 #[doc(hidden)]
 pub fn instrument<F: Future>(site: &'static EpisodeSite, inner: F) -> Instrumented<F> {
-    Instrumented { site, inner }
+    Instrumented {
+        frame: Frame::Wait(site),
+        inner,
+    }
+}
+
+/// Wraps the future of `frame!(name, future)`.
+#[doc(hidden)]
+pub fn framed<F: Future>(site: &'static WorkSite, inner: F) -> Instrumented<F> {
+    Instrumented {
+        frame: Frame::Work(site),
+        inner,
+    }
 }
 
 impl<F: Future> Future for Instrumented<F> {
@@ -268,7 +299,10 @@ impl<F: Future> Future for Instrumented<F> {
         // SAFETY: `inner` is structurally pinned: never moved out of `self`, and
         // `Instrumented` has no Drop or Unpin impl of its own that could move it.
         let this = unsafe { self.get_unchecked_mut() };
-        let mut guard = enter(this.site);
+        let mut guard = match this.frame {
+            Frame::Wait(site) => enter(site),
+            Frame::Work(site) => enter_work(site),
+        };
         guard.count = false;
         // SAFETY: see above.
         let out = unsafe { Pin::new_unchecked(&mut this.inner) }.poll(cx);

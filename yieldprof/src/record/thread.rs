@@ -6,15 +6,17 @@
 
 use crate::base::arena::{bump, Arena, Link};
 use crate::base::clock;
+use crate::base::fork::{ForkMutex, Locked};
+use crate::base::reentry::{self, Inside};
 use crate::base::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
+use crate::base::text::host_name;
 use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters, ThreadSnap};
 use crate::model::histogram::{AtomicDurations, AtomicHistogram};
 use crate::model::profile::Profile;
 use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
-use crate::record::fork;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 /// Index of a thread's root node; also "no node" in child and sibling links, since
 /// the root is never anyone's child.
@@ -33,6 +35,9 @@ pub(crate) struct Node {
     first_child: Link,
     next_sibling: Link,
     first_slot: Link,
+    /// Frames open on this node now (owner only): more than one when frames held
+    /// across `.await` interleave on the thread.
+    open: AtomicU32,
     pub(crate) episodes: AtomicU64,
     pub(crate) wall_ns: AtomicU64,
     pub(crate) counts: NodeCounts,
@@ -72,15 +77,18 @@ pub(crate) struct ThreadData {
     slots: Arena<Slot>,
     site_durations: Arena<SiteDurations>,
     overflowed: AtomicU64,
+    /// Entries skipped because they interrupted yieldprof on this thread (a signal
+    /// handler): the thread's running total, published by the thread itself.
+    reentries_skipped: AtomicU64,
     pub(crate) counters: ThreadCounters,
 }
 
 impl ThreadData {
     fn new(serial: u64, max_nodes: u32) -> Self {
-        let name = match std::thread::current().name() {
-            Some(n) => n.to_string(),
-            None => format!("thread-{serial}"),
-        };
+        let name = std::thread::current()
+            .name()
+            .and_then(host_name)
+            .unwrap_or_else(|| format!("thread-{serial}"));
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
         let data = ThreadData {
@@ -94,6 +102,7 @@ impl ThreadData {
             // A frame needs a node, so there are never more frames than nodes.
             site_durations: Arena::new(max_nodes),
             overflowed: AtomicU64::new(0),
+            reentries_skipped: AtomicU64::new(0),
             counters: ThreadCounters::default(),
         };
         data.nodes.push(|n| {
@@ -183,6 +192,33 @@ impl ThreadData {
         }
     }
 
+    /// A frame on `node` opened.
+    #[inline(always)]
+    pub(crate) fn opened(&self, node: u32) {
+        let n = &self.node(node).open;
+        n.store(n.load(Relaxed).wrapping_add(1), Relaxed);
+    }
+
+    /// A frame on `node`, opened under `prev`, closed while `current` was this thread's
+    /// current node: the current node after it. In order, the innermost frame still
+    /// open above `node`. Out of order (a frame held across `.await`, closed while a
+    /// frame another task opened inside it is still open) the current node stays:
+    /// that frame is still running, and restoring `prev` would leave a closed frame
+    /// current on the thread for good.
+    #[inline(always)]
+    pub(crate) fn closed(&self, node: u32, prev: u32, current: u32) -> u32 {
+        let n = &self.node(node).open;
+        n.store(n.load(Relaxed).saturating_sub(1), Relaxed);
+        if current != node {
+            return current;
+        }
+        let mut i = prev;
+        while i != ROOT && self.node(i).open.load(Relaxed) == 0 {
+            i = self.node(i).parent.load(Relaxed);
+        }
+        i
+    }
+
     /// The slot of `node` for the call site at `key`.
     #[inline]
     pub(crate) fn slot_of(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> &Slot {
@@ -270,6 +306,8 @@ impl ThreadData {
             name: self.name.clone(),
             exited,
             overflowed: self.overflowed.load(Relaxed),
+            reentries_skipped: self.reentries_skipped.load(Relaxed),
+            entries_after_exit: 0,
             nodes,
             site_durations,
             counters: ThreadSnap {
@@ -293,6 +331,7 @@ pub(crate) struct Local {
 impl Drop for Local {
     fn drop(&mut self) {
         self.counters.refresh(&self.data.counters);
+        publish_skipped(&self.data);
         let done = self.data.snapshot(true);
         let mut r = registry();
         r.live.retain(|t| !Arc::ptr_eq(t, &self.data));
@@ -304,13 +343,12 @@ thread_local! {
     static LOCAL: Local = register();
     /// This thread's serial once registered (0 before): readable without registering.
     static SERIAL: Cell<u64> = const { Cell::new(0) };
-    /// The locks `hold_for_fork` took, until the fork returns in parent or child.
-    static HELD: RefCell<Option<(MutexGuard<'static, Registry>, site::TableHold)>> =
-        const { RefCell::new(None) };
+    /// How many of this thread's skipped entries (`reentry::skipped`) are in its
+    /// `ThreadData`.
+    static PUBLISHED: Cell<u64> = const { Cell::new(0) };
 }
 
 fn register() -> Local {
-    install_fork_handlers();
     let data = {
         let mut r = registry();
         r.next_serial += 1;
@@ -328,10 +366,69 @@ fn register() -> Local {
     }
 }
 
-/// Runs `f` on this thread's state; `None` while the thread is being torn down.
+/// Why this thread's state could not be used.
+enum Missed {
+    /// The call interrupted yieldprof's own code on this thread (a signal handler, an
+    /// allocator calling back): its state is in use.
+    Reentered,
+    /// The thread's state is gone: a thread-local destructor or `atexit` handler ran
+    /// after yieldprof's.
+    TornDown,
+}
+
+#[inline(always)]
+fn guarded<R>(f: impl FnOnce(&Local) -> R) -> Result<R, Missed> {
+    let Some(_inside) = Inside::enter() else {
+        return Err(Missed::Reentered);
+    };
+    LOCAL.try_with(f).map_err(|_| Missed::TornDown)
+}
+
+/// Runs `f` on this thread's state; `None` while the thread is being torn down or when
+/// the call interrupted yieldprof on this thread.
 #[inline(always)]
 pub(crate) fn with<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
-    LOCAL.try_with(f).ok()
+    guarded(f).ok()
+}
+
+/// As [`with`], for an entry (a frame or a call): one that cannot be recorded is
+/// counted, as skipped or as after the thread's exit.
+#[inline(always)]
+pub(crate) fn enter<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
+    match guarded(|l| {
+        if reentry::skipped() != PUBLISHED.get() {
+            publish_skipped(&l.data);
+        }
+        f(l)
+    }) {
+        Ok(r) => Some(r),
+        Err(Missed::Reentered) => {
+            reentry::skip();
+            None
+        }
+        Err(Missed::TornDown) => {
+            after_exit();
+            None
+        }
+    }
+}
+
+/// Owner only: makes this thread's skipped entries visible to reports.
+fn publish_skipped(data: &ThreadData) {
+    let skipped = reentry::skipped();
+    data.reentries_skipped.store(skipped, Relaxed);
+    PUBLISHED.set(skipped);
+}
+
+/// Counts an entry on a thread whose state is gone into its exited profile.
+#[cold]
+fn after_exit() {
+    let serial = SERIAL.get();
+    let mut r = registry();
+    // Threads kept merged per name (past `MAX_EXITED_THREADS`) have no serial left.
+    if let Some(t) = r.exited.iter_mut().rev().find(|t| t.serial == serial) {
+        t.entries_after_exit += 1;
+    }
 }
 
 #[derive(Default)]
@@ -388,59 +485,31 @@ impl Registry {
     }
 }
 
-fn registry() -> MutexGuard<'static, Registry> {
-    static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
-        next_serial: 0,
-        live: Vec::new(),
-        exited: Vec::new(),
-        merged: Vec::new(),
-        fork_base: None,
-    });
-    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+fn registry() -> Locked<Registry> {
+    static REGISTRY: ForkMutex<Registry> = ForkMutex::new(
+        Registry {
+            next_serial: 0,
+            live: Vec::new(),
+            exited: Vec::new(),
+            merged: Vec::new(),
+            fork_base: None,
+        },
+        Registry::in_forked_child,
+    );
+    REGISTRY.lock()
 }
 
-/// Registers the `fork()` handlers once; called when the first thread registers.
-pub(crate) fn install_fork_handlers() {
-    extern "C" fn prepare() {
-        hold_for_fork();
+impl Registry {
+    /// In a child made by `fork()`: forgets the parent's other threads (the child does
+    /// not have them) and keeps the forking thread's counts at the fork as the
+    /// baseline its reports subtract.
+    fn in_forked_child(&mut self) {
+        let me = SERIAL.try_with(Cell::get).unwrap_or(0);
+        self.live.retain(|t| t.serial == me);
+        self.exited.clear();
+        self.merged.clear();
+        self.fork_base = self.live.first().map(|t| t.snapshot(false));
     }
-    extern "C" fn parent() {
-        release_after_fork(false);
-    }
-    extern "C" fn child() {
-        fork::mark_child();
-        release_after_fork(true);
-    }
-    fork::install(prepare, parent, child);
-}
-
-/// `fork()` is about to run on this thread: takes the locks a child could otherwise
-/// inherit held by a thread it does not have. Site table first, as nowhere else takes
-/// both.
-fn hold_for_fork() {
-    let _ = HELD.try_with(|h| {
-        let sites = site::hold_for_fork();
-        *h.borrow_mut() = Some((registry(), sites));
-    });
-}
-
-/// After `fork()`: releases the locks; in the child, first forgets the parent's other
-/// threads and keeps this one's counts at the fork as the baseline.
-fn release_after_fork(in_child: bool) {
-    let _ = HELD.try_with(|h| {
-        let Some((mut r, sites)) = h.borrow_mut().take() else {
-            return;
-        };
-        if in_child {
-            let me = SERIAL.try_with(Cell::get).unwrap_or(0);
-            r.live.retain(|t| t.serial == me);
-            r.exited.clear();
-            r.merged.clear();
-            r.fork_base = r.live.first().map(|t| t.snapshot(false));
-        }
-        drop(r);
-        drop(sites);
-    });
 }
 
 /// This thread's serial number (registering the thread if it has not recorded yet).

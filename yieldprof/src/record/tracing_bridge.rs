@@ -133,13 +133,21 @@ where
             )
             .info()
         });
-        // `try_with`: spans entered while the thread is being torn down are ignored.
-        let _ = OPEN.try_with(|open| open.borrow_mut().push((id.clone(), guard)));
+        // `try_with`: spans entered while the thread is being torn down are ignored;
+        // `try_borrow_mut`: so are spans entered in a signal handler that interrupted
+        // this list's update (the guard closes the frame at once).
+        let _ = OPEN.try_with(|open| {
+            if let Ok(mut open) = open.try_borrow_mut() {
+                open.push((id.clone(), guard));
+            }
+        });
     }
 
     fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
         let _ = OPEN.try_with(|open| {
-            let mut open = open.borrow_mut();
+            let Ok(mut open) = open.try_borrow_mut() else {
+                return;
+            };
             // Spans normally exit innermost first; if one exits out of order, the
             // frames opened inside it close too, innermost first, as the tree needs.
             if let Some(at) = open.iter().rposition(|(open_id, _)| open_id == id) {

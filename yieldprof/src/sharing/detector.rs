@@ -237,11 +237,6 @@ pub(super) fn encode(e: [Entry; 2]) -> u64 {
     e[0].bits() | e[1].bits() << 32
 }
 
-/// A thread's 16-bit name in histories; never 0 (the empty entry).
-pub(super) fn tid16(serial: u64) -> u16 {
-    (serial.wrapping_sub(1) % 0xffff + 1) as u16
-}
-
 impl Meta {
     const fn new() -> Meta {
         Meta {
@@ -448,7 +443,11 @@ pub(crate) fn record(addr: usize, write: bool) {
 pub(super) fn is_wait_frame(frame: u32) -> bool {
     WAIT_FRAMES
         .try_with(|known| {
-            let mut known = known.borrow_mut();
+            // Borrowed already: this access interrupted the refresh below (a signal
+            // handler); it does not count as a wait-site read.
+            let Ok(mut known) = known.try_borrow_mut() else {
+                return false;
+            };
             if frame as usize >= known.len() {
                 // A frame id this thread has not met: refresh from the table (once per
                 // new frame per thread).
@@ -476,7 +475,7 @@ pub(super) fn track(addr: usize, write: bool) {
     if !write && frame != THREAD_FRAME && is_wait_frame(frame) {
         counts.note_frame(frame, owned);
     }
-    let tid = tid16(serial);
+    let tid = ids::mine();
     let (pending_slot, pending) = PENDING.get();
     let pending = if pending_slot == i as u32 + 1 {
         pending

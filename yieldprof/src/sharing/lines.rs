@@ -1,8 +1,8 @@
 //! Watched lines: the registered ranges and their names, and the records of lines no longer watched.
 
 use super::*;
+use crate::base::fork::{ForkMutex, Locked};
 use std::sync::atomic::Ordering::{Relaxed, Release};
-use std::sync::{Mutex, MutexGuard};
 
 #[derive(Clone, Debug)]
 pub(super) struct Field {
@@ -56,16 +56,18 @@ pub(super) struct WatchedLines {
     pub(super) warned_full: bool,
 }
 
-pub(super) fn watched_lines() -> MutexGuard<'static, WatchedLines> {
-    static WATCHED_LINES: Mutex<WatchedLines> = Mutex::new(WatchedLines {
-        fields: Vec::new(),
-        live: Vec::new(),
-        retired: Vec::new(),
-        seq: 0,
-        warned_full: false,
-    });
-    // Every update leaves the registry consistent, so a poisoned lock is still usable.
-    WATCHED_LINES.lock().unwrap_or_else(|e| e.into_inner())
+pub(super) fn watched_lines() -> Locked<WatchedLines> {
+    static WATCHED_LINES: ForkMutex<WatchedLines> = ForkMutex::new(
+        WatchedLines {
+            fields: Vec::new(),
+            live: Vec::new(),
+            retired: Vec::new(),
+            seq: 0,
+            warned_full: false,
+        },
+        |_| (),
+    );
+    WATCHED_LINES.lock()
 }
 
 pub(super) fn lines_of(addr: usize, size: usize) -> impl Iterator<Item = usize> {
@@ -213,11 +215,7 @@ pub(crate) fn register(addr: usize, size: usize, name: &str) {
     let size = size.max(1);
     let mut r = watched_lines();
     if SAMPLE_EVERY.load(Relaxed) == 0 {
-        let every = std::env::var("YIELDPROF_WATCH_SAMPLE")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(DEFAULT_WATCH_SAMPLING);
-        set_watch_sampling(every);
+        set_watch_sampling(crate::config::settings().watch_sample);
     }
     // What was counted on these lines belongs to whatever was watched there before.
     let lines: Vec<usize> = lines_of(addr, size).collect();

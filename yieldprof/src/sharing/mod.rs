@@ -65,6 +65,7 @@
 //! that thread's follows it, is not published.
 
 mod detector;
+mod ids;
 pub(crate) mod layout;
 mod lines;
 mod report;
@@ -97,10 +98,6 @@ pub(crate) const MIN_INVALIDATIONS: u64 = 32;
 pub(crate) const SHARE_DIVISOR: u64 = 4;
 /// Accesses each thread has tracked in full before sampling starts.
 pub(crate) const WARMUP_ACCESSES: u32 = 10_000;
-/// One access in this many is tracked (after the warm-up) unless
-/// [`set_watch_sampling`] or `YIELDPROF_WATCH_SAMPLE` says otherwise: full tracking
-/// doubles the coherence traffic of the watched lines (see the README's overhead table).
-pub(crate) const DEFAULT_WATCH_SAMPLING: u32 = 64;
 
 pub(super) const BLOCKS: usize = OWNED_THREADS + 1;
 pub(super) const FRAMES: usize = 4;

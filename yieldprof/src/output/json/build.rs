@@ -116,6 +116,8 @@ impl Profile {
             work_ns: t.work_ns,
             wait_share: share(t.wait_ns, t.wall_ns),
             overflowed: t.overflowed,
+            reentries_skipped: t.reentries_skipped,
+            entries_after_exit: t.entries_after_exit,
             run_queue_ns: t.run_queue_ns,
             counter_source: t.counter_source.to_string(),
             counters: counters(&t.counters),

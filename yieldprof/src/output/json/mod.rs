@@ -34,7 +34,8 @@
 //!   "totals": { "threads", "thread_ns", "wait_ns", "wait_share" },
 //!   "findings": [ { "rule", "subject", "location", "evidence", "fix" } ],
 //!   "threads": [ { "name", "tid", "exited", "wall_ns", "wait_ns", "work_ns",
-//!                  "wait_share", "overflowed", "run_queue_ns", "counter_source",
+//!                  "wait_share", "overflowed", "reentries_skipped",
+//!                  "entries_after_exit", "run_queue_ns", "counter_source",
 //!                  "counters": { <event>: counter, ..., "sampled": n },
 //!                  "counters_in_wait": { <event>: counter, ..., "sampled": n },
 //!                  "fragmentation": { "episodes_per_s", "short_share" } } ],
@@ -205,6 +206,14 @@ pub struct Thread {
     pub wait_share: f64,
     /// Frame entries folded into `[overflow]` because the node cap was reached.
     pub overflowed: u64,
+    /// Entries skipped because they interrupted yieldprof on this thread (a signal
+    /// handler). Added within `yieldprof/2`: 0 when read from an older file.
+    #[serde(default)]
+    pub reentries_skipped: u64,
+    /// Entries made after the thread's recording ended, not recorded. Added within
+    /// `yieldprof/2`: 0 when read from an older file.
+    #[serde(default)]
+    pub entries_after_exit: u64,
     /// Time runnable but waiting for a CPU (the kernel's schedstat); `null` where the
     /// kernel does not say.
     pub run_queue_ns: Option<u64>,

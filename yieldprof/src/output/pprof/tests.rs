@@ -56,6 +56,8 @@ fn sample_profile() -> Profile {
             name: "worker".to_string(),
             exited: false,
             overflowed: 0,
+            reentries_skipped: 0,
+            entries_after_exit: 0,
             nodes: vec![root, node(1, 0, 0, 0), node(2, 0, 2, 6_000 * scale), wait],
             site_durations: Vec::new(),
             counters: Default::default(),

@@ -1,0 +1,88 @@
+//! Configuration, the layer every other one reads: each `YIELDPROF_*` variable parsed
+//! once (`env`, documented on [`Options`](crate::Options)), the values settings take
+//! (`values`), and the process-wide switches read on the hot path, each one relaxed
+//! atomic load.
+
+mod env;
+#[cfg(test)]
+mod tests;
+mod values;
+
+pub(crate) use env::*;
+pub use values::{CounterSampling, Metric};
+
+use crate::base::reentry;
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+
+const UNKNOWN: u8 = 0;
+const ON: u8 = 1;
+const OFF: u8 = 2;
+
+static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+/// 0 until set or read from the environment.
+static MAX_NODES_NOW: AtomicU32 = AtomicU32::new(0);
+
+/// Whether probes record anything: `YIELDPROF=0` (or any off word) turns them off.
+#[inline(always)]
+pub(crate) fn enabled() -> bool {
+    match STATE.load(Ordering::Relaxed) {
+        ON => true,
+        OFF => false,
+        _ => enabled_from_env(),
+    }
+}
+
+#[cold]
+fn enabled_from_env() -> bool {
+    // Interrupting yieldprof (maybe this very first read) on its thread: skipped
+    // rather than wait for it.
+    if reentry::is_inside() {
+        reentry::skip();
+        return false;
+    }
+    let on = settings().enabled;
+    // Not over a value `set_enabled` stored meanwhile.
+    let _ = STATE.compare_exchange(
+        UNKNOWN,
+        if on { ON } else { OFF },
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    STATE.load(Ordering::Relaxed) == ON
+}
+
+/// Turns recording on or off at run time for every thread.
+///
+/// ```
+/// yieldprof::set_enabled(false);
+/// assert!(!yieldprof::is_enabled());
+/// yieldprof::set_enabled(true);
+/// ```
+pub fn set_enabled(on: bool) {
+    STATE.store(if on { ON } else { OFF }, Ordering::Relaxed);
+}
+
+/// Whether recording is on (the `enabled` feature is compiled in and `YIELDPROF` is
+/// not an off word).
+pub fn is_enabled() -> bool {
+    cfg!(feature = "enabled") && enabled()
+}
+
+/// Node cap for threads that start recording from now on.
+pub(crate) fn max_nodes() -> u32 {
+    match MAX_NODES_NOW.load(Ordering::Relaxed) {
+        0 => settings().max_nodes,
+        n => n,
+    }
+}
+
+/// Sets the node cap from code ([`Options::max_nodes`](crate::Options::max_nodes)),
+/// within the same bounds as `YIELDPROF_MAX_NODES`; a value outside them is reported.
+pub(crate) fn set_max_nodes(n: u32) {
+    let n = clamp(n, MIN_NODES, MAX_NODES).unwrap_or_else(|(bound, side)| {
+        eprintln!("yieldprof: max_nodes({n}) is {side} of {bound} nodes per thread; using {bound}");
+        bound
+    });
+    MAX_NODES_NOW.store(n, Ordering::Relaxed);
+}
