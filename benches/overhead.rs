@@ -96,6 +96,21 @@ fn traced_empty() {
     black_box(());
 }
 
+/// The two reads of the clock an episode takes: the TSC where yieldprof uses it
+/// (x86_64), else the monotonic clock.
+#[inline(always)]
+fn clock_pair() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: RDTSC exists on every x86_64 CPU and has no preconditions.
+    let (a, b) = unsafe { (core::arch::x86_64::_rdtsc(), core::arch::x86_64::_rdtsc()) };
+    #[cfg(not(target_arch = "x86_64"))]
+    let (a, b) = {
+        let t = Instant::now();
+        (0, t.elapsed().as_nanos() as u64)
+    };
+    b.wrapping_sub(a)
+}
+
 fn episodes(n: u64, f: fn()) {
     for _ in 0..n {
         f();
@@ -206,9 +221,43 @@ fn main() {
         "≥ 20×"
     );
 
+    // Counter costs on top of the same episode with counters off, each setting on
+    // threads of its own, alternated round by round.
+    let episode_ns = |sampling: CounterSampling, fds: usize| {
+        on_thread(sampling, fds, &|| {
+            (best(n / 4, |n| episodes(n, empty_episode)), 0.0)
+        })
+        .0
+    };
+    let vs_off = |sampling: CounterSampling, fds: usize| {
+        let (mut off, mut with) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..3 {
+            off = off.min(episode_ns(CounterSampling::Off, 512));
+            with = with.min(episode_ns(sampling, fds));
+        }
+        (off, with)
+    };
+    // The thread's first episode is always sampled; 1 in 2^32 after it is never.
+    let (off, page) = vs_off(CounterSampling::Every(u32::MAX), 512);
+    row(
+        "4. exact page counters vs counters off",
+        off,
+        page,
+        "≤ +10 ns",
+    );
+    let (b, i) = pair(
+        n,
+        |n| (0..n).for_each(|_| black_box(())),
+        |n| {
+            (0..n).for_each(|_| {
+                black_box(clock_pair());
+            })
+        },
+    );
+    row("   floor: a pair of raw clock reads", b, i, "");
     for (case, sampling, fds) in [
         (
-            "4. counters auto (default), perf + getrusage",
+            "   counters auto (default) vs off",
             CounterSampling::Auto,
             512,
         ),
@@ -218,17 +267,17 @@ fn main() {
             0,
         ),
         (
-            "   counters on every episode, perf + getrusage",
+            "   page + perf group read on every episode",
             CounterSampling::Every(1),
             512,
         ),
         (
-            "   counters on every episode, getrusage only",
+            "   getrusage on every episode (no fds)",
             CounterSampling::Every(1),
             0,
         ),
     ] {
-        let (b, i) = on_thread(sampling, fds, &empty);
+        let (b, i) = vs_off(sampling, fds);
         row(case, b, i, "");
     }
     let sleepy = || {

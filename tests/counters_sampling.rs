@@ -1,7 +1,9 @@
-//! Sampling: `Every(4)` reads 1 episode in 4 and marks the site's figures as
-//! estimates; `Off` opens nothing and reports every counter as n/a.
+//! Sampling: `Every(4)` reads 1 episode in 4 and marks the site's sampled figures as
+//! estimates (all of them where perf is unavailable; page faults where the perf user
+//! page counts switches on every episode); `Off` opens nothing and reports every
+//! counter as n/a.
 
-use yieldprof::counters::{Count, CounterSampling, CounterSource};
+use yieldprof::counters::{capabilities, Count, CounterEvent, CounterSampling, CounterSource};
 
 #[yieldprof::instrument_wait]
 fn nap() {
@@ -41,10 +43,26 @@ fn one_in_four_is_read_and_scaled_and_off_reads_nothing() {
     let site = profile.site("nap").unwrap();
     assert_eq!(site.episodes, 100);
     assert_eq!(site.counters.sampled, 25);
-    let Count::Scaled(estimate) = site.counters.voluntary_switches else {
-        panic!("not marked as an estimate: {:?}", site.counters);
+    let perf = capabilities()
+        .get(CounterEvent::ContextSwitches)
+        .is_available();
+    let (switches, sampled) = match perf {
+        true => (Count::Exact(0), site.counters.page_faults),
+        false => (Count::Scaled(0), site.counters.voluntary_switches),
     };
-    assert!(estimate > 0);
+    assert!(
+        matches!(sampled, Count::Scaled(_)),
+        "not marked as an estimate: {:?}",
+        site.counters
+    );
+    // Switches: counted on every episode through the page, else estimated.
+    assert_eq!(
+        std::mem::discriminant(&site.counters.voluntary_switches),
+        std::mem::discriminant(&switches),
+        "{:?}",
+        site.counters
+    );
+    assert!(site.counters.voluntary_switches.value() > Some(0));
     // Thread totals are exact whatever the sampling.
     let t = profile
         .threads()

@@ -100,10 +100,15 @@ fn a_million_episodes_of_one_stack_fold_into_one_line() {
         .lines()
         .filter(|l| l.contains("one_stack_wait"))
         .collect();
-    // The site's own time is one `[spin]` line, however many episodes ran.
-    assert_eq!(calls.len(), 1, "{folded}");
+    // The site's own time is one `[spin]` line, however many episodes ran, and one
+    // `[off-cpu]` line more if the thread was ever preempted in an episode.
+    assert!(calls.iter().any(|l| l.contains(";[spin] ")), "{folded}");
     assert!(
-        folded.len() < 200,
+        calls.len() == 1 || (calls.len() == 2 && calls.iter().any(|l| l.contains(";[off-cpu] "))),
+        "{folded}"
+    );
+    assert!(
+        folded.len() < 300,
         "{} bytes for one stack: {folded}",
         folded.len()
     );

@@ -215,7 +215,7 @@ fn name_argument_names_the_frame() {
 }
 
 /// Pending once, then ready: a stand-in for an executor's yield.
-struct YieldOnce(bool);
+pub(crate) struct YieldOnce(pub(crate) bool);
 
 impl Future for YieldOnce {
     type Output = ();
@@ -375,4 +375,294 @@ fn spins_before_a_panic_are_counted_while_unwinding() {
     assert!(panic::catch_unwind(|| spins_then_panics(4)).is_err());
     let s = site("macro_rewrite::spins_then_panics");
     assert_eq!((s.episodes, s.calls_of(Kind::Spin)), (1, 4));
+}
+
+mod blocking {
+    //! Blocking calls, each timed as its own kind at its own line and column, and
+    //! their look-alikes left alone.
+
+    use super::{at, block_on, calls, site, YieldOnce};
+    use std::io::Read;
+    use std::sync::{mpsc, Barrier, Condvar, Mutex, RwLock};
+    use std::thread;
+    use std::time::Duration;
+    use yieldprof::Kind;
+
+    #[yieldprof::instrument_wait]
+    fn every_blocking_form() -> u32 {
+        let m = Mutex::new(1);
+        let l = RwLock::new(2);
+        let cv = Condvar::new();
+        let mut sum = *m.lock().unwrap(); // @lock
+        sum += *l.read().unwrap(); // @read
+        *l.write().unwrap() += 1; // @write
+        let g = m.lock().unwrap(); // @lock-for-wait
+        let (g, _) = cv.wait_timeout(g, Duration::ZERO).unwrap(); // @wait-timeout
+        let g = cv.wait_while(g, |_| false).unwrap(); // @wait-while
+        drop(g);
+        let (tx, rx) = mpsc::sync_channel(1);
+        tx.send(3).unwrap(); // @send
+        sum += rx.recv().unwrap(); // @recv
+        sum += rx.recv_timeout(Duration::ZERO).unwrap_or(0); // @recv-timeout
+        sum += thread::spawn(|| 4).join().unwrap(); // @join
+        thread::scope(|s| s.spawn(|| ()).join().unwrap()); // @scoped-join
+        Barrier::new(1).wait(); // @barrier
+        sum
+    }
+
+    #[test]
+    fn each_blocking_form_is_timed_as_its_kind_at_its_call() {
+        assert_eq!(every_blocking_form(), 1 + 2 + 3 + 4);
+        let s = site("every_blocking_form");
+        let expect = [
+            ("lock", "lock()", Kind::Lock),
+            ("read", "read()", Kind::Lock),
+            ("write", "write()", Kind::Lock),
+            ("lock-for-wait", "lock()", Kind::Lock),
+            ("wait-timeout", "wait_timeout(", Kind::Condvar),
+            ("wait-while", "wait_while(", Kind::Condvar),
+            ("send", "send(", Kind::Channel),
+            ("recv", "recv()", Kind::Channel),
+            ("recv-timeout", "recv_timeout(", Kind::Channel),
+            ("join", "join()", Kind::Join),
+            ("scoped-join", "join()", Kind::Join),
+            ("barrier", "wait()", Kind::Barrier),
+        ]
+        .map(|(tag, call, kind)| {
+            let (line, column) = at(tag, call);
+            (kind, line, column, 1)
+        });
+        assert_eq!(calls(&s), expect);
+        // Each call's time is its own: the lock taken in a condvar's argument is not
+        // counted in the wait too (nothing nests here, so all of it adds up).
+        let timed: u64 = s.calls.iter().map(|c| c.ns).sum();
+        assert!(timed <= s.self_ns, "{timed} > {}", s.self_ns);
+    }
+
+    #[yieldprof::instrument_wait]
+    fn registers() {}
+
+    #[yieldprof::instrument_wait]
+    fn condvar_with_the_lock_in_its_argument(pair: &(Mutex<bool>, Condvar)) {
+        let g = pair
+            .1
+            .wait_while(pair.0.lock().unwrap(), |ready| !*ready) // @nested
+            .unwrap();
+        drop(g);
+    }
+
+    #[test]
+    fn a_call_nested_in_another_counts_its_time_once() {
+        // The lock in the argument waits ~20 ms for its holder, who sets the flag
+        // first: the wait itself returns at once. Counted in both, the wait would
+        // hold the lock's 20 ms too, and the calls would outgrow the episode.
+        let pair = (Mutex::new(false), Condvar::new());
+        let held = Barrier::new(2);
+        thread::scope(|s| {
+            s.spawn(|| {
+                let mut ready = pair.0.lock().unwrap();
+                held.wait();
+                thread::sleep(Duration::from_millis(20));
+                *ready = true;
+            });
+            // Registered before the holder's clock starts.
+            registers();
+            held.wait();
+            condvar_with_the_lock_in_its_argument(&pair);
+        });
+        let s = site("condvar_with_the_lock_in_its_argument");
+        let (line, _) = at("nested", "wait_while");
+        assert_eq!(
+            calls(&s).iter().map(|c| (c.0, c.1)).collect::<Vec<_>>(),
+            [(Kind::Condvar, line), (Kind::Lock, line)]
+        );
+        let (lock, wait) = (s.ns_of(Kind::Lock), s.ns_of(Kind::Condvar));
+        assert!(lock >= 15_000_000, "{lock}");
+        assert!(
+            wait < lock / 2,
+            "the wait holds the lock's time: {wait} of {lock}"
+        );
+        assert!(lock + wait <= s.self_ns, "{lock} + {wait} > {}", s.self_ns);
+    }
+
+    /// The user's own types, with the names of waiting methods but other shapes.
+    struct Words(Vec<&'static str>);
+
+    impl Words {
+        fn lock(&self, n: usize) -> &str {
+            self.0[n]
+        }
+        fn send(&self) -> usize {
+            self.0.len()
+        }
+        fn spin(&self) -> usize {
+            self.0.len()
+        }
+    }
+
+    fn lock(n: u32) -> u32 {
+        n + 1
+    }
+
+    fn sleep(n: u32) -> u32 {
+        n * 2
+    }
+
+    #[yieldprof::instrument_wait]
+    fn look_alikes() -> String {
+        let mut buf = [0u8; 4];
+        let n = std::io::Cursor::new(b"abcd").read(&mut buf).unwrap(); // io::Read::read
+        let joined = ["a", "b"].join(","); // slice::join
+        let words = Words(vec!["x", "y"]);
+        let picked = words.lock(1); // a method `lock` with an argument
+        let counted = words.send() + words.spin(); // `send()` without one; not a Backoff
+        let own = lock(1) + sleep(2); // the user's own `lock` and bare `sleep`
+        format!("{n}{joined}{picked}{counted}{own}")
+    }
+
+    #[test]
+    fn look_alikes_are_left_alone() {
+        assert_eq!(look_alikes(), "4a,by46");
+        assert_eq!(calls(&site("look_alikes")), []);
+    }
+
+    mod backoff {
+        /// Stands for `crossbeam_utils::Backoff`: matched by its constructor's path.
+        pub struct Backoff(std::cell::Cell<u32>);
+        impl Backoff {
+            pub fn new() -> Self {
+                Backoff(std::cell::Cell::new(0))
+            }
+            pub fn spin(&self) {
+                self.0.set(self.0.get() + 1);
+            }
+            pub fn snooze(&self) {
+                self.0.set(self.0.get() + 10);
+                std::thread::yield_now();
+            }
+            pub fn steps(&self) -> u32 {
+                self.0.get()
+            }
+        }
+    }
+
+    #[yieldprof::instrument_wait]
+    fn backs_off() -> u32 {
+        let backoff = backoff::Backoff::new();
+        backoff.spin(); // @backoff-spin
+        backoff.snooze(); // @backoff-snooze
+        backoff.steps()
+    }
+
+    #[test]
+    fn a_backoffs_spin_and_snooze_are_timed_as_backoff() {
+        assert_eq!(backs_off(), 11);
+        let s = site("backs_off");
+        let (spin, spin_col) = at("backoff-spin", "spin()");
+        let (snooze, snooze_col) = at("backoff-snooze", "snooze()");
+        assert_eq!(
+            calls(&s),
+            [
+                (Kind::Backoff, spin, spin_col, 1),
+                (Kind::Backoff, snooze, snooze_col, 1)
+            ]
+        );
+    }
+
+    #[yieldprof::instrument_wait]
+    fn follows_uses() -> u32 {
+        use std::thread::park_timeout as nap;
+        use std::thread::{self as t, sleep};
+        sleep(Duration::ZERO); // @bare-sleep
+        nap(Duration::ZERO); // @alias
+        t::yield_now(); // @module-alias
+        {
+            use self::lock as sleep;
+            sleep(1) // a `use` in an inner block shadows the outer one there
+        }
+    }
+
+    #[test]
+    fn use_declarations_in_the_body_are_followed() {
+        assert_eq!(follows_uses(), 2);
+        let s = site("follows_uses");
+        let expect = [
+            ("bare-sleep", "sleep", Kind::Sleep),
+            ("alias", "nap", Kind::Park),
+            ("module-alias", "t::yield_now", Kind::Yield),
+        ]
+        .map(|(tag, call, kind)| {
+            let (line, column) = at(tag, call);
+            (kind, line, column, 1)
+        });
+        assert_eq!(calls(&s), expect);
+    }
+
+    fn via_pointer(f: fn(&Mutex<u32>) -> u32, m: &Mutex<u32>) -> u32 {
+        f(m)
+    }
+
+    fn take(m: &Mutex<u32>) -> u32 {
+        *m.lock().unwrap()
+    }
+
+    #[yieldprof::instrument_wait]
+    fn marked_by_hand(m: &Mutex<u32>) -> u32 {
+        yieldprof::wait!(lock, via_pointer(take, m)) // @wait-macro
+    }
+
+    #[test]
+    fn wait_marks_what_the_syntax_cannot_show() {
+        assert_eq!(marked_by_hand(&Mutex::new(9)), 9);
+        let s = site("marked_by_hand");
+        let (line, column) = at("wait-macro", "via_pointer");
+        assert_eq!(calls(&s), [(Kind::Lock, line, column, 1)]);
+        // Outside an annotated function it counts in the current frame.
+        let before = yieldprof::snapshot();
+        let v = yieldprof::wait!(channel, 5);
+        assert_eq!(v, 5);
+        let delta = yieldprof::snapshot().since(&before);
+        assert!(delta
+            .folded(yieldprof::report::Metric::Calls)
+            .iter()
+            .any(|l| l.ends_with(";[channel] 1")));
+    }
+
+    /// Stands for tokio's `Mutex`, `Notify` and `mpsc::Receiver`: awaited forms.
+    struct AsyncLock;
+    impl AsyncLock {
+        fn lock(&self) -> YieldOnce {
+            YieldOnce(false)
+        }
+        fn notified(&self) -> YieldOnce {
+            YieldOnce(false)
+        }
+        fn recv(&self) -> YieldOnce {
+            YieldOnce(false)
+        }
+    }
+
+    #[yieldprof::instrument_wait]
+    async fn awaits_blocking_forms(x: &AsyncLock) {
+        x.lock().await; // @await-lock
+        x.notified().await; // @await-notified
+        x.recv().await; // @await-recv
+    }
+
+    #[test]
+    fn awaited_forms_are_counted_not_timed() {
+        block_on(awaits_blocking_forms(&AsyncLock));
+        let s = site("awaits_blocking_forms");
+        let expect = [
+            ("await-lock", "lock()", Kind::Lock),
+            ("await-notified", "notified()", Kind::Condvar),
+            ("await-recv", "recv()", Kind::Channel),
+        ]
+        .map(|(tag, call, kind)| {
+            let (line, column) = at(tag, call);
+            (kind, line, column, 1)
+        });
+        assert_eq!(calls(&s), expect);
+        assert!(s.calls.iter().all(|c| c.ns == 0));
+    }
 }

@@ -63,7 +63,19 @@ fn check_fallback(report: &yieldprof::Profile, why: Reason) {
             "{}",
             t.name
         );
+        // No user page: the time split comes from the sampled episodes, so labelled.
+        assert!(
+            t.split_method.is_some_and(|m| !m.every_episode),
+            "{}",
+            t.name
+        );
     }
+    // Sleeps are off the CPU, sampled or not.
+    let off = site
+        .time
+        .off_cpu_share()
+        .expect("measured on the sampled episodes");
+    assert!(off >= 0.5, "{:?}", site.time);
 }
 
 /// Installs a seccomp filter on every thread of this process: `perf_event_open` fails
@@ -231,6 +243,10 @@ fn assert_reported(dir: &Path, txt: &str, why: Reason) {
         reason_line(why)
     );
     assert!(txt.contains(&line), "{line:?} not in:\n{txt}");
+    assert!(
+        txt.contains("on/off-CPU split: switches seen on sampled episodes (getrusage)"),
+        "{txt}"
+    );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("perf.json")).unwrap()).unwrap();
     let events = json["capabilities"]["events"].as_array().unwrap();

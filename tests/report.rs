@@ -37,7 +37,7 @@ fn the_json_carries_the_same_figures_as_the_summary() {
         .unwrap();
     let text = std::fs::read_to_string(json).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(v["schema"], "yieldprof/2");
+    assert_eq!(v["schema"], "yieldprof/3");
     // The file as written reads into the typed schema and back without a change.
     let typed: json::Document = serde_json::from_str(&text).unwrap();
     assert_eq!(serde_json::to_value(&typed).unwrap(), v);

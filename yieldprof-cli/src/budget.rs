@@ -12,8 +12,14 @@ use yieldprof::report::json::{Counters, Document, Site, Thread};
 use yieldprof::report::text::duration;
 use yieldprof::Kind;
 
-/// The schema, shown by `yieldprof check --help` (and in the README).
-pub const SCHEMA_HELP: &str = r#"BUDGET FILE (TOML)
+/// The schema and an example, shown by `yieldprof check --help` (and in the README),
+/// with the wait kinds of this yieldprof.
+pub fn schema_help() -> String {
+    let kinds: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+    SCHEMA_HELP.replace("{kinds}", &kinds.join(", "))
+}
+
+const SCHEMA_HELP: &str = r#"BUDGET FILE (TOML)
 Every key is optional; a run passes when no limit is exceeded.
 
   require_counters = false  # true: a limit on a counter this machine did not count fails
@@ -36,7 +42,8 @@ Every key is optional; a run passes when no limit is exceeded.
   max_voluntary_switches = 100
   max_involuntary_switches = 100
 
-Kinds: spin, yield, sleep, park, async-yield. Times in ns, shares from 0 to 1. Sites or
+Kinds: {kinds}.
+Times in ns, shares from 0 to 1. Sites or
 threads the run does not have fail the check. Each exceeded limit is listed with its
 site or thread, the measured value and the limit (exit status 1)."#;
 

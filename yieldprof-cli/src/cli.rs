@@ -30,7 +30,7 @@ pub enum Command {
     /// Measures this machine's wait primitives (about 5 s) and prints a backoff for it
     Probe(ProbeArgs),
     /// Checks a run against the limits of a TOML budget file
-    #[command(after_long_help = budget::SCHEMA_HELP)]
+    #[command(after_long_help = budget::schema_help())]
     Check(CheckArgs),
 }
 
@@ -73,9 +73,9 @@ pub struct DiffArgs {
     /// Fail (exit 1) when a wait site's figure changed by more than this, e.g.
     /// `p99+10%` (grew more than 10%), `wall+5%`, `switches+0%` (grew at all),
     /// `episodes-20%` (fell more than 20%). Figures: episodes, wall, switches, p50, p99,
-    /// calls (any kind) or <kind>-calls (spin-calls, yield-calls, sleep-calls,
-    /// park-calls, async-yield-calls). Repeat for several; a figure that grew from 0
-    /// counts as grown by any percentage.
+    /// calls (every kind) or <kind>-calls for one wait kind (spin-calls, yield-calls,
+    /// lock-calls, ...). Repeat for several; a figure that grew from 0 counts as grown
+    /// by any percentage.
     #[arg(long = "fail-if", value_name = "EXPR")]
     pub fail_if: Vec<Threshold>,
 }

@@ -17,24 +17,37 @@ enum Shape {
     WallShare,
 }
 
-/// Every key of `budget(...)`, in the order the docs and errors list them.
-const KEYS: &[(&str, Shape)] = &[
-    ("max_episodes", Shape::Episodes),
-    ("max_spins", Shape::Calls("Spin")),
-    ("max_yields", Shape::Calls("Yield")),
-    ("max_sleeps", Shape::Calls("Sleep")),
-    ("max_parks", Shape::Calls("Park")),
-    ("max_async_yields", Shape::Calls("AsyncYield")),
-    ("spins_per_episode", Shape::CallsPerEpisode("Spin")),
-    ("yields_per_episode", Shape::CallsPerEpisode("Yield")),
-    ("sleeps_per_episode", Shape::CallsPerEpisode("Sleep")),
-    ("parks_per_episode", Shape::CallsPerEpisode("Park")),
-    (
-        "async_yields_per_episode",
-        Shape::CallsPerEpisode("AsyncYield"),
-    ),
-    ("max_wall_share", Shape::WallShare),
+/// Per kind of call, by `yieldprof::Kind` variant: the plural its keys are made of
+/// (`max_locks`, `locks_per_episode`).
+const CALL_KEYS: &[(&str, &str)] = &[
+    ("Spin", "spins"),
+    ("Yield", "yields"),
+    ("Sleep", "sleeps"),
+    ("Park", "parks"),
+    ("AsyncYield", "async_yields"),
+    ("Lock", "locks"),
+    ("Condvar", "condvar_waits"),
+    ("Channel", "channel_waits"),
+    ("Join", "joins"),
+    ("Barrier", "barrier_waits"),
+    ("Backoff", "backoffs"),
 ];
+
+/// Every key of `budget(...)`, in the order the docs and errors list them.
+fn keys() -> Vec<(String, Shape)> {
+    let mut keys = vec![("max_episodes".to_string(), Shape::Episodes)];
+    for &(kind, plural) in CALL_KEYS {
+        keys.push((format!("max_{plural}"), Shape::Calls(kind)));
+    }
+    for &(kind, plural) in CALL_KEYS {
+        keys.push((
+            format!("{plural}_per_episode"),
+            Shape::CallsPerEpisode(kind),
+        ));
+    }
+    keys.push(("max_wall_share".to_string(), Shape::WallShare));
+    keys
+}
 
 /// One checked limit, ready to become a `yieldprof::budget::Limit`.
 pub(crate) enum Limit {
@@ -95,10 +108,11 @@ pub(crate) type Entries = Punctuated<Entry, Token![,]>;
 pub(crate) fn check(entries: Entries, errors: &mut Vec<Error>) -> Vec<Limit> {
     let mut limits = Vec::new();
     let mut seen: Vec<String> = Vec::new();
+    let keys = keys();
     for Entry { key, value } in entries {
         let name = key.to_string();
-        let Some(&(_, shape)) = KEYS.iter().find(|(k, _)| *k == name) else {
-            let keys: Vec<String> = KEYS.iter().map(|(k, _)| format!("`{k}`")).collect();
+        let Some(&(_, shape)) = keys.iter().find(|(k, _)| *k == name) else {
+            let keys: Vec<String> = keys.iter().map(|(k, _)| format!("`{k}`")).collect();
             errors.push(Error::new_spanned(
                 &key,
                 format!(

@@ -43,7 +43,7 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
         sig,
         mut block,
     } = func;
-    let mut rewrite = Rewrite::new(&krate, sig.asyncness.is_none());
+    let mut rewrite = Rewrite::new(&krate, sig.asyncness.is_some());
     rewrite.visit_block_mut(&mut block);
     let stmts = &block.stmts;
 

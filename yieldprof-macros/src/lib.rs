@@ -29,25 +29,37 @@
 //!
 //! ## What is rewritten in the body
 //!
-//! Calls to these paths, as written (a leading `::` and generic arguments are
-//! ignored), are wrapped with a guard over a per-call-site `static`; the call itself,
-//! its value and its spans are left as they are, and `line!`/`column!` of the site are
-//! the call's:
+//! The rules are in `calls.rs`, with the table of the `yieldprof` crate docs. Each
+//! matched call is wrapped, not replaced: `timed({ static SITE; call(&SITE) }, <call>)`
+//! (paths shortened), a function call rather than a block, so the call's temporaries
+//! live as long as they did, its value and spans are kept, and `line!`/`column!` of the
+//! site are the call's (a method's: the method name's). The call's own attributes
+//! (`#[cfg(..)]`) move to its wrapper, so a call compiled out takes its probe with it.
 //!
-//! | kind | paths |
-//! |---|---|
-//! | spin (counted) | `std::hint::spin_loop`, `core::hint::spin_loop`, `hint::spin_loop`, `spin_loop` |
-//! | yield (timed) | `std::thread::yield_now`, `thread::yield_now`, `yield_now`, `libc::sched_yield`, `sched_yield` |
-//! | sleep (timed) | `std::thread::sleep`, `thread::sleep`, `libc::usleep`, `usleep`, `libc::nanosleep`, `nanosleep` |
-//! | park (timed) | `std::thread::park`, `thread::park`, `std::thread::park_timeout`, `thread::park_timeout` |
-//! | async yield (counted) | `tokio::task::yield_now().await`, `task::yield_now().await`, `yield_now().await` |
+//! - **Free functions** by path as written (a leading `::` and generic arguments are
+//!   ignored), after the `use` declarations of the body in scope are followed: `use a::b
+//!   as c;`, `use a::{self as x, y};` and `use a::*;` in the body or one of its blocks.
+//!   Bare `sleep`, `park` and `park_timeout` count only when such a `use` brings them
+//!   from `std::thread`: too many crates have functions of those names. A `use` at the
+//!   module level is invisible to the macro.
+//! - **Methods** by name and number of arguments: `lock`/`read`/`write`/
+//!   `upgradable_read` with none (lock), `wait` with one and `wait_timeout`/
+//!   `wait_while`/`wait_for`/`wait_until` with two, `wait_timeout_while` with three
+//!   (condvar), `recv` with none, `recv_timeout`/`recv_deadline`/`send` with one,
+//!   `send_timeout` with two (channel), `join` with none (join), `wait` with none
+//!   (barrier), `snooze` with none (backoff), and `spin` with none on a local bound by
+//!   `let b = Backoff::new()` or `::default()` in the body (backoff). A receiver's name
+//!   is never looked at.
+//! - **Awaited calls** only build a future: a guard around one would time nothing, and
+//!   the wait is the task's. `yield_now().await` (async yield) and awaited
+//!   `lock`/`read`/`write`/`acquire` (lock), `notified` (condvar), `recv`/`changed`
+//!   with none and `send` with one (channel), `wait` with none (barrier) are counted.
+//! - **`select!`** (bare, `crossbeam_channel::`, `crossbeam::`) outside async code is
+//!   timed whole as a channel wait; its tokens are not visited.
 //!
-//! Bare `sleep`, `park` and `park_timeout` are not matched: too many crates have
-//! functions of those names. A call that is awaited is never timed (it only builds
-//! a future); it is counted when it is one of the async yields above. The public
-//! wrappers (`yieldprof::wait::spin()`, ...) count themselves and are not matched by path;
-//! don't import `yieldprof::wait::yield_now` by its bare name into an annotated function,
-//! or its calls count twice.
+//! A public wrapper (`yieldprof::wait::spin()`, ...) counts itself and is not matched by
+//! path; don't import `yieldprof::wait::yield_now` by its bare name into an annotated
+//! function, or its calls count twice.
 //!
 //! A PAUSE costs about 10 ns, less than a probe's thread-local look-up, so spins
 //! written directly in a (non-`async`) body are counted differently: each call adds one
@@ -55,14 +67,13 @@
 //! go to the episode's node once, when it ends (on return, `?` or unwinding; nothing
 //! when recording is off). Spins in closures and async blocks, which may run after the
 //! episode or on another thread, and every other kind, go through the per-call probe.
-//! A call's own attributes (`#[cfg(..)]`) move to its wrapper, so a call compiled
-//! out takes its probe with it.
 //!
 //! Closures and async blocks in the body are rewritten too. Left alone:
 //! - nested items (`fn`, `impl`, `mod`, `trait`, `const`, `static` inside the body):
 //!   they are functions of their own and need their own annotation;
-//! - macro invocations (`assert!(..)`, `my_wait!(..)`): their tokens are not
-//!   expressions until they expand.
+//! - macro invocations other than `select!` (`assert!(..)`, `my_wait!(..)`): their
+//!   tokens are not expressions until they expand. `yieldprof::wait!(kind, expr)` marks
+//!   a wait there by hand; it expands through `wait_call!`, with the same wrapper.
 //!
 //! ## Arguments
 //!
@@ -75,8 +86,8 @@
 //! | key | value | `yieldprof::budget::Limit` |
 //! |---|---|---|
 //! | `max_episodes` | whole number | `Episodes` |
-//! | `max_spins`, `max_yields`, `max_sleeps`, `max_parks`, `max_async_yields` | whole number | `Calls(kind, n)`: in total |
-//! | `spins_per_episode`, `yields_per_episode`, `sleeps_per_episode`, `parks_per_episode`, `async_yields_per_episode` | number | `CallsPerEpisode(kind, x)`: on average |
+//! | `max_spins`, `max_yields`, `max_sleeps`, `max_parks`, `max_async_yields`, `max_locks`, `max_condvar_waits`, `max_channel_waits`, `max_joins`, `max_barrier_waits`, `max_backoffs` | whole number | `Calls(kind, n)`: in total |
+//! | `spins_per_episode`, `yields_per_episode`, `sleeps_per_episode`, `parks_per_episode`, `async_yields_per_episode`, `locks_per_episode`, `condvar_waits_per_episode`, `channel_waits_per_episode`, `joins_per_episode`, `barrier_waits_per_episode`, `backoffs_per_episode` | number | `CallsPerEpisode(kind, x)`: on average |
 //! | `max_wall_share` | number from 0 to 1 | `WallShare`: of the wall time of the threads it ran on |
 //!
 //! ```ignore
@@ -90,15 +101,17 @@
 
 mod attr;
 mod budget;
+mod calls;
 mod expand;
 mod item;
 mod parse;
 mod rewrite;
+mod wait;
 
 use proc_macro::TokenStream;
 
-/// Makes each call of the function a timed wait episode and counts the
-/// spin/yield/sleep/park calls in its body; see the crate docs for what is rewritten.
+/// Makes each call of the function a timed wait episode and counts or times the wait
+/// calls in its body; see the crate docs for what is rewritten.
 ///
 /// ```ignore
 /// #[yieldprof::instrument_wait(name = "wait_ready")]
@@ -111,4 +124,12 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn instrument_wait(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::instrument_wait(args.into(), item.into()).into()
+}
+
+/// The body of `yieldprof::wait!(kind, expr)`, which passes its own path first:
+/// `wait_call!($crate; kind, expr)`. Not a public API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn wait_call(input: TokenStream) -> TokenStream {
+    wait::wait(input.into()).into()
 }

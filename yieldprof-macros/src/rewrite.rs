@@ -1,37 +1,12 @@
 //! Wraps the wait calls in an instrumented body with a per-call-site probe.
 
+use crate::calls::{Kind, Scope};
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{quote, quote_spanned};
+use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
-use syn::{parse_quote, Block, Expr, ExprBlock, Item, Stmt};
-
-/// Calls that are wrapped with a counting or timing guard, by the path as written
-/// (a leading `::` and generic arguments are ignored).
-const CALLS: &[(&str, &str)] = &[
-    ("std::hint::spin_loop", "Spin"),
-    ("core::hint::spin_loop", "Spin"),
-    ("hint::spin_loop", "Spin"),
-    ("spin_loop", "Spin"),
-    ("std::thread::yield_now", "Yield"),
-    ("thread::yield_now", "Yield"),
-    ("libc::sched_yield", "Yield"),
-    ("sched_yield", "Yield"),
-    ("yield_now", "Yield"),
-    ("std::thread::sleep", "Sleep"),
-    ("thread::sleep", "Sleep"),
-    ("libc::usleep", "Sleep"),
-    ("libc::nanosleep", "Sleep"),
-    ("usleep", "Sleep"),
-    ("nanosleep", "Sleep"),
-    ("std::thread::park", "Park"),
-    ("thread::park", "Park"),
-    ("std::thread::park_timeout", "Park"),
-    ("thread::park_timeout", "Park"),
-];
-
-/// Calls that are counted when they are the base of `.await`.
-const AWAITED: &[&str] = &["tokio::task::yield_now", "task::yield_now", "yield_now"];
+use syn::{parse_quote, Block, Expr, ExprBlock, ExprCall, ExprMacro, Item, Pat, Stmt};
 
 /// The visitor. `krate` is the path generated code names the runtime by.
 pub(crate) struct Rewrite<'a> {
@@ -42,16 +17,22 @@ pub(crate) struct Rewrite<'a> {
     /// Inside a closure or async block: code that may run outside the episode's
     /// stack frame (later, or on another thread).
     nested: bool,
+    /// In async code (an `async fn` body, an async block or closure).
+    in_async: bool,
+    /// The `use` declarations and `Backoff` locals in scope.
+    scope: Scope,
     /// The spans of the spins counted locally, by index.
     pub(crate) spins: Vec<Span>,
 }
 
 impl<'a> Rewrite<'a> {
-    pub(crate) fn new(krate: &'a TokenStream, local_spins: bool) -> Self {
+    pub(crate) fn new(krate: &'a TokenStream, is_async: bool) -> Self {
         Rewrite {
             krate,
-            local_spins,
+            local_spins: !is_async,
             nested: false,
+            in_async: is_async,
+            scope: Scope::default(),
             spins: Vec::new(),
         }
     }
@@ -64,38 +45,81 @@ pub(crate) fn spins_local() -> Ident {
 
 impl VisitMut for Rewrite<'_> {
     // A nested fn, impl or mod is a function of its own: it gets its own annotation
-    // if it waits. Macro invocations need no override: their tokens are not visited.
+    // if it waits. Macro invocations are left alone (their tokens are not visited),
+    // except crossbeam's `select!`, which is wrapped whole.
     fn visit_item_mut(&mut self, _: &mut Item) {}
+
+    fn visit_block_mut(&mut self, block: &mut Block) {
+        let mark = self.scope.mark();
+        // Items are visible in their whole block, before and after the `use`.
+        for stmt in &block.stmts {
+            if let Stmt::Item(Item::Use(u)) = stmt {
+                self.scope.add_use(&u.tree);
+            }
+        }
+        let last = block.stmts.len().saturating_sub(1);
+        for (i, stmt) in block.stmts.iter_mut().enumerate() {
+            match stmt {
+                Stmt::Local(local) => {
+                    visit_mut::visit_local_mut(self, local);
+                    let init = local.init.as_ref().map(|i| &*i.expr);
+                    if let Some(name) = bound_name(&local.pat) {
+                        self.scope.bind(name, init);
+                    }
+                }
+                Stmt::Macro(m) if self.scope.is_select(&m.mac.path, self.in_async) => {
+                    // `select! {..}` as a statement: an expression statement now,
+                    // with a `;` unless it is the block's value.
+                    let semi = match (m.semi_token, i == last) {
+                        (Some(s), _) => Some(s),
+                        (None, true) => None,
+                        (None, false) => Some(Default::default()),
+                    };
+                    let span = m.mac.path.span();
+                    let mac = Expr::Macro(ExprMacro {
+                        attrs: std::mem::take(&mut m.attrs),
+                        mac: m.mac.clone(),
+                    });
+                    *stmt = Stmt::Expr(timed(self.krate, "Channel", span, mac), semi);
+                }
+                _ => visit_mut::visit_stmt_mut(self, stmt),
+            }
+        }
+        self.scope.reset(mark);
+    }
 
     fn visit_expr_mut(&mut self, expr: &mut Expr) {
         match expr {
-            Expr::Closure(_) | Expr::Async(_) => {
-                let outer = std::mem::replace(&mut self.nested, true);
-                visit_mut::visit_expr_mut(self, expr);
-                self.nested = outer;
+            Expr::Closure(c) => {
+                let is_async = c.asyncness.is_some();
+                self.nested_in(is_async, |v| visit_mut::visit_expr_closure_mut(v, c));
             }
-            Expr::Await(awaited) => {
-                let Expr::Call(call) = &mut *awaited.base else {
-                    return visit_mut::visit_expr_await_mut(self, awaited);
-                };
-                // An awaited call only builds a future: a guard around it would time
-                // nothing, so it is counted (async yields) or left alone.
-                visit_mut::visit_expr_call_mut(self, call);
-                if AWAITED.iter().any(|p| path_is(&call.func, p)) {
-                    let base = take(&mut awaited.base);
-                    *awaited.base = self.counted(base);
-                }
-            }
+            Expr::Async(a) => self.nested_in(true, |v| visit_mut::visit_expr_async_mut(v, a)),
+            Expr::Await(awaited) => self.awaited(awaited),
             Expr::Call(call) => {
                 visit_mut::visit_expr_call_mut(self, call);
-                if let Some(&(_, kind)) = CALLS.iter().find(|(p, _)| path_is(&call.func, p)) {
+                if let Some(kind) = self.scope.call_kind(&call.func, false) {
+                    let span = call.span();
                     let call = take(expr);
                     *expr = if kind == "Spin" && self.local_spins && !self.nested {
                         self.local_spin(call)
                     } else {
-                        self.timed(kind, call)
+                        timed(self.krate, kind, span, call)
                     };
                 }
+            }
+            Expr::MethodCall(call) => {
+                visit_mut::visit_expr_method_call_mut(self, call);
+                if let Some(kind) = self.scope.method_kind(call, false) {
+                    // The line and column of the method's name, not of its receiver,
+                    // which may start lines above.
+                    let span = call.method.span();
+                    *expr = timed(self.krate, kind, span, take(expr));
+                }
+            }
+            Expr::Macro(m) if self.scope.is_select(&m.mac.path, self.in_async) => {
+                let span = m.mac.path.span();
+                *expr = timed(self.krate, "Channel", span, take(expr));
             }
             _ => visit_mut::visit_expr_mut(self, expr),
         }
@@ -103,16 +127,37 @@ impl VisitMut for Rewrite<'_> {
 }
 
 impl Rewrite<'_> {
-    /// `{ let guard = { static SITE; call(&SITE) }; <call> }`: the guard drops after
-    /// the call, and the call stays the block's value.
-    fn timed(&self, kind: &str, call: Expr) -> Expr {
-        let krate = self.krate;
-        let site = self.site(kind, call.span());
-        let guard = Ident::new("__yieldprof_call", Span::mixed_site());
-        let open: Stmt = parse_quote! {
-            let #guard = { #site #krate::__private::call(&__YIELDPROF_CALL) };
+    /// Visits a closure or async block: code that may run outside the episode.
+    fn nested_in(&mut self, is_async: bool, visit: impl FnOnce(&mut Self)) {
+        let outer = (self.nested, self.in_async);
+        self.nested = true;
+        self.in_async = is_async;
+        visit(self);
+        (self.nested, self.in_async) = outer;
+    }
+
+    /// An awaited call only builds a future: a guard around it would time nothing,
+    /// and the wait belongs to the task, not the thread. A recognised one is counted.
+    fn awaited(&mut self, awaited: &mut syn::ExprAwait) {
+        let kind = match &mut *awaited.base {
+            Expr::Call(call) => {
+                visit_mut::visit_expr_call_mut(self, call);
+                self.scope.call_kind(&call.func, true)
+            }
+            Expr::MethodCall(call) => {
+                visit_mut::visit_expr_method_call_mut(self, call);
+                self.scope.method_kind(call, true)
+            }
+            _ => return visit_mut::visit_expr_await_mut(self, awaited),
         };
-        block(open, call)
+        if let Some(kind) = kind {
+            let span = match &*awaited.base {
+                Expr::MethodCall(call) => call.method.span(),
+                base => base.span(),
+            };
+            let base = take(&mut awaited.base);
+            *awaited.base = self.counted(kind, span, base);
+        }
     }
 
     /// `{ spins.hit(i); <call> }`: the site is element `i` of the episode's static
@@ -125,30 +170,59 @@ impl Rewrite<'_> {
     }
 
     /// `{ { static SITE; count(&SITE) } <base> }`, awaited as before.
-    fn counted(&self, base: Expr) -> Expr {
+    fn counted(&self, kind: Kind, span: Span, base: Expr) -> Expr {
         let krate = self.krate;
-        let site = self.site("AsyncYield", base.span());
+        let site = call_site(krate, kind, span);
         let count: Stmt = parse_quote! {
-            { #site #krate::__private::count(&__YIELDPROF_CALL) }
+            {
+                static __YIELDPROF_CALL: #krate::__private::CallSite = #site;
+                #krate::__private::count(&__YIELDPROF_CALL)
+            }
         };
         block(count, base)
     }
+}
 
-    /// The call site's static.
-    fn site(&self, kind: &str, span: Span) -> TokenStream {
-        let krate = self.krate;
-        let site = call_site(krate, kind, span);
-        quote! {
-            static __YIELDPROF_CALL: #krate::__private::CallSite = #site;
-        }
+/// The single name a `let` binds, if its pattern is one (`x`, `mut x`, `x: T`).
+fn bound_name(pat: &Pat) -> Option<&Ident> {
+    match pat {
+        Pat::Ident(p) => Some(&p.ident),
+        Pat::Type(t) => bound_name(&t.pat),
+        _ => None,
     }
+}
+
+/// `timed({ static SITE; call(&SITE) }, <expr>)`: the guard starts before `expr` is
+/// evaluated and stops when `timed` returns its value. A call, not a block, so the
+/// temporaries of `expr` live as long as they did unwrapped (a block's tail would drop
+/// them at its end under edition 2024). The expression's own attributes (`#[cfg(..)]`
+/// on its statement) move to the wrapper, so a call compiled out takes its probe with
+/// it.
+pub(crate) fn timed(krate: &TokenStream, kind: Kind, span: Span, mut expr: Expr) -> Expr {
+    let site = call_site(krate, kind, span);
+    let guard: Expr = parse_quote! {
+        {
+            static __YIELDPROF_CALL: #krate::__private::CallSite = #site;
+            #krate::__private::call(&__YIELDPROF_CALL)
+        }
+    };
+    let attrs = take_attrs(&mut expr);
+    let mut args = Punctuated::new();
+    args.push(guard);
+    args.push(expr);
+    Expr::Call(ExprCall {
+        attrs,
+        func: Box::new(parse_quote!(#krate::__private::timed)),
+        paren_token: Default::default(),
+        args,
+    })
 }
 
 /// `CallSite::new(kind, file!(), line!(), column!())` for the call at `span`. Only
 /// `file!`/`line!`/`column!` carry the call's span, so they report where the user wrote
 /// the call; the rest stays macro-generated code, which lints (e.g. clippy's
 /// `blocks_in_conditions`) leave alone.
-pub(crate) fn call_site(krate: &TokenStream, kind: &str, span: Span) -> TokenStream {
+pub(crate) fn call_site(krate: &TokenStream, kind: Kind, span: Span) -> TokenStream {
     let kind = Ident::new(kind, Span::call_site());
     let location = quote_spanned!(span=> ::core::file!(), ::core::line!(), ::core::column!());
     quote!(#krate::__private::CallSite::new(#krate::__private::Kind::#kind, #location))
@@ -157,12 +231,7 @@ pub(crate) fn call_site(krate: &TokenStream, kind: &str, span: Span) -> TokenStr
 /// `{ first; last }`, left to syn's printer so it adds parentheses where a block
 /// would otherwise end a statement (`{..} + 1;`, `let .. = {..} else`).
 fn block(first: Stmt, mut last: Expr) -> Expr {
-    // The call's own attributes (`#[cfg(..)]` on its statement) move to the block, so
-    // a call compiled out takes its probe with it.
-    let attrs = match &mut last {
-        Expr::Call(call) => std::mem::take(&mut call.attrs),
-        _ => Vec::new(),
-    };
+    let attrs = take_attrs(&mut last);
     Expr::Block(ExprBlock {
         attrs,
         label: None,
@@ -173,21 +242,16 @@ fn block(first: Stmt, mut last: Expr) -> Expr {
     })
 }
 
-fn take(expr: &mut Expr) -> Expr {
-    std::mem::replace(expr, Expr::Verbatim(TokenStream::new()))
+/// The attributes of a wrapped expression, which its wrapper takes over.
+fn take_attrs(expr: &mut Expr) -> Vec<syn::Attribute> {
+    match expr {
+        Expr::Call(e) => std::mem::take(&mut e.attrs),
+        Expr::MethodCall(e) => std::mem::take(&mut e.attrs),
+        Expr::Macro(e) => std::mem::take(&mut e.attrs),
+        _ => Vec::new(),
+    }
 }
 
-/// Whether `func` is the path `pattern` (`a::b::c`) as written.
-fn path_is(func: &Expr, pattern: &str) -> bool {
-    let Expr::Path(func) = func else {
-        return false;
-    };
-    func.qself.is_none()
-        && func.path.segments.len() == pattern.split("::").count()
-        && func
-            .path
-            .segments
-            .iter()
-            .zip(pattern.split("::"))
-            .all(|(seg, want)| seg.ident == want)
+fn take(expr: &mut Expr) -> Expr {
+    std::mem::replace(expr, Expr::Verbatim(TokenStream::new()))
 }

@@ -1,8 +1,9 @@
 //! yieldprof makes waiting visible from inside the program.
 //!
 //! Mark a function that waits with [`#[instrument_wait]`](instrument_wait): every call
-//! becomes a timed **wait episode**, and the spin/yield/sleep/park calls in its body are
-//! counted per kind and source line. At shutdown the guard returned by [`init`] writes
+//! becomes a timed **wait episode**, and the waits in its body (spins, yields, sleeps,
+//! parks, locks, condvars, channels, joins, barriers, backoffs) are counted or timed per
+//! kind and source line. At shutdown the guard returned by [`init`] writes
 //! folded stacks, a flame graph, a pprof profile ([`Profile::write_pprof`]) and a
 //! plain-text summary in which waiting stands apart from the thread's real work
 //! (`[work]`); [`Options::snapshot_every`] also writes deltas while the program runs.
@@ -25,22 +26,60 @@
 //!
 //! ## What the macro rewrites
 //!
-//! Inside the annotated function's body (closures included) these calls are wrapped,
-//! keeping the call expression and its spans as written:
+//! Inside the annotated function's body (closures and async blocks included) these
+//! calls are wrapped, keeping the call expression, its value and its spans as written.
+//! Each timed call is drawn as its kind's frame at its line; spins are counted.
 //!
-//! | kind | calls |
+//! | kind (frame) | calls |
 //! |---|---|
-//! | spin | `std::hint::spin_loop`, `core::hint::spin_loop`, `hint::spin_loop`, `spin_loop` |
-//! | yield | `std::thread::yield_now`, `thread::yield_now`, `libc::sched_yield`, `sched_yield` |
-//! | sleep | `std::thread::sleep`, `thread::sleep`, `libc::usleep`, `libc::nanosleep`, `usleep`, `nanosleep` |
-//! | park | `std::thread::park`, `std::thread::park_timeout` (and `thread::…`) |
-//! | async yield | `tokio::task::yield_now().await` (counted, not timed) |
+//! | spin `[spin]` | `std::hint::spin_loop`, `core::hint::spin_loop`, `hint::spin_loop`, `spin_loop` |
+//! | yield `[yield]` | `std::thread::yield_now`, `thread::yield_now`, `yield_now`, `libc::sched_yield`, `sched_yield` |
+//! | sleep `[sleep]` | `std::thread::sleep`, `thread::sleep`, `libc::usleep`, `libc::nanosleep`, `usleep`, `nanosleep` |
+//! | park `[park]` | `std::thread::park`, `std::thread::park_timeout` (and `thread::…`) |
+//! | lock `[lock]` | `.lock()`, `.read()`, `.write()`, `.upgradable_read()` with no argument; tokio's `.blocking_lock()`/`_read()`/`_write()` |
+//! | condvar `[condvar]` | `.wait(guard)`, `.wait_timeout(g, d)`, `.wait_while(g, f)`, `.wait_timeout_while(g, d, f)`, parking_lot's `.wait_for(g, d)`, `.wait_until(g, t)` |
+//! | channel `[channel]` | `.recv()`, `.recv_timeout(d)`, `.recv_deadline(t)`, `.send(v)`, `.send_timeout(v, d)`, `.blocking_recv()`, `.blocking_send(v)`; crossbeam's `select!` outside async code |
+//! | join `[join]` | `.join()` with no argument (`JoinHandle`, `ScopedJoinHandle`) |
+//! | barrier `[barrier]` | `.wait()` with no argument |
+//! | backoff `[backoff]` | `.snooze()`; `.spin()` on a local bound by `let b = Backoff::new()` (or `::default()`) |
+//! | async yield `[async-yield]` | `tokio::task::yield_now().await` |
+//!
+//! Free functions are matched by their path as written, after the `use` declarations
+//! in the body are followed (`use std::thread::sleep as nap;` makes `nap(d)` a sleep;
+//! a bare `sleep`, `park` or `park_timeout` counts only when imported from
+//! `std::thread` in the body). Methods are matched by name and number of arguments: a
+//! proc macro cannot see types, and receiver names would misfire. So `io::Read::read(&mut
+//! buf)`, `slice.join(",")` and a `lock(x)` of your own are left alone, while a method of
+//! your own with a matched shape (a `wait()` with no argument, `ptr.read()`,
+//! `Child::wait()`) is timed as that kind: a miscount, never a build error, since the
+//! call is kept as written.
+//!
+//! In an `async fn` or block an awaited `.lock()`, `.read()`, `.write()`, `.acquire()`
+//! (lock), `.notified()` (condvar), `.recv()`, `.send(v)`, `.changed()` (channel),
+//! `.wait()` (barrier) is counted, not timed: the task waits, the thread does not (a
+//! `JoinHandle` awaited as `handle.await` is not recognised). A blocking call made in
+//! async code without `.await` is timed: it blocks the worker thread.
 //!
 //! Nested items (`fn`, `impl`, `mod` inside the body) are not rewritten: they are
 //! separate functions and get their own annotation if they wait. Macro invocations
 //! (`println!(...)`, user macros) are left alone too: their tokens are not Rust
-//! expressions until expanded. Use [`wait::spin`], [`wait::yield_now`], [`wait::sleep`],
-//! [`wait::park`] and [`wait::park_timeout`] where a wait sits outside an annotated function.
+//! expressions until expanded. Mark what the syntax cannot show (a call through a
+//! function pointer, in another macro or another function) with [`wait!`]
+//! (`yieldprof::wait!(lock, expr)`); use [`wait::spin`], [`wait::yield_now`],
+//! [`wait::sleep`], [`wait::park`] and [`wait::park_timeout`] where a wait sits outside
+//! an annotated function.
+//!
+//! ## Where the time went
+//!
+//! Each wait episode and timed call reads the perf user page of the thread's
+//! context-switch counter at both ends (~1 ns, no syscall), so every episode's voluntary
+//! and involuntary switches and CPU migrations are counted exactly, and its time is
+//! split into on-CPU, queued (runnable, waiting for a CPU) and blocked
+//! ([`counters::TimeSplit`]). A wait frame's own time outside timed calls is named by
+//! what was measured: `[spin]` (on the CPU, with spin calls counted), `[on-cpu]`,
+//! `[off-cpu]`, or `[unexplained]` where nothing was measured ([`report::OwnTime`]);
+//! it is never called spinning without on-CPU evidence. Where perf is denied,
+//! `getrusage` on sampled episodes is the labelled fallback.
 //!
 //! ## Costs and switches
 //!
@@ -120,6 +159,39 @@ macro_rules! frame {
     }};
 }
 
+/// Times `expr` as a wait of `kind` at the expression's own line and column, in the
+/// current frame: for a wait the syntax of an annotated body cannot show (a call
+/// through a function pointer, inside another macro, in a helper function), or one
+/// outside any annotated function. The value of `expr` is returned as it is.
+///
+/// `kind` is one of `lock`, `condvar`, `channel`, `join`, `barrier`, `backoff`,
+/// `sleep`, `park` or `yield` ([`Kind::name`]); any other name is a compile error at
+/// the name.
+///
+/// ```
+/// use std::sync::Mutex;
+///
+/// fn read_through(get: fn(&Mutex<u32>) -> u32, m: &Mutex<u32>) -> u32 {
+///     yieldprof::wait!(lock, get(m))
+/// }
+///
+/// let m = Mutex::new(3);
+/// assert_eq!(read_through(|m| *m.lock().unwrap(), &m), 3);
+/// let calls = yieldprof::snapshot().folded(yieldprof::report::Metric::Calls);
+/// assert!(calls.iter().any(|l| l.ends_with(";[lock] 1")));
+/// ```
+///
+/// ```compile_fail
+/// let m = std::sync::Mutex::new(3);
+/// yieldprof::wait!(mutex, m.lock()); // error: unknown wait kind `mutex`
+/// ```
+#[macro_export]
+macro_rules! wait {
+    ($($args:tt)*) => {
+        $crate::__private::wait_call!($crate; $($args)*)
+    };
+}
+
 /// Checks `report` against `budget`; when a limit is exceeded it first writes the
 /// failing run's `.folded`, `.svg` and `.txt` to `<YIELDPROF_OUT>/budget-failures/`
 /// (named after the test), then panics with every violated limit: site, source
@@ -191,7 +263,8 @@ macro_rules! assert_separate_lines {
 }
 
 /// Waits written outside an annotated function, recorded as if they were inside one:
-/// each call is counted (and timed, except spins) at its own call site.
+/// each call is counted (and timed, except spins) at its own call site. [`wait!`]
+/// times any other expression as a wait of a given kind.
 pub mod wait {
     pub use crate::record::wait::{park, park_timeout, sleep, spin, yield_now};
 }
@@ -203,6 +276,7 @@ pub mod report {
     pub use crate::analysis::findings::{Finding, Fragmentation, Rule};
     pub use crate::base::site::{CallInfo, FrameInfo, FrameKind};
     pub use crate::model::histogram::Histogram;
+    pub use crate::model::own::OwnTime;
     pub use crate::model::profile::{CallStats, SiteStats, ThreadStats};
     pub use crate::output::compare::{compare, Change, Comparison, Row};
     pub use crate::output::diff::{diff, parse_folded, DiffError, Malformed};
@@ -233,7 +307,7 @@ pub mod __private {
     pub use crate::base::site::Limit;
     pub use crate::base::site::{CallSite, EpisodeSite, Kind, WorkSite};
     pub use crate::record::episode::{
-        call, count, enter_work, framed, CallGuard, EpisodeGuard, Instrumented,
+        call, count, enter_work, framed, timed, CallGuard, EpisodeGuard, Instrumented,
     };
     #[cfg(not(feature = "tracing"))]
     pub use crate::record::episode::{enter, instrument};
@@ -241,6 +315,7 @@ pub mod __private {
     #[cfg(feature = "tracing")]
     pub use crate::record::tracing_bridge::{enter, instrument, TracedEpisode};
     pub use crate::sharing::layout::{assert_separate_lines, size_of_field};
+    pub use yieldprof_macros::wait_call;
 
     /// Test hook: every perf group opened from now on fails with `errno`, for the
     /// refusals a test cannot cause for real. Call it before anything records.

@@ -459,9 +459,12 @@ impl Profile {
     /// | key | limit |
     /// |---|---|
     /// | `max_episodes = n` | [`Limit::Episodes`] |
-    /// | `max_spins`, `max_yields`, `max_sleeps`, `max_parks`, `max_async_yields` `= n` | [`Limit::Calls`], in total |
-    /// | `spins_per_episode`, `yields_per_episode`, `sleeps_per_episode`, `parks_per_episode`, `async_yields_per_episode` `= x` | [`Limit::CallsPerEpisode`], on average |
+    /// | `max_<calls> = n` | [`Limit::Calls`], in total |
+    /// | `<calls>_per_episode = x` | [`Limit::CallsPerEpisode`], on average |
     /// | `max_wall_share = x` (0 to 1) | [`Limit::WallShare`] |
+    ///
+    /// where `<calls>` is one of `spins`, `yields`, `sleeps`, `parks`, `async_yields`,
+    /// `locks`, `condvar_waits`, `channel_waits`, `joins`, `barrier_waits`, `backoffs`.
     ///
     /// Counts are whole numbers; per-episode figures and shares may have a fraction.
     /// A report in which no site declares a budget is an error, not a silent pass: the

@@ -2,6 +2,7 @@
 //! the timer slack, as the findings use them: the probe's figures when it ran in this
 //! process or was saved on this host, a quick estimate otherwise.
 
+use crate::base::fork::ForkOnce;
 use crate::base::host::HostId;
 use crate::base::text::{date_time, duration};
 use serde::{Deserialize, Serialize};
@@ -97,11 +98,11 @@ impl Costs {
         if let Some(c) = PROBED.get() {
             return *c;
         }
-        static SAVED: OnceLock<Option<Costs>> = OnceLock::new();
+        static SAVED: ForkOnce<Option<Costs>> = ForkOnce::new();
         if let Some(c) = SAVED.get_or_init(|| Costs::load(&saved_path(), &HostId::current())) {
             return *c;
         }
-        static QUICK: OnceLock<Costs> = OnceLock::new();
+        static QUICK: ForkOnce<Costs> = ForkOnce::new();
         *QUICK.get_or_init(Costs::quick)
     }
 

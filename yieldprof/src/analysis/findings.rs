@@ -25,11 +25,12 @@ pub enum Rule {
     SleepRoundedToSlack,
     /// Yields that switch nothing: a pure syscall cost.
     YieldWithoutSwitch,
-    /// Spin-only episodes much longer than a yield: a core burnt.
+    /// Spin-only episodes much longer than a yield, measured on the CPU: a core burnt.
     LongSpin,
     /// Many involuntary switches: more runnable threads than cores.
     Oversubscribed,
-    /// Spinning on a single core, where the awaited thread cannot run meanwhile.
+    /// Spinning (measured on the CPU) on a single core, where the awaited thread
+    /// cannot run meanwhile.
     SingleCoreSpin,
     /// A wait site spins on a falsely shared cache line.
     FalseSharing,
@@ -83,6 +84,9 @@ impl fmt::Display for Finding {
 const MIN_CALLS: u64 = 10;
 /// Fewer episodes than this say too little about a site's typical episode.
 const MIN_EPISODES: u64 = 20;
+/// A spin finding needs the site's episodes measured on the CPU at least this share
+/// of their time: a thread blocked off the CPU is not spinning, whatever its calls.
+const SPIN_ON_CPU_SHARE: f64 = 0.5;
 /// Spin-only episodes longer than this many yields should back off.
 const LONG_SPIN_YIELDS: f64 = 10.0;
 /// Yields with fewer switches per call than this gave nothing back.
@@ -189,14 +193,23 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
         }
     }
     let spins = site.calls_of(Kind::Spin);
-    let slow = site.calls_of(Kind::Yield) + site.calls_of(Kind::Sleep) + site.calls_of(Kind::Park);
+    // Calls that yield, back off or block: the site does more than spin.
+    let slow: u64 = Kind::ALL
+        .iter()
+        .filter(|k| !matches!(k, Kind::Spin | Kind::AsyncYield))
+        .map(|&k| site.calls_of(k))
+        .sum();
+    // Spinning is judged on the CPU only: the measured on-CPU share of the episodes.
+    let on_cpu = site
+        .time
+        .on_cpu_share()
+        .filter(|&share| share >= SPIN_ON_CPU_SHARE);
     // Judged on the median episode, with enough of them: one long wait among many short
     // ones is not a habit, and a mean pulled up by it would flip between runs.
     let median = site.durations.quantile(0.5);
-    if let (true, Some(median)) = (
-        spins > 0 && slow == 0 && site.episodes >= MIN_EPISODES && site.spin_ns() >= 1_000_000,
-        median,
-    ) {
+    let enough =
+        spins > 0 && slow == 0 && site.episodes >= MIN_EPISODES && site.spin_ns() >= 1_000_000;
+    if let (Some(on_cpu), Some(median), true) = (on_cpu, median, enough) {
         let yields_worth = median as f64 / costs.yield_ns;
         if yields_worth >= LONG_SPIN_YIELDS {
             add(
@@ -204,13 +217,14 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
                 site_at(site),
                 format!(
                     "{} spin-only episodes, median {} ({:.0}× a {} yield), p90 {}, burnt {} \
-                     of CPU",
+                     of CPU ({:.0}% of their time on the CPU)",
                     site.episodes,
                     duration(median),
                     yields_worth,
                     duration(costs.yield_ns as u64),
                     duration(site.durations.quantile(0.9).unwrap_or(median)),
-                    duration(site.spin_ns())
+                    duration(site.spin_ns()),
+                    100.0 * on_cpu
                 ),
                 format!(
                     "back off in layers: spin_loop() ×{} → yield_now() ×{} → park/sleep \
@@ -221,11 +235,15 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
             );
         }
     }
-    if spins >= 1_000 && costs.cores == 1 {
+    if let (Some(on_cpu), true) = (on_cpu, spins >= 1_000 && costs.cores == 1) {
         add(
             Rule::SingleCoreSpin,
             site_at(site),
-            format!("{spins} spins on a machine with one core"),
+            format!(
+                "{spins} spins on a machine with one core, {:.0}% of the episodes' time on \
+                 the CPU",
+                100.0 * on_cpu
+            ),
             "on one core the thread you wait for cannot run while you spin: skip the spin \
              phase when available_parallelism() is 1 and yield or block at once"
                 .into(),
@@ -278,6 +296,26 @@ fn thread_findings(t: &ThreadStats, costs: &Costs, out: &mut Vec<Finding>) {
             ),
             _ => String::new(),
         };
+        // Advice to block only where the waits were not measured blocked already.
+        let w = &t.time_in_wait;
+        let blocked = match (
+            w.blocked_ns.value(),
+            w.on_cpu_ns.value(),
+            w.off_cpu_ns.value(),
+        ) {
+            (Some(b), Some(on), Some(off)) => Some(b as f64 / (on + off).max(1) as f64),
+            _ => None,
+        };
+        let fix = match blocked {
+            Some(share) if share >= 1.0 - SPIN_ON_CPU_SHARE => format!(
+                "run fewer busy threads than cores; its waits already block ({:.0}% of their \
+                 time blocked off the CPU), so the run queue is its work's",
+                100.0 * share
+            ),
+            _ => "run fewer busy threads than cores, and make waiters block (park, Condvar) \
+                  instead of spinning or yielding so they leave the run queue"
+                .into(),
+        };
         out.push(Finding {
             rule: Rule::Oversubscribed,
             subject: format!("thread {}", t.name),
@@ -287,9 +325,7 @@ fn thread_findings(t: &ThreadStats, costs: &Costs, out: &mut Vec<Finding>) {
                  but preempted; {} cores",
                 costs.cores
             ),
-            fix: "run fewer busy threads than cores, and make waiters block (park, Condvar) \
-                  instead of spinning or yielding so they leave the run queue"
-                .into(),
+            fix,
         });
     }
 }

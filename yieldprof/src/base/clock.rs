@@ -7,8 +7,8 @@
 //! `CLOCK_MONOTONIC` nanoseconds since the first reading. Elsewhere a tick is a
 //! `CLOCK_MONOTONIC` nanosecond.
 
+use crate::base::fork::ForkOnce;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
-use std::sync::OnceLock;
 
 const UNKNOWN: u8 = 0;
 const TSC: u8 = 1;
@@ -17,7 +17,7 @@ const MONO: u8 = 2;
 static MODE: AtomicU8 = AtomicU8::new(UNKNOWN);
 
 /// `(ticks, monotonic ns)` at the first reading.
-static ORIGIN: OnceLock<(u64, u64)> = OnceLock::new();
+static ORIGIN: ForkOnce<(u64, u64)> = ForkOnce::new();
 
 /// The reference for the ratio must span at least this long to be accurate to ~1e-5.
 const MIN_CALIBRATION_NS: u64 = 10_000_000;

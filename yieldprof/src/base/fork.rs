@@ -24,7 +24,7 @@ use crate::base::reentry::Inside;
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// Set in a child (and its descendants) made by `fork()` after the handlers were
 /// installed.
@@ -92,6 +92,33 @@ impl<T: Send> ForkMutex<T> {
             list.locks.push(self);
             self.listed.store(true, Ordering::Release);
         }
+    }
+}
+
+/// A `OnceLock` that a forked child never inherits half made: it is filled under a
+/// [`ForkMutex`], which the fork handlers hold across `fork()`. (A child forked while
+/// another thread was filling a plain `OnceLock` waits for it forever: seen with the
+/// counter probe, 1 hang in ~50 forks of a busy host.)
+pub(crate) struct ForkOnce<T: 'static> {
+    cell: OnceLock<T>,
+    filling: ForkMutex<()>,
+}
+
+impl<T: Send + Sync> ForkOnce<T> {
+    pub(crate) const fn new() -> Self {
+        ForkOnce {
+            cell: OnceLock::new(),
+            filling: ForkMutex::new((), |_| ()),
+        }
+    }
+
+    /// The value, made by `f` the first time.
+    pub(crate) fn get_or_init(&'static self, f: impl FnOnce() -> T) -> &'static T {
+        if let Some(v) = self.cell.get() {
+            return v;
+        }
+        let _filling = self.filling.lock();
+        self.cell.get_or_init(f)
     }
 }
 

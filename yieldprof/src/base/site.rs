@@ -6,6 +6,9 @@ use crate::base::text::host_name;
 use std::collections::BTreeMap;
 
 /// What a rewritten call does while it waits.
+///
+/// Spins are counted; every other kind but `AsyncYield` is timed, and its time is
+/// drawn as the kind's own frame (`[lock]`, `[channel]`, ...) at the line of the call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Kind {
@@ -19,16 +22,36 @@ pub enum Kind {
     Park,
     /// `tokio::task::yield_now().await`: counted, not timed (the time is the executor's).
     AsyncYield,
+    /// Taking a lock: `Mutex::lock`, `RwLock::read`/`write` (std, parking_lot, spin),
+    /// and an awaited `lock()`/`read()`/`write()` (counted).
+    Lock,
+    /// Waiting on a condition variable: `Condvar::wait`, `wait_timeout`, `wait_while`,
+    /// and an awaited `Notify::notified()` (counted).
+    Condvar,
+    /// A channel receive or (possibly full) send: mpsc, crossbeam-channel, `select!`.
+    Channel,
+    /// Waiting for a thread to finish: `JoinHandle::join`, scoped joins.
+    Join,
+    /// Waiting at a `Barrier`.
+    Barrier,
+    /// `crossbeam_utils::Backoff::snooze`/`spin`: a spin, then a yield, on the CPU.
+    Backoff,
 }
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Spin,
         Kind::Yield,
         Kind::Sleep,
         Kind::Park,
         Kind::AsyncYield,
+        Kind::Lock,
+        Kind::Condvar,
+        Kind::Channel,
+        Kind::Join,
+        Kind::Barrier,
+        Kind::Backoff,
     ];
 
     /// The leaf frame used in folded stacks, e.g. `[spin]`.
@@ -39,10 +62,16 @@ impl Kind {
             Kind::Sleep => "[sleep]",
             Kind::Park => "[park]",
             Kind::AsyncYield => "[async-yield]",
+            Kind::Lock => "[lock]",
+            Kind::Condvar => "[condvar]",
+            Kind::Channel => "[channel]",
+            Kind::Join => "[join]",
+            Kind::Barrier => "[barrier]",
+            Kind::Backoff => "[backoff]",
         }
     }
 
-    /// Short lowercase name, e.g. `spin`.
+    /// Short lowercase name, e.g. `spin`: the name `yieldprof::wait!` takes.
     pub const fn name(self) -> &'static str {
         match self {
             Kind::Spin => "spin",
@@ -50,13 +79,19 @@ impl Kind {
             Kind::Sleep => "sleep",
             Kind::Park => "park",
             Kind::AsyncYield => "async-yield",
+            Kind::Lock => "lock",
+            Kind::Condvar => "condvar",
+            Kind::Channel => "channel",
+            Kind::Join => "join",
+            Kind::Barrier => "barrier",
+            Kind::Backoff => "backoff",
         }
     }
 
     /// Whether a call of this kind is timed (spins are only counted: a clock read
     /// would cost as much as the PAUSE itself).
     pub(crate) const fn timed(self) -> bool {
-        matches!(self, Kind::Yield | Kind::Sleep | Kind::Park)
+        !matches!(self, Kind::Spin | Kind::AsyncYield)
     }
 }
 
@@ -114,7 +149,7 @@ impl WorkSite {
     }
 }
 
-/// One rewritten spin/yield/sleep/park call: one static per call site.
+/// One rewritten wait call: one static per call site.
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct CallSite {
@@ -142,7 +177,8 @@ impl CallSite {
 pub enum FrameKind {
     /// A thread's root: its self time is `[work]`.
     Thread,
-    /// A wait episode (`#[instrument_wait]`): its self time is `[spin]`.
+    /// A wait episode (`#[instrument_wait]`): its own time outside timed calls is
+    /// `[spin]`, `[on-cpu]`, `[off-cpu]` or `[unexplained]` (see `Profile::folded`).
     Wait,
     /// A business frame (`frame!`): its self time is `[work]`.
     Work,

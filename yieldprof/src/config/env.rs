@@ -6,12 +6,12 @@
 //! used instead; an empty value counts as unset.
 
 use super::values::{parse_switch, CounterSampling, Metric};
+use crate::base::fork::ForkOnce;
 use crate::base::reentry::Inside;
 use std::ffi::OsString;
 use std::fmt::Display;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::LazyLock;
 use std::time::Duration;
 
 /// Default output folder, relative to the working directory.
@@ -66,12 +66,12 @@ pub(crate) struct Settings {
 /// The settings of this process, read from its environment the first time anything
 /// asks (later changes to the environment are not seen).
 pub(crate) fn settings() -> &'static Settings {
-    static SETTINGS: LazyLock<Settings> =
-        LazyLock::new(|| Settings::read(|name| std::env::var_os(name), |line| eprintln!("{line}")));
+    static SETTINGS: ForkOnce<Settings> = ForkOnce::new();
     // Marked while it may be reading: a signal handler's entry then does not wait for
     // this first read to end (see `enabled`).
     let _inside = Inside::mark();
-    &SETTINGS
+    SETTINGS
+        .get_or_init(|| Settings::read(|name| std::env::var_os(name), |line| eprintln!("{line}")))
 }
 
 /// Reads variables through `var` and sends each complaint to `warn` as one line.

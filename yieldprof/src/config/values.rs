@@ -53,13 +53,16 @@ impl Metric {
     }
 }
 
-/// Which wait episodes have their counters read. Set with
+/// Which wait episodes have their sampled counters read (page faults, hardware
+/// counters; switches and the time split too where perf is denied). Set with
 /// [`Options::counters`](crate::Options::counters) or `YIELDPROF_COUNTERS_EVERY`.
+/// Switches and migrations are counted on every episode through the perf user page
+/// wherever perf works, whatever this says, unless it is `Off`.
 ///
-/// Reading every source costs two syscalls at each end of an episode (measured here:
-/// ~1.1 µs per episode; up to ~2.7 µs on slower kernels, ~4.5 µs with a PMU). The figures
-/// of the episodes that were not read are estimated from those that were, in
-/// proportion to wall time, and shown as `~N`.
+/// Reading every sampled source costs a syscall or two at each end of an episode
+/// (measured here: ~1.1 µs per episode; up to ~2.7 µs on slower kernels, ~4.5 µs with
+/// a PMU). The figures of the episodes that were not read are estimated from those
+/// that were, in proportion to wall time, and shown as `~N`.
 ///
 /// ```
 /// use yieldprof::counters::CounterSampling;

@@ -212,7 +212,7 @@ pub struct Capabilities {
     pub fd_budget: usize,
     /// Counter fds open now.
     pub fds_in_use: usize,
-    /// Fds one thread's counter groups take.
+    /// Fds one thread's counter groups take (with its schedstat file, kept open).
     pub fds_per_thread: usize,
     /// Threads that opened perf counters so far.
     pub threads_on_perf: u64,

@@ -90,6 +90,10 @@ pub(crate) struct LocalCounters {
     policy: Policy,
     on: bool,
     base: [u64; 2],
+    // Fields drop in order: the pages unmap before their group's fds close.
+    exact: Option<Exact>,
+    // Events counted on every episode through `exact`, by bit.
+    exact_mask: u16,
     groups: [Option<PerfGroup>; GROUPS],
 }
 
@@ -104,12 +108,16 @@ impl LocalCounters {
             policy,
             on: sampling != CounterSampling::Off,
             base: [0; 2],
+            exact: None,
+            exact_mask: 0,
             groups: [None, None],
         };
         if !local.on {
             let _ = shared.setup.set(Setup {
                 source: CounterSource::Off,
                 mask: 0,
+                exact: 0,
+                split: None,
             });
             return local;
         }
@@ -135,7 +143,11 @@ impl LocalCounters {
                 }
                 continue;
             }
-            let Some(fds) = FDS.reserve(group_fds(events.len()), budget) else {
+            let need = match source {
+                EventSource::PerfSoftware => software_fds(events.len(), p.schedstat),
+                _ => group_fds(events.len()),
+            };
+            let Some(fds) = FDS.reserve(need, budget) else {
                 why = why.or(Some(Reason::FdBudget { budget }));
                 continue;
             };
@@ -156,12 +168,91 @@ impl LocalCounters {
             THREADS_ON_GETRUSAGE.fetch_add(1, Relaxed);
             CounterSource::Getrusage(why.unwrap_or(Reason::Off))
         };
-        let _ = shared.setup.set(Setup { source, mask });
+        local.open_exact(p.schedstat);
+        let split = match &local.exact {
+            Some(x) => x.method(),
+            None => SplitMethod {
+                every_episode: false,
+                page_time: false,
+                schedstat: false,
+            },
+        };
+        let _ = shared.setup.set(Setup {
+            source,
+            mask,
+            exact: local.exact_mask,
+            split: Some(split),
+        });
         // Perf counters start at 0 now; the getrusage base was taken above.
         r = local.read();
         local.publish(shared, &r);
         OPEN.with(|o| o.set(true));
         local
+    }
+
+    /// Maps the user pages of the software group's switch counters, so switches are
+    /// counted on every episode; keeps the thread's schedstat open where the machine
+    /// has one (its fd was reserved with the group's).
+    fn open_exact(&mut self, schedstat: bool) {
+        let Some(g) = &self.groups[0] else {
+            return;
+        };
+        let Some(switches) = g.fd_of(CounterEvent::ContextSwitches) else {
+            return;
+        };
+        let schedstat = schedstat.then(exact::open_schedstat).flatten();
+        let Ok(x) = Exact::open(switches, g.fd_of(CounterEvent::CpuMigrations), schedstat) else {
+            return;
+        };
+        self.exact_mask = CounterEvent::VoluntarySwitches.bit()
+            | CounterEvent::InvoluntarySwitches.bit()
+            | CounterEvent::ContextSwitches.bit();
+        if x.counts_migrations() {
+            self.exact_mask |= CounterEvent::CpuMigrations.bit();
+        }
+        self.exact = Some(x);
+    }
+
+    /// The thread's switch figures now (see [`Mark`]): the last ones while the
+    /// page's switch count has not moved, which costs ~1 ns. A default mark where
+    /// there is no page.
+    #[inline(always)]
+    pub(crate) fn mark(&self, shared: &ThreadCounters) -> Mark {
+        match &self.exact {
+            Some(x) => match x.mark() {
+                (m, false) => m,
+                (m, true) => {
+                    self.publish_exact(shared, &m);
+                    m
+                }
+            },
+            None => Mark::ZERO,
+        }
+    }
+
+    /// Adds what a wait episode saw between its marks to its node.
+    #[inline]
+    pub(crate) fn add(&self, node: &NodeCounts, d: &Delta) {
+        node.add(d, self.exact_mask);
+    }
+
+    /// The thread totals of the events counted through the page: since its first mark.
+    #[cold]
+    fn publish_exact(&self, shared: &ThreadCounters, m: &Mark) {
+        let Some(x) = &self.exact else {
+            return;
+        };
+        let d = m.since(&x.base);
+        for (e, v) in [
+            (CounterEvent::VoluntarySwitches, d.voluntary),
+            (CounterEvent::InvoluntarySwitches, d.involuntary),
+            (CounterEvent::ContextSwitches, d.switches),
+            (CounterEvent::CpuMigrations, d.migrations),
+        ] {
+            if self.exact_mask & e.bit() != 0 {
+                shared.totals[e.index()].store(v, Relaxed);
+            }
+        }
     }
 
     /// Whether the episode opening now has its counters read: one load and compare.
@@ -215,14 +306,17 @@ impl LocalCounters {
         // At least 1 ns, so a sampled episode always shows as counted time.
         let wall = end.saturating_sub(start).max(1);
         let b = &begin.reading;
-        for e in [
-            CounterEvent::VoluntarySwitches,
-            CounterEvent::InvoluntarySwitches,
-        ] {
-            let i = e.index();
-            bump(&node.values[i], r.values[i].saturating_sub(b.values[i]));
+        if let (Some(b_off), Some(r_off)) = (b.off_ns, r.off_ns) {
+            for e in [
+                CounterEvent::VoluntarySwitches,
+                CounterEvent::InvoluntarySwitches,
+            ] {
+                let i = e.index();
+                bump(&node.values[i], r.values[i].saturating_sub(b.values[i]));
+            }
+            bump(&node.off_ns, r_off.saturating_sub(b_off));
+            bump(&node.src_ns[EventSource::Getrusage.index()], wall);
         }
-        bump(&node.src_ns[EventSource::Getrusage.index()], wall);
         for (k, g) in self.groups.iter().enumerate() {
             let (Some(g), Some(t0), Some(t1)) = (g, b.times[k], r.times[k]) else {
                 continue;
@@ -235,6 +329,9 @@ impl LocalCounters {
             };
             for &e in g.events() {
                 let i = e.index();
+                if self.exact_mask & e.bit() != 0 {
+                    continue;
+                }
                 let delta = r.values[i].saturating_sub(b.values[i]);
                 if let Some((v, _)) = scale(delta, enabled, running) {
                     bump(&node.values[i], v);
@@ -258,20 +355,25 @@ impl LocalCounters {
     /// Brings the thread totals up to now (a report on this thread, thread exit).
     pub(crate) fn refresh(&self, shared: &ThreadCounters) {
         if self.on {
+            self.mark(shared);
             self.publish(shared, &self.read());
         }
     }
 
+    /// Every source sampled episodes read: the perf groups, and getrusage with the
+    /// off-CPU clock where there is no page to see switches on every episode.
     fn read(&self) -> Reading {
         let mut r = Reading {
             values: [0; N],
             times: [None; GROUPS],
+            off_ns: None,
         };
         let mut ru = zeroed_rusage();
         // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD reads this thread.
-        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0 {
+        if self.exact.is_none() && unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0 {
             r.values[CounterEvent::VoluntarySwitches.index()] = ru.ru_nvcsw as u64;
             r.values[CounterEvent::InvoluntarySwitches.index()] = ru.ru_nivcsw as u64;
+            r.off_ns = Some(exact::off_clock_ns());
         }
         for (k, g) in self.groups.iter().enumerate() {
             if let Some(g) = g {
@@ -284,21 +386,23 @@ impl LocalCounters {
     /// Stores the thread totals: getrusage since the thread registered, perf since its
     /// groups opened (scaled like `perf stat` when multiplexed).
     fn publish(&self, shared: &ThreadCounters, r: &Reading) {
-        for (i, e) in [
-            CounterEvent::VoluntarySwitches,
-            CounterEvent::InvoluntarySwitches,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let v = r.values[e.index()].saturating_sub(self.base[i]);
-            shared.totals[e.index()].store(v, Relaxed);
+        if r.off_ns.is_some() {
+            for (i, e) in [
+                CounterEvent::VoluntarySwitches,
+                CounterEvent::InvoluntarySwitches,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let v = r.values[e.index()].saturating_sub(self.base[i]);
+                shared.totals[e.index()].store(v, Relaxed);
+            }
         }
         for (k, g) in self.groups.iter().enumerate() {
             let (Some(g), Some((enabled, running))) = (g, r.times[k]) else {
                 continue;
             };
-            for &e in g.events() {
+            for &e in g.events().iter().filter(|e| self.exact_mask & e.bit() == 0) {
                 if let Some((v, scaled)) = scale(r.values[e.index()], enabled, running) {
                     shared.totals[e.index()].store(v, Relaxed);
                     if scaled {

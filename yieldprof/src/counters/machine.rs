@@ -1,9 +1,9 @@
 //! What the machine allows, probed once: the paranoid level, the events that open, the group plan.
 
 use super::*;
+use crate::base::fork::ForkOnce;
 use perf_event::{Builder, Counter, Group};
 use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
-use std::sync::OnceLock;
 
 /// Parses `/proc/sys/kernel/perf_event_paranoid`.
 pub(crate) fn parse_paranoid(text: &str) -> Option<i32> {
@@ -20,10 +20,12 @@ pub(crate) fn paranoid() -> Option<i32> {
 pub(super) struct Probed {
     pub(super) paranoid: Option<i32>,
     pub(super) status: [Availability; N],
+    /// Whether a thread can read its schedstat file (the run-queue wait).
+    pub(super) schedstat: bool,
 }
 
 pub(super) fn probed() -> &'static Probed {
-    static PROBED: OnceLock<Probed> = OnceLock::new();
+    static PROBED: ForkOnce<Probed> = ForkOnce::new();
     PROBED.get_or_init(|| {
         let paranoid = paranoid();
         let mut status = [Availability::Available; N];
@@ -46,7 +48,11 @@ pub(super) fn probed() -> &'static Probed {
                 status[e.index()] = Availability::Unavailable(Reason::NotSupported { errno });
             }
         }
-        Probed { paranoid, status }
+        Probed {
+            paranoid,
+            status,
+            schedstat: exact::open_schedstat().is_some(),
+        }
     })
 }
 
@@ -161,6 +167,12 @@ pub(super) fn group_fds(members: usize) -> usize {
     }
 }
 
+/// Fds a thread's software group of `members` takes, with its schedstat file where
+/// the machine has one (kept open to split episodes' time off the CPU).
+pub(super) fn software_fds(members: usize, schedstat: bool) -> usize {
+    group_fds(members) + usize::from(members > 0 && schedstat)
+}
+
 pub(super) fn build(e: CounterEvent, group: &mut Group) -> std::io::Result<Counter> {
     let kind = e.perf().expect("only perf events are built");
     let mut b = Builder::new().kind(kind).group(group);
@@ -192,7 +204,7 @@ pub fn capabilities() -> Capabilities {
         .map(|event| {
             let need = match event.source() {
                 EventSource::Getrusage => 0,
-                EventSource::PerfSoftware => group_fds(sw),
+                EventSource::PerfSoftware => software_fds(sw, p.schedstat),
                 EventSource::PerfHardware => group_fds(hw),
             };
             let availability = match p.status[event.index()] {
@@ -216,7 +228,7 @@ pub fn capabilities() -> Capabilities {
         sampling,
         fd_budget: budget,
         fds_in_use: FDS.in_use(),
-        fds_per_thread: group_fds(sw) + group_fds(hw),
+        fds_per_thread: software_fds(sw, p.schedstat) + group_fds(hw),
         threads_on_perf: THREADS_ON_PERF.load(Relaxed),
         threads_on_getrusage: THREADS_ON_GETRUSAGE.load(Relaxed),
     }

@@ -1,34 +1,46 @@
 //! Counters per wait episode: context switches, migrations, page faults and, where the
-//! hardware has a PMU, cache and instruction counts, attributed to the episode's frame.
+//! hardware has a PMU, cache and instruction counts, attributed to the episode's frame;
+//! and where each episode's time went (on the CPU, queued for one, blocked).
 //!
 //! Sources, cheapest first:
+//! - the perf **user page** of the thread's context-switch and cpu-migration counters
+//!   (`userpage`, `exact`): read at both ends of every wait episode and timed call, ~1
+//!   ns and no syscall. Switches and migrations happen only while the thread is off
+//!   the CPU, so the page's count is current, and the figures that change only then
+//!   (getrusage's voluntary/involuntary split, the thread's CPU clock, schedstat's
+//!   run-queue wait) are read again only when the count moved: exact counts for every
+//!   episode, and its [`TimeSplit`], at a syscall cost paid only after a switch;
 //! - `getrusage(RUSAGE_THREAD)`: voluntary and involuntary context switches. Always
-//!   there, and what is left when perf-event is denied or the fd budget is spent.
+//!   there, and what is left when perf-event is denied or the fd budget is spent: then
+//!   switches and the time split are read on sampled episodes and scaled up;
 //! - perf-event software counters (context-switches, cpu-migrations, page-faults): one
 //!   group per thread, counted in kernel mode too (`include_kernel`: switches happen
-//!   there, so a user-only counter reads 0).
+//!   there, so a user-only counter reads 0). Page faults happen while the thread runs,
+//!   so they are read with the group on sampled episodes;
 //! - perf-event hardware counters (cache-misses, cache-references, L1D read misses,
-//!   instructions, cycles): a second group, user mode only. The kernel may multiplex a
-//!   hardware group; deltas are then scaled by `time_enabled / time_running` and
-//!   marked as estimates.
+//!   instructions, cycles): a second group, user mode only, read with `rdpmc` through
+//!   the user pages where the kernel allows it (`cap_user_rdpmc`), else with a syscall.
+//!   The kernel may multiplex a hardware group; deltas are then scaled by
+//!   `time_enabled / time_running` and marked as estimates.
 //!
-//! Cost: reading every source is two syscalls, ~0.5 µs on the build VM (getrusage
-//! ~0.14 µs, one perf group read ~0.39 µs) and up to ~1.3 µs elsewhere; a sampled
-//! episode reads twice. So counters are read on a sample of wait episodes, chosen when
-//! the episode opens (see [`CounterSampling`]); an episode that is not sampled costs a
-//! compare and an add. Per frame the counts are scaled by wall time:
-//! estimate = counted × wall of all episodes / wall of the sampled ones.
+//! Cost: a sampled read is one or two syscalls, ~0.5 µs on the build VM and up to ~1.3
+//! µs elsewhere, at each end of a sampled episode. So the events the page does not
+//! give are read on a sample of wait episodes, chosen when the episode opens (see
+//! [`CounterSampling`]); per frame their counts are scaled by wall time: estimate =
+//! counted × wall of all episodes / wall of the sampled ones.
 //!
 //! File descriptors: each counter is one fd per thread, so the process holds at most
 //! a budget of them (default 512, never more than a quarter of the
 //! soft `RLIMIT_NOFILE`); a thread whose groups do not fit uses getrusage only. A
-//! thread's fds close when it exits.
+//! thread keeps one more for its schedstat file when the budget allows. A thread's fds
+//! close when it exits.
 
 /// Number of [`CounterEvent`]s.
 pub(crate) const N: usize = 10;
 
 mod availability;
 mod events;
+mod exact;
 mod fds;
 mod local;
 mod machine;
@@ -37,14 +49,18 @@ mod sampling;
 mod snap;
 #[cfg(test)]
 mod tests;
+mod userpage;
 mod values;
 
 pub use availability::*;
 pub use events::*;
+pub use exact::SplitMethod;
+pub(crate) use exact::{parse_run_delay, Delta, Exact, Mark};
 pub(crate) use fds::*;
 pub(crate) use local::*;
 pub use machine::*;
 pub(crate) use perf::*;
 pub use sampling::*;
 pub(crate) use snap::*;
+pub(crate) use userpage::forget_pages_after_fork;
 pub use values::*;

@@ -1,5 +1,6 @@
 //! Perf-event groups of a thread and one reading of every source.
 
+use super::userpage::{tsc, UserPage};
 use super::*;
 use perf_event::{Counter, Group};
 use std::os::fd::AsRawFd;
@@ -7,10 +8,13 @@ use std::os::fd::AsRawFd;
 pub(super) const GROUPS: usize = 2;
 pub(super) const MAX_MEMBERS: usize = 5;
 
-/// One perf-event group of this thread. Field order is drop order: the fds close
-/// before the reservation is given back.
+/// One perf-event group of this thread. Field order is drop order: the pages unmap,
+/// then the fds close, then the reservation is given back.
 pub(super) struct PerfGroup {
-    _members: Vec<Counter>,
+    /// Each member's user page, where every member's allows `rdpmc` (hardware
+    /// counters on a machine with a PMU): reads then take no syscall.
+    pages: Vec<UserPage>,
+    members: Vec<Counter>,
     group: Group,
     ids: [u64; MAX_MEMBERS],
     events: [CounterEvent; MAX_MEMBERS],
@@ -31,9 +35,24 @@ impl PerfGroup {
             members.push(c);
         }
         group.enable()?;
+        // Only hardware counters can be read with rdpmc.
+        let hardware = events
+            .iter()
+            .all(|e| e.source() == EventSource::PerfHardware);
+        let pages: Vec<UserPage> = members
+            .iter()
+            .filter(|_| hardware)
+            .filter_map(|c| UserPage::map(c.as_raw_fd()).ok())
+            .filter(|p| p.read().cap_user_rdpmc())
+            .collect();
         Ok(PerfGroup {
+            pages: if pages.len() == members.len() {
+                pages
+            } else {
+                Vec::new()
+            },
             len: members.len(),
-            _members: members,
+            members,
             group,
             ids,
             events: evs,
@@ -45,8 +64,25 @@ impl PerfGroup {
         &self.events[..self.len]
     }
 
-    /// Reads the whole group in one syscall into `out`; `(time_enabled, time_running)`.
+    /// The fd of the member counting `e`, for its user page.
+    pub(super) fn fd_of(&self, e: CounterEvent) -> Option<std::os::fd::RawFd> {
+        let i = self.events().iter().position(|&x| x == e)?;
+        Some(self.members[i].as_raw_fd())
+    }
+
+    /// Reads the whole group into `out`: from the user pages with `rdpmc` where
+    /// they allow it, else in one syscall; `(time_enabled, time_running)`.
     pub(super) fn read_into(&self, out: &mut [u64; N]) -> Option<(u64, u64)> {
+        if !self.pages.is_empty() {
+            let mut times = None;
+            for (page, &e) in self.pages.iter().zip(self.events()) {
+                let r = page.read();
+                out[e.index()] = r.count();
+                let now = tsc().and_then(|t| r.times_at(t, false));
+                times = times.or(Some(now.unwrap_or((r.time_enabled, r.time_running))));
+            }
+            return times;
+        }
         let mut buf = [0u64; 3 + 2 * (MAX_MEMBERS + 1)];
         // SAFETY: `buf` is valid for writes of its whole size; the fd is ours and open.
         let n = unsafe {
@@ -108,6 +144,9 @@ pub(crate) struct Reading {
     pub(super) values: [u64; N],
     /// `(time_enabled, time_running)` per perf group; `None` when not read.
     pub(super) times: [Option<(u64, u64)>; GROUPS],
+    /// The off-CPU clock (see `exact::Mark`), read with getrusage where switches are
+    /// not seen on every episode.
+    pub(super) off_ns: Option<u64>,
 }
 
 /// The reading taken when a sampled episode opened, and when it was started.

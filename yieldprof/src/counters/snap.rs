@@ -1,6 +1,7 @@
 //! Counts kept per thread and per node, their copies, and their sums as report figures.
 
 use super::*;
+use crate::base::arena::bump;
 use crate::base::clock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
@@ -11,6 +12,12 @@ pub(crate) struct Setup {
     pub(super) source: CounterSource,
     /// Bit per [`CounterEvent`] this thread counts.
     pub(super) mask: u16,
+    /// The events of `mask` counted on every wait episode (the user page's), not on
+    /// a sample.
+    pub(super) exact: u16,
+    /// How its episodes' time is split into on-CPU, queued and blocked; `None` with
+    /// counters off.
+    pub(super) split: Option<SplitMethod>,
 }
 
 /// A thread's counters as a report reads them.
@@ -26,6 +33,11 @@ pub(crate) struct ThreadCounters {
 impl ThreadCounters {
     fn mask(&self) -> u16 {
         self.setup.get().map_or(0, |s| s.mask)
+    }
+
+    /// How the thread's time split is measured; `None` when it is not.
+    pub(crate) fn split_method(&self) -> Option<SplitMethod> {
+        self.setup.get().and_then(|s| s.split)
     }
 
     /// The root node's counts: the thread totals over its whole `wall`.
@@ -49,22 +61,43 @@ impl ThreadCounters {
             source: self.setup.get().map_or(CounterSource::Off, |s| s.source),
             overhead_ns: self.overhead_ns.load(Relaxed),
             run_queue_ns: None,
+            split: self.split_method(),
         }
     }
 
-    /// Per-node counts, masked by what this thread counts.
-    pub(crate) fn node(&self, c: &NodeCounts) -> NodeSnap {
-        let mask = self.mask();
+    /// Per-node counts, masked by what this thread counts. `wall` is the node's wall
+    /// time: what the events counted on every episode cover. Only wait frames measure
+    /// their episodes; for other nodes the figures stay unread.
+    pub(crate) fn node(&self, c: &NodeCounts, wall: u64) -> NodeSnap {
+        let Some(setup) = self.setup.get() else {
+            return NodeSnap::default();
+        };
+        let sampled_ns = c.src_ns[EventSource::Getrusage.index()].load(Relaxed);
         let mut n = NodeSnap {
             sampled: c.sampled.load(Relaxed),
             scaled: c.scaled.load(Relaxed),
             ..NodeSnap::default()
         };
         for e in CounterEvent::ALL {
-            if mask & e.bit() != 0 {
+            if setup.mask & e.bit() != 0 {
                 n.values[e.index()] = c.values[e.index()].load(Relaxed);
-                n.ns[e.index()] = c.src_ns[e.source().index()].load(Relaxed);
+                n.ns[e.index()] = if setup.exact & e.bit() != 0 {
+                    wall
+                } else {
+                    c.src_ns[e.source().index()].load(Relaxed)
+                };
             }
+        }
+        if let Some(method) = setup.split {
+            n.off_ns = c.off_ns.load(Relaxed);
+            n.queued_ns = c.queued_ns.load(Relaxed);
+            n.split_ns = if method.every_episode {
+                wall
+            } else {
+                sampled_ns
+            };
+            n.queued_split_ns = if method.schedstat { n.split_ns } else { 0 };
+            n.calls_split = method.every_episode;
         }
         n
     }
@@ -79,6 +112,29 @@ pub(crate) struct NodeCounts {
     pub(super) sampled: AtomicU64,
     /// Sampled episodes whose perf deltas were scaled for multiplexing.
     pub(super) scaled: AtomicU64,
+    /// Off-CPU time of the measured episodes, ns (not ticks).
+    pub(super) off_ns: AtomicU64,
+    /// The part of it spent runnable, waiting for a CPU, ns.
+    pub(super) queued_ns: AtomicU64,
+}
+
+impl NodeCounts {
+    /// Adds what an episode saw between its two marks, for the events that `exact`
+    /// counts on every episode.
+    pub(crate) fn add(&self, d: &Delta, exact: u16) {
+        for (e, v) in [
+            (CounterEvent::VoluntarySwitches, d.voluntary),
+            (CounterEvent::InvoluntarySwitches, d.involuntary),
+            (CounterEvent::ContextSwitches, d.switches),
+            (CounterEvent::CpuMigrations, d.migrations),
+        ] {
+            if exact & e.bit() != 0 {
+                bump(&self.values[e.index()], v);
+            }
+        }
+        bump(&self.off_ns, d.off_ns);
+        bump(&self.queued_ns, d.queued_ns);
+    }
 }
 
 /// A copy of a node's counts: values and, per event, the wall time they cover.
@@ -88,39 +144,65 @@ pub(crate) struct NodeSnap {
     pub(super) ns: [u64; N],
     pub(super) sampled: u64,
     pub(super) scaled: u64,
+    /// Off-CPU and queued time (ns) of the episodes whose split was measured, and the
+    /// wall time those cover (split_ns; queued_split_ns for the queued part).
+    pub(super) off_ns: u64,
+    pub(super) queued_ns: u64,
+    pub(super) split_ns: u64,
+    pub(super) queued_split_ns: u64,
+    /// Whether its timed calls measured their own off-CPU time too.
+    pub(crate) calls_split: bool,
 }
 
 impl NodeSnap {
     /// Threads record clock ticks; reports speak nanoseconds.
     pub(crate) fn scale_to_ns(&mut self, scale: clock::Scale) {
-        for ns in &mut self.ns {
-            // A sampled episode keeps at least 1 ns of counted time.
-            *ns = scale.ns(*ns).max(u64::from(*ns > 0));
-        }
+        // A sampled episode keeps at least 1 ns of counted time. `off_ns` and
+        // `queued_ns` are ns already.
+        let to_ns = |t: &mut u64| *t = scale.ns(*t).max(u64::from(*t > 0));
+        self.ns.iter_mut().for_each(to_ns);
+        to_ns(&mut self.split_ns);
+        to_ns(&mut self.queued_split_ns);
     }
 
     /// The counts of two nodes together (threads merged after they exited).
     pub(crate) fn plus(&self, other: &NodeSnap) -> NodeSnap {
-        let mut n = *self;
-        for i in 0..N {
-            n.values[i] += other.values[i];
-            n.ns[i] += other.ns[i];
-        }
-        n.sampled += other.sampled;
-        n.scaled += other.scaled;
-        n
+        self.zip(other, |a, b| a + b)
     }
 
     /// This copy minus an earlier copy of the same node.
     pub(crate) fn minus(&self, earlier: &NodeSnap) -> NodeSnap {
+        self.zip(earlier, u64::saturating_sub)
+    }
+
+    /// Every figure of `self` and `other` combined by `f`.
+    fn zip(&self, other: &NodeSnap, f: impl Fn(u64, u64) -> u64) -> NodeSnap {
         let mut n = *self;
         for i in 0..N {
-            n.values[i] = self.values[i].saturating_sub(earlier.values[i]);
-            n.ns[i] = self.ns[i].saturating_sub(earlier.ns[i]);
+            n.values[i] = f(self.values[i], other.values[i]);
+            n.ns[i] = f(self.ns[i], other.ns[i]);
         }
-        n.sampled = self.sampled.saturating_sub(earlier.sampled);
-        n.scaled = self.scaled.saturating_sub(earlier.scaled);
+        n.sampled = f(self.sampled, other.sampled);
+        n.scaled = f(self.scaled, other.scaled);
+        n.off_ns = f(self.off_ns, other.off_ns);
+        n.queued_ns = f(self.queued_ns, other.queued_ns);
+        n.split_ns = f(self.split_ns, other.split_ns);
+        n.queued_split_ns = f(self.queued_split_ns, other.queued_split_ns);
+        n.calls_split = self.calls_split || other.calls_split;
         n
+    }
+
+    /// The node's off-CPU time, estimated from its measured episodes where only some
+    /// were, for `wall` ns of episodes; `None` where none was measured.
+    pub(crate) fn off_cpu_ns(&self, wall: u64) -> Option<u64> {
+        figure(
+            u128::from(self.off_ns),
+            u128::from(self.split_ns),
+            u128::from(wall),
+            false,
+        )
+        .value()
+        .map(|off| off.min(wall))
     }
 }
 
@@ -132,6 +214,8 @@ pub(crate) struct ThreadSnap {
     /// Time runnable but waiting for a CPU since the thread first recorded
     /// (`/proc/.../schedstat`); `None` where the kernel does not say.
     pub(crate) run_queue_ns: Option<u64>,
+    /// How its episodes' time is split; `None` with counters off.
+    pub(crate) split: Option<SplitMethod>,
 }
 
 impl Default for ThreadSnap {
@@ -140,6 +224,7 @@ impl Default for ThreadSnap {
             source: CounterSource::Off,
             overhead_ns: 0,
             run_queue_ns: None,
+            split: None,
         }
     }
 }
@@ -169,6 +254,7 @@ impl ThreadSnap {
                 (a, b) => a.or(b),
             },
             source: other.source,
+            split: other.split,
         }
     }
 }
@@ -177,7 +263,21 @@ impl ThreadSnap {
 /// CPU: the second field of `/proc/self/task/<tid>/schedstat`.
 pub(crate) fn run_queue_ns(tid: i32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
-    text.split_whitespace().nth(1)?.parse().ok()
+    parse_run_delay(&text)
+}
+
+/// A figure counted over `covered` ns of `wall` ns of episodes: exact when it covers
+/// them all (and `estimated` is false), else scaled up to `wall`; not available when
+/// it covers none.
+fn figure(v: u128, covered: u128, wall: u128, estimated: bool) -> Count {
+    if covered == 0 {
+        Count::NotAvailable
+    } else if covered >= wall && !estimated {
+        Count::Exact(u64::try_from(v).unwrap_or(u64::MAX))
+    } else {
+        let est = v * wall.max(covered) / covered;
+        Count::Scaled(u64::try_from(est).unwrap_or(u64::MAX))
+    }
 }
 
 /// Sums of nodes, turned into [`Counters`] by scaling each event's count from the wall
@@ -189,6 +289,10 @@ pub(crate) struct Acc {
     wall: u128,
     sampled: u64,
     scaled: u64,
+    off: u128,
+    queued: u128,
+    split_ns: u128,
+    queued_split_ns: u128,
 }
 
 impl Acc {
@@ -205,6 +309,10 @@ impl Acc {
         self.wall += u128::from(wall_ns);
         self.sampled += n.sampled;
         self.scaled += n.scaled;
+        self.off += u128::from(n.off_ns);
+        self.queued += u128::from(n.queued_ns);
+        self.split_ns += u128::from(n.split_ns);
+        self.queued_split_ns += u128::from(n.queued_split_ns);
     }
 
     pub(crate) fn counters(&self) -> Counters {
@@ -213,19 +321,36 @@ impl Acc {
             ..Counters::default()
         };
         for e in CounterEvent::ALL {
-            let (v, ns) = (self.values[e.index()], self.ns[e.index()]);
-            if ns == 0 {
-                continue;
-            }
             let multiplexed = self.scaled > 0 && e.source() != EventSource::Getrusage;
-            *c.slot(e) = if ns >= self.wall && !multiplexed {
-                Count::Exact(u64::try_from(v).unwrap_or(u64::MAX))
-            } else {
-                let est = v * self.wall.max(ns) / ns;
-                Count::Scaled(u64::try_from(est).unwrap_or(u64::MAX))
-            };
+            *c.slot(e) = figure(
+                self.values[e.index()],
+                self.ns[e.index()],
+                self.wall,
+                multiplexed,
+            );
         }
         c
+    }
+
+    /// Where the episodes' time went: off-CPU and queued as measured (scaled where
+    /// only some episodes were), on-CPU and blocked the rest of each.
+    pub(crate) fn split(&self) -> TimeSplit {
+        let wall = u64::try_from(self.wall).unwrap_or(u64::MAX);
+        let off = figure(self.off, self.split_ns, self.wall, false).map(|v| v.min(wall));
+        let queued = figure(self.queued, self.queued_split_ns, self.wall, false);
+        let queued = match (queued, off.value()) {
+            (q, Some(off)) => q.map(|v| v.min(off)),
+            (q, None) => q,
+        };
+        TimeSplit {
+            on_cpu_ns: off.map(|v| wall - v),
+            off_cpu_ns: off,
+            queued_ns: queued,
+            blocked_ns: match (off.value(), queued.value()) {
+                (Some(o), Some(q)) => off.map(|_| o - q),
+                _ => Count::NotAvailable,
+            },
+        }
     }
 }
 

@@ -42,6 +42,54 @@ impl Count {
     pub fn per(self, n: u64) -> Option<f64> {
         self.value().map(|v| v as f64 / n.max(1) as f64)
     }
+
+    /// The figure changed by `f`, still exact or estimated as it was.
+    pub(crate) fn map(self, f: impl FnOnce(u64) -> u64) -> Count {
+        match self {
+            Count::NotAvailable => Count::NotAvailable,
+            Count::Exact(v) => Count::Exact(f(v)),
+            Count::Scaled(v) => Count::Scaled(f(v)),
+        }
+    }
+}
+
+/// Where the wall time of some wait episodes went, by what the kernel counted:
+/// on the CPU, or off it, either runnable and waiting for a CPU (queued: preempted,
+/// or woken and not yet running) or not runnable (blocked: asleep until an event).
+/// [`SplitMethod`] says how it was measured; `NotAvailable` where it was not.
+///
+/// ```
+/// use yieldprof::counters::{Count, TimeSplit};
+/// let split = TimeSplit::default();
+/// assert_eq!(split.off_cpu_ns, Count::NotAvailable);
+/// assert_eq!(split.off_cpu_share(), None);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct TimeSplit {
+    /// Running on a CPU.
+    pub on_cpu_ns: Count,
+    /// Not running: `queued_ns + blocked_ns`.
+    pub off_cpu_ns: Count,
+    /// Off the CPU but runnable, waiting in a run queue (schedstat's run-queue wait).
+    pub queued_ns: Count,
+    /// Off the CPU and not runnable: blocked in a lock, a condvar, a channel, a sleep.
+    pub blocked_ns: Count,
+}
+
+impl TimeSplit {
+    /// Off-CPU time as a share (0..=1) of on- plus off-CPU time; `None` when not
+    /// measured.
+    pub fn off_cpu_share(&self) -> Option<f64> {
+        let off = self.off_cpu_ns.value()? as f64;
+        let on = self.on_cpu_ns.value()? as f64;
+        Some(off / (on + off).max(1.0))
+    }
+
+    /// On-CPU time as a share (0..=1), as [`TimeSplit::off_cpu_share`].
+    pub fn on_cpu_share(&self) -> Option<f64> {
+        self.off_cpu_share().map(|s| 1.0 - s)
+    }
 }
 
 impl fmt::Display for Count {

@@ -3,5 +3,6 @@
 //! recorded or where it is written.
 
 pub(crate) mod histogram;
+pub(crate) mod own;
 pub(crate) mod profile;
 pub(crate) mod tree;

@@ -3,7 +3,7 @@
 
 use crate::base::clock;
 use crate::base::site::{FrameInfo, FrameKind};
-use crate::counters::{Acc, Count, CounterEvent, Counters, NodeSnap, ThreadSnap};
+use crate::counters::{Acc, Count, CounterEvent, Counters, NodeSnap, ThreadSnap, TimeSplit};
 use crate::model::histogram::Histogram;
 use std::collections::HashMap;
 
@@ -24,6 +24,8 @@ pub(crate) struct SlotStats {
     pub(crate) call: u32,
     pub(crate) calls: u64,
     pub(crate) ns: u64,
+    /// Off-CPU time inside the calls, where measured per call (see `NodeSnap`).
+    pub(crate) off_ns: u64,
 }
 
 /// One thread's tree. Node 0 is the thread root, node 1 `[overflow]`; a node's parent
@@ -62,9 +64,10 @@ impl NodeStats {
 }
 
 impl ThreadProfile {
-    /// A thread's totals, and the part of them spent in wait episodes (outermost wait
-    /// frames only: a wait frame's counts include what is nested in it).
-    pub(crate) fn counters(&self, frames: &[FrameInfo]) -> (Counters, Counters) {
+    /// A thread's totals, the part of them spent in wait episodes (outermost wait
+    /// frames only: a wait frame's counts include what is nested in it), and where the
+    /// wait episodes' time went.
+    pub(crate) fn counters(&self, frames: &[FrameInfo]) -> (Counters, Counters, TimeSplit) {
         let mut total = Acc::default();
         total.add(&self.nodes[0].counts, self.nodes[0].wall_ns);
         let mut wait = Acc::default();
@@ -81,7 +84,7 @@ impl ThreadProfile {
                 }
             }
         }
-        (total, in_wait)
+        (total, in_wait, wait.split())
     }
 
     /// Adds `other`'s recording into this one, matching nodes by their stack (frame
@@ -123,6 +126,7 @@ impl ThreadProfile {
                     Some(x) => {
                         x.calls += s.calls;
                         x.ns += s.ns;
+                        x.off_ns += s.off_ns;
                     }
                     None => m.slots.push(s.clone()),
                 }
@@ -256,6 +260,7 @@ impl NodeStats {
                     call: s.call,
                     calls: s.calls.saturating_sub(e.calls),
                     ns: s.ns.saturating_sub(e.ns),
+                    off_ns: s.off_ns.saturating_sub(e.off_ns),
                 },
                 None => s.clone(),
             })

@@ -8,8 +8,10 @@ use inferno::flamegraph::color::{BasicPalette, Palette, PaletteMap};
 use inferno::flamegraph::{self, Options};
 use std::io::{self, Write};
 
-/// Fixed colours, so a glance tells spinning (hot red) from yielding (orange), time
-/// off the CPU (blue) and work (green). Other frames take inferno's aqua palette.
+/// Fixed colours, so a glance tells spinning (hot red) and other time on the CPU
+/// (warm: yield, backoff, unexplained on-CPU time) from blocking (blues and violets:
+/// sleep, park, lock, condvar, channel, join, barrier, unexplained off-CPU time) and
+/// work (green). Other frames take inferno's aqua palette.
 fn palette() -> PaletteMap {
     let mut map = PaletteMap::default();
     let rgb = |r, g, b| inferno::flamegraph::color::Color { r, g, b };
@@ -17,8 +19,17 @@ fn palette() -> PaletteMap {
         (Kind::Spin.frame(), rgb(0xe0, 0x20, 0x20)),
         (Kind::Yield.frame(), rgb(0xf0, 0x90, 0x20)),
         (Kind::AsyncYield.frame(), rgb(0xf0, 0xb0, 0x40)),
+        (Kind::Backoff.frame(), rgb(0xe0, 0x70, 0x30)),
+        ("[on-cpu]", rgb(0xe0, 0x90, 0x90)),
         (Kind::Sleep.frame(), rgb(0x30, 0x70, 0xe0)),
         (Kind::Park.frame(), rgb(0x50, 0x90, 0xf0)),
+        (Kind::Lock.frame(), rgb(0x50, 0x50, 0xc0)),
+        (Kind::Condvar.frame(), rgb(0x70, 0x60, 0xd0)),
+        (Kind::Channel.frame(), rgb(0x30, 0xa0, 0xc0)),
+        (Kind::Join.frame(), rgb(0x40, 0x80, 0xb0)),
+        (Kind::Barrier.frame(), rgb(0x60, 0x90, 0xd0)),
+        ("[off-cpu]", rgb(0x80, 0x90, 0xa0)),
+        ("[unexplained]", rgb(0xc0, 0xc0, 0xa0)),
         ("[work]", rgb(0x40, 0xb0, 0x40)),
         ("[overflow]", rgb(0x90, 0x90, 0x90)),
     ] {

@@ -1,14 +1,18 @@
 //! Folded stacks: `thread;frame;...;[kind] value`, one line per unique stack.
 //!
-//! The leaf of each line says where the time went: `[spin]` (a wait frame's own time
-//! outside timed calls), `[yield]`, `[sleep]`, `[park]` (inside those calls), `[work]`
-//! (a thread's or business frame's own time). Threads with the same name share lines,
-//! so the file grows with unique stacks, never with episodes.
+//! The leaf of each line says where the time went: inside a recognised call, its
+//! kind's frame (`[yield]`, `[sleep]`, `[lock]`, `[condvar]`, `[channel]`, ...); a wait
+//! frame's own time outside them by what was measured (`[spin]`, `[on-cpu]`,
+//! `[off-cpu]`, `[unexplained]`: see [`OwnTime`](crate::report::OwnTime)); `[work]` for a
+//! thread's or business frame's own time. Exited threads with the same name share
+//! lines, so the file grows with unique stacks, never with episodes; live threads that
+//! share a name (a pool's workers) are told apart by their tid.
 
 use crate::base::site::{FrameKind, Kind};
 use crate::counters::CounterEvent;
 use crate::model::profile::Profile;
-use std::collections::BTreeMap;
+use crate::model::tree::ThreadProfile;
+use std::collections::{BTreeMap, HashMap};
 
 pub use crate::config::Metric;
 
@@ -19,6 +23,25 @@ pub(crate) fn clean(name: &str) -> String {
 }
 
 impl Profile {
+    /// The root frame of each thread: its name, with its tid when it is live and
+    /// another thread has the same name (the workers of a pool).
+    pub(crate) fn thread_frames(&self) -> Vec<String> {
+        let mut named: HashMap<&str, usize> = HashMap::new();
+        for t in &self.threads {
+            *named.entry(t.name.as_str()).or_default() += 1;
+        }
+        self.threads
+            .iter()
+            .map(|t: &ThreadProfile| {
+                if named[t.name.as_str()] > 1 && !t.exited {
+                    clean(&format!("{} (tid {})", t.name, t.tid))
+                } else {
+                    clean(&t.name)
+                }
+            })
+            .collect()
+    }
+
     /// Folded stacks with their values, merged and sorted.
     pub(crate) fn fold(&self, metric: Metric) -> BTreeMap<String, u64> {
         let mut out = BTreeMap::new();
@@ -27,8 +50,10 @@ impl Profile {
                 *out.entry(stack).or_insert(0) += v;
             }
         };
-        for t in &self.threads {
+        let roots = self.thread_frames();
+        for (t, root) in self.threads.iter().zip(roots) {
             let child_wall = t.child_wall();
+            let own = t.own_times(&self.frames, &self.calls);
             let switches: Vec<u64> = match metric {
                 Metric::Switches => {
                     let own = |e| t.own_counts(&self.frames, e);
@@ -44,7 +69,7 @@ impl Profile {
             for (i, n) in t.nodes.iter().enumerate() {
                 let frame = &self.frames[n.frame as usize];
                 let path = if i == 0 {
-                    clean(&t.name)
+                    root.clone()
                 } else {
                     format!("{};{}", paths[n.parent as usize], clean(&frame.name))
                 };
@@ -57,11 +82,6 @@ impl Profile {
                         Metric::Switches => 0,
                     };
                 }
-                let self_leaf = match frame.kind {
-                    FrameKind::Thread | FrameKind::Work => Some("[work]"),
-                    FrameKind::Wait => Some(Kind::Spin.frame()),
-                    FrameKind::Overflow => None,
-                };
                 if metric == Metric::Switches {
                     // Switches are not split by call: a wait frame holds its own, the
                     // thread root's rest is `[work]`'s.
@@ -71,10 +91,14 @@ impl Profile {
                     }
                 }
                 if metric == Metric::Wall {
-                    let rest = n.rest_ns(child_wall[i]);
-                    match self_leaf {
-                        Some(leaf) => add(format!("{path};{leaf}"), rest),
-                        None => add(path.clone(), rest),
+                    match (frame.kind, &own[i]) {
+                        (FrameKind::Wait, Some(own)) => {
+                            for (leaf, v) in own.leaves() {
+                                add(format!("{path};{leaf}"), v);
+                            }
+                        }
+                        (FrameKind::Overflow, _) => add(path.clone(), n.rest_ns(child_wall[i])),
+                        _ => add(format!("{path};[work]"), n.rest_ns(child_wall[i])),
                     }
                 }
                 for kind in Kind::ALL {

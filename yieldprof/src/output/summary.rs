@@ -3,6 +3,7 @@
 
 use crate::base::site::Kind;
 use crate::base::text::{count, duration, percent, tail, wrap};
+use crate::counters::{Count, TimeSplit};
 use crate::model::profile::{totals, Profile, ThreadStats};
 use std::fmt::Write;
 
@@ -138,13 +139,22 @@ impl Profile {
             let per = |n: u64| n as f64 / site.episodes.max(1) as f64;
             let _ = writeln!(
                 s,
-                "    {} episodes, {} wall, {} mean; spinning {}, off-CPU/syscall {}",
+                "    {} episodes, {} wall, {} mean",
                 site.episodes,
                 duration(site.wall_ns),
                 duration(site.wall_ns / site.episodes.max(1)),
-                duration(site.spin_ns()),
-                duration(site.self_ns.saturating_sub(site.spin_ns()))
             );
+            let _ = writeln!(s, "    time: {}", time_split(&site.time));
+            let own: Vec<String> = site
+                .own
+                .leaves()
+                .iter()
+                .filter(|(_, ns)| *ns > 0)
+                .map(|(leaf, ns)| format!("{leaf} {}", duration(*ns)))
+                .collect();
+            if !own.is_empty() {
+                let _ = writeln!(s, "    own time outside calls: {}", own.join(", "));
+            }
             let frag = self.site_fragmentation(site, &costs);
             let _ = writeln!(
                 s,
@@ -218,13 +228,35 @@ impl Profile {
     }
 }
 
+/// `on-CPU 2.1 ms, off-CPU 598 ms (blocked 597 ms, queued 1.1 ms)`, `~` where
+/// estimated from sampled episodes.
+fn time_split(t: &TimeSplit) -> String {
+    let d = |c: Count| match c {
+        Count::Exact(v) => duration(v),
+        Count::Scaled(v) => format!("~{}", duration(v)),
+        Count::NotAvailable => "n/a".into(),
+    };
+    if t.off_cpu_ns == Count::NotAvailable {
+        return "on/off-CPU split n/a (counters off)".into();
+    }
+    let parts = match t.queued_ns {
+        Count::NotAvailable => String::new(),
+        _ => format!(" (blocked {}, queued {})", d(t.blocked_ns), d(t.queued_ns)),
+    };
+    format!(
+        "on-CPU {}, off-CPU {}{parts}",
+        d(t.on_cpu_ns),
+        d(t.off_cpu_ns)
+    )
+}
+
 fn write_site_counters(sites: &[crate::model::profile::SiteStats], s: &mut String) {
     if sites.is_empty() {
         return;
     }
     let _ = writeln!(
         s,
-        "\nCounters per wait site (switches from getrusage; ~N estimated from sampled episodes)"
+        "\nCounters per wait site (~N estimated from sampled episodes)"
     );
     let _ = writeln!(
         s,
@@ -299,5 +331,18 @@ fn write_thread_counters(threads: &[crate::model::profile::ThreadStats], s: &mut
         if let crate::counters::CounterSource::Getrusage(why) = t.counter_source {
             let _ = writeln!(s, "    perf counters not used: {why}");
         }
+    }
+    let mut methods = Vec::new();
+    for m in threads.iter().filter_map(|t| t.split_method) {
+        if !methods.contains(&m) {
+            methods.push(m);
+        }
+    }
+    for m in methods {
+        let _ = writeln!(
+            s,
+            "{}",
+            wrap(&format!("on/off-CPU split: {m}"), "  ", "    ")
+        );
     }
 }

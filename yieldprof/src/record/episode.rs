@@ -7,7 +7,8 @@ use crate::base::arena::bump;
 use crate::base::clock;
 use crate::base::site::{CallInfo, CallSite, EpisodeSite, FrameInfo, Kind, WorkSite};
 use crate::config;
-use crate::record::thread;
+use crate::counters::Mark;
+use crate::record::thread::{self, Claimed};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::Location;
@@ -34,6 +35,10 @@ pub struct EpisodeGuard {
     wait: bool,
     // Index of this episode's opening counter reading, when it is sampled.
     sample: u32,
+    // The thread's switch figures when the episode opened (wait frames only).
+    mark: Mark,
+    // What closed guards had claimed when it opened.
+    claimed: Claimed,
     // The frame belongs to this thread's tree.
     _not_send: PhantomData<*const ()>,
 }
@@ -46,6 +51,8 @@ impl EpisodeGuard {
         count: false,
         wait: false,
         sample: NO_SAMPLE,
+        mark: Mark::ZERO,
+        claimed: Claimed::ZERO,
         _not_send: PhantomData,
     };
 
@@ -73,6 +80,11 @@ impl EpisodeGuard {
             } else {
                 NO_SAMPLE
             };
+            let mark = if wait {
+                l.counters.mark(&l.data.counters)
+            } else {
+                Mark::ZERO
+            };
             EpisodeGuard {
                 prev,
                 node,
@@ -80,6 +92,8 @@ impl EpisodeGuard {
                 count: true,
                 wait,
                 sample,
+                mark,
+                claimed: l.claimed.get(),
                 _not_send: PhantomData,
             }
         });
@@ -118,6 +132,16 @@ impl EpisodeGuard {
         let elapsed = end.saturating_sub(self.start);
         thread::with(|l| {
             let n = l.data.node(self.node);
+            let mut off_ns = 0;
+            if self.wait {
+                let m = l.counters.mark(&l.data.counters);
+                if m.switches != self.mark.switches {
+                    let d = self.mark.until(&m);
+                    l.counters.add(&n.counts, &d);
+                    off_ns = d.off_ns;
+                }
+            }
+            l.claim(self.claimed, elapsed, off_ns);
             if self.count {
                 bump(&n.episodes, 1);
                 l.data.record_duration(self.node, elapsed);
@@ -156,7 +180,8 @@ pub(crate) fn open_frame(key: usize, info: impl FnOnce() -> FrameInfo) -> Episod
     EpisodeGuard::open(key, false, info)
 }
 
-/// Times one yield/sleep/park call when dropped; adds it to the current frame.
+/// Times one wait call (yield, sleep, park, lock, ...) when dropped; adds it to the
+/// current frame.
 #[doc(hidden)]
 #[must_use = "the call is timed until this guard drops"]
 pub struct CallGuard {
@@ -164,6 +189,11 @@ pub struct CallGuard {
     start: u64,
     // `None` once counted, or when recording is off.
     site: Option<Site>,
+    // The thread it opened on (a guard held across `.await` may drop on another),
+    // its switch figures then, and what closed guards had claimed.
+    serial: u64,
+    mark: Mark,
+    claimed: Claimed,
 }
 
 #[derive(Clone, Copy)]
@@ -187,13 +217,20 @@ impl Site {
 }
 
 #[inline(always)]
-fn record(key: usize, site: Site, ns: u64) {
-    thread::enter(|l| {
-        let d = &l.data;
-        let s = d.slot_of(l.current.get(), key, || site.info());
-        bump(&s.calls, 1);
-        bump(&s.ns, ns);
-    });
+fn record(l: &thread::Local, key: usize, site: Site, ns: u64, off_ns: u64) {
+    let d = &l.data;
+    let s = d.slot_of(l.current.get(), key, || site.info());
+    bump(&s.calls, 1);
+    bump(&s.ns, ns);
+    if off_ns > 0 {
+        bump(&s.off_ns, off_ns);
+    }
+}
+
+/// Counts a call that is not timed.
+#[inline(always)]
+fn record_count(key: usize, site: Site) {
+    thread::enter(|l| record(l, key, site, 0, 0));
 }
 
 impl CallGuard {
@@ -203,19 +240,26 @@ impl CallGuard {
             key,
             start: 0,
             site: None,
+            serial: 0,
+            mark: Mark::ZERO,
+            claimed: Claimed::ZERO,
         };
         if !on() {
             return idle;
         }
         if !kind.timed() {
-            record(key, site, 0);
+            record_count(key, site);
             return idle;
         }
-        CallGuard {
+        let opened = thread::enter(|l| CallGuard {
             key,
-            start: clock::now(),
             site: Some(site),
-        }
+            serial: l.data.serial(),
+            mark: l.counters.mark(&l.data.counters),
+            claimed: l.claimed.get(),
+            start: clock::now(),
+        });
+        opened.unwrap_or(idle)
     }
 }
 
@@ -223,12 +267,42 @@ impl Drop for CallGuard {
     #[inline(always)]
     fn drop(&mut self) {
         if let Some(site) = self.site {
-            record(self.key, site, clock::now().saturating_sub(self.start));
+            self.close(site);
         }
     }
 }
 
-/// Counts (spin) or times (yield, sleep, park) one rewritten call.
+impl CallGuard {
+    #[inline(never)]
+    fn close(&self, site: Site) {
+        let elapsed = clock::now().saturating_sub(self.start);
+        thread::with(|l| {
+            if l.data.serial() != self.serial {
+                // Resumed on another thread: this one's figures say nothing of it.
+                return record(l, self.key, site, elapsed, 0);
+            }
+            let m = l.counters.mark(&l.data.counters);
+            let off_ns = if m.switches != self.mark.switches {
+                self.mark.until(&m).off_ns
+            } else {
+                0
+            };
+            let own = l.claim(self.claimed, elapsed, off_ns);
+            record(l, self.key, site, own.ticks, own.off_ns);
+        });
+    }
+}
+
+/// The value of a wrapped wait call: `guard` was opened before `value` was computed
+/// and closes now that it is.
+#[doc(hidden)]
+#[inline(always)]
+pub fn timed<T>(guard: CallGuard, value: T) -> T {
+    drop(guard);
+    value
+}
+
+/// Counts (spin) or times (every other kind) one rewritten call.
 #[doc(hidden)]
 #[inline(always)]
 pub fn call(site: &'static CallSite) -> CallGuard {
@@ -239,12 +313,12 @@ pub fn call(site: &'static CallSite) -> CallGuard {
     )
 }
 
-/// Counts a call without timing it (an awaited async yield).
+/// Counts a call without timing it (an awaited one).
 #[doc(hidden)]
 #[inline(always)]
 pub fn count(site: &'static CallSite) {
     if on() {
-        record(site as *const CallSite as usize, Site::Static(site), 0);
+        record_count(site as *const CallSite as usize, Site::Static(site));
     }
 }
 

@@ -3,6 +3,7 @@
 //! Takes no lock after a thread's first episode at a site and never formats text.
 
 // Without the `enabled` feature the hot path is a set of no-ops with the same names.
+mod copy;
 #[cfg_attr(not(feature = "enabled"), path = "noop.rs")]
 pub(crate) mod episode;
 pub(crate) mod spins;

@@ -10,10 +10,10 @@ use crate::base::fork::{ForkMutex, Locked};
 use crate::base::reentry::{self, Inside};
 use crate::base::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
 use crate::base::text::host_name;
-use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters, ThreadSnap};
+use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters};
 use crate::model::histogram::{AtomicDurations, AtomicHistogram};
 use crate::model::profile::Profile;
-use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
+use crate::model::tree::ThreadProfile;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -24,62 +24,65 @@ pub(crate) const ROOT: u32 = 0;
 /// Index of the node that takes every entry past the cap.
 pub(crate) const OVERFLOW: u32 = 1;
 /// Slot 0 takes every call past the slot cap; also "no slot" in slot links.
-const OVERFLOW_SLOT: u32 = 0;
+pub(super) const OVERFLOW_SLOT: u32 = 0;
 
 /// Durations here are clock ticks (see `clock`); reports convert them to ns.
 #[derive(Default)]
 pub(crate) struct Node {
-    key: AtomicUsize,
-    frame: AtomicU32,
-    parent: AtomicU32,
-    first_child: Link,
-    next_sibling: Link,
-    first_slot: Link,
+    pub(super) key: AtomicUsize,
+    pub(super) frame: AtomicU32,
+    pub(super) parent: AtomicU32,
+    pub(super) first_child: Link,
+    pub(super) next_sibling: Link,
+    pub(super) first_slot: Link,
     /// Frames open on this node now (owner only): more than one when frames held
     /// across `.await` interleave on the thread.
-    open: AtomicU32,
+    pub(super) open: AtomicU32,
     pub(crate) episodes: AtomicU64,
     pub(crate) wall_ns: AtomicU64,
     pub(crate) counts: NodeCounts,
     pub(crate) durations: AtomicHistogram,
     /// Index of this node's frame in the thread's `site_durations`; `NO_DURATIONS` for
     /// the root, which never closes an episode.
-    site_durations: AtomicU32,
+    pub(super) site_durations: AtomicU32,
 }
 
 const NO_DURATIONS: u32 = u32::MAX;
 
 /// One frame's fine episode durations on this thread, whatever the stack.
 #[derive(Default)]
-struct SiteDurations {
-    frame: AtomicU32,
-    durations: AtomicDurations,
+pub(super) struct SiteDurations {
+    pub(super) frame: AtomicU32,
+    pub(super) durations: AtomicDurations,
 }
 
 #[derive(Default)]
 pub(crate) struct Slot {
-    key: AtomicUsize,
-    call: AtomicU32,
-    next: Link,
+    pub(super) key: AtomicUsize,
+    pub(super) call: AtomicU32,
+    pub(super) next: Link,
     pub(crate) calls: AtomicU64,
     pub(crate) ns: AtomicU64,
+    /// Off-CPU time inside the calls, ns (not ticks), where the thread sees switches
+    /// on every call.
+    pub(crate) off_ns: AtomicU64,
 }
 
 /// One thread's recording, shared between the thread and the registry.
 pub(crate) struct ThreadData {
-    serial: u64,
-    tid: i32,
+    pub(super) serial: u64,
+    pub(super) tid: i32,
     /// The kernel's run-queue wait of this thread when it first recorded.
-    run_queue_start: Option<u64>,
-    name: String,
-    start_ns: u64,
-    nodes: Arena<Node>,
-    slots: Arena<Slot>,
-    site_durations: Arena<SiteDurations>,
-    overflowed: AtomicU64,
+    pub(super) run_queue_start: Option<u64>,
+    pub(super) name: String,
+    pub(super) start_ns: u64,
+    pub(super) nodes: Arena<Node>,
+    pub(super) slots: Arena<Slot>,
+    pub(super) site_durations: Arena<SiteDurations>,
+    pub(super) overflowed: AtomicU64,
     /// Entries skipped because they interrupted yieldprof on this thread (a signal
     /// handler): the thread's running total, published by the thread itself.
-    reentries_skipped: AtomicU64,
+    pub(super) reentries_skipped: AtomicU64,
     pub(crate) counters: ThreadCounters,
 }
 
@@ -120,6 +123,11 @@ impl ThreadData {
 
     pub(crate) fn node(&self, i: u32) -> &Node {
         self.nodes.get(i)
+    }
+
+    /// The thread's serial number: 1 for the first thread to record, and so on.
+    pub(crate) fn serial(&self) -> u64 {
+        self.serial
     }
 
     pub(crate) fn slot(&self, i: u32) -> &Slot {
@@ -251,72 +259,41 @@ impl ThreadData {
             None => OVERFLOW_SLOT,
         }
     }
+}
 
-    /// A consistent-enough copy: every counter is read once; an episode still open
-    /// counts in its parent's self time until it closes.
-    pub(crate) fn snapshot(&self, exited: bool) -> ThreadProfile {
-        let n_nodes = self.nodes.len();
-        let mut nodes: Vec<NodeStats> = (0..n_nodes)
-            .map(|i| {
-                let n = self.node(i);
-                NodeStats {
-                    frame: n.frame.load(Relaxed),
-                    parent: n.parent.load(Relaxed),
-                    episodes: n.episodes.load(Relaxed),
-                    wall_ns: n.wall_ns.load(Relaxed),
-                    durations: n.durations.load(),
-                    counts: self.counters.node(&n.counts),
-                    slots: Vec::new(),
-                }
-            })
-            .collect();
-        for i in 0..n_nodes {
-            // Links, not `len`, say which slots a reader may touch: see `Link`.
-            let mut s = self.node(i).first_slot.read();
-            while s != OVERFLOW_SLOT {
-                let slot = self.slot(s);
-                nodes[i as usize].slots.push(SlotStats {
-                    call: slot.call.load(Relaxed),
-                    calls: slot.calls.load(Relaxed),
-                    ns: slot.ns.load(Relaxed),
-                });
-                s = slot.next.read();
-            }
-        }
-        let lost = self.slot(OVERFLOW_SLOT);
-        if lost.calls.load(Relaxed) > 0 {
-            nodes[OVERFLOW as usize].slots.push(SlotStats {
-                call: OVERFLOW_CALL,
-                calls: lost.calls.load(Relaxed),
-                ns: lost.ns.load(Relaxed),
-            });
-        }
-        nodes[ROOT as usize].wall_ns = clock::now().saturating_sub(self.start_ns);
-        nodes[ROOT as usize].episodes = 1;
-        nodes[ROOT as usize].counts = self.counters.root(nodes[ROOT as usize].wall_ns);
-        let site_durations = (0..self.site_durations.len())
-            .map(|i| {
-                let d = self.site_durations.get(i);
-                (d.frame.load(Relaxed), d.durations.load())
-            })
-            .collect();
-        ThreadProfile {
-            serial: self.serial,
-            tid: self.tid,
-            name: self.name.clone(),
-            exited,
-            overflowed: self.overflowed.load(Relaxed),
-            reentries_skipped: self.reentries_skipped.load(Relaxed),
-            entries_after_exit: 0,
-            nodes,
-            site_durations,
-            counters: ThreadSnap {
-                run_queue_ns: counters::run_queue_ns(self.tid)
-                    .zip(self.run_queue_start)
-                    .map(|(now, start)| now.saturating_sub(start)),
-                ..self.counters.snapshot()
-            },
-        }
+/// Wall ticks and off-CPU ns that closed guards have accounted for on this thread:
+/// a timed call subtracts what guards nested in it took (a lock taken in the argument
+/// of a condvar wait), so no time counts twice.
+#[derive(Clone, Copy)]
+pub(crate) struct Claimed {
+    pub(crate) ticks: u64,
+    pub(crate) off_ns: u64,
+}
+
+impl Claimed {
+    pub(crate) const ZERO: Claimed = Claimed {
+        ticks: 0,
+        off_ns: 0,
+    };
+}
+
+impl Local {
+    /// A guard that opened when `at_open` was claimed closes after `ticks` (`off_ns`
+    /// of them off the CPU): its own share, less what guards closed inside it claimed,
+    /// is claimed now and returned. The claims only grow, so a guard that outlives
+    /// the guards opened after it (held across an `.await`) miscounts only itself.
+    #[inline]
+    pub(crate) fn claim(&self, at_open: Claimed, ticks: u64, off_ns: u64) -> Claimed {
+        let now = self.claimed.get();
+        let own = Claimed {
+            ticks: ticks.saturating_sub(now.ticks.wrapping_sub(at_open.ticks)),
+            off_ns: off_ns.saturating_sub(now.off_ns.wrapping_sub(at_open.off_ns)),
+        };
+        self.claimed.set(Claimed {
+            ticks: now.ticks.wrapping_add(own.ticks),
+            off_ns: now.off_ns.wrapping_add(own.off_ns),
+        });
+        own
     }
 }
 
@@ -326,6 +303,7 @@ pub(crate) struct Local {
     pub(crate) data: Arc<ThreadData>,
     pub(crate) current: Cell<u32>,
     pub(crate) counters: LocalCounters,
+    pub(crate) claimed: Cell<Claimed>,
 }
 
 impl Drop for Local {
@@ -363,6 +341,7 @@ fn register() -> Local {
         data,
         current: Cell::new(ROOT),
         counters,
+        claimed: Cell::new(Claimed::ZERO),
     }
 }
 
@@ -504,6 +483,8 @@ impl Registry {
     /// not have them) and keeps the forking thread's counts at the fork as the
     /// baseline its reports subtract.
     fn in_forked_child(&mut self) {
+        // The kernel copies no perf mapping into a child: none may be read there.
+        counters::forget_pages_after_fork();
         let me = SERIAL.try_with(Cell::get).unwrap_or(0);
         self.live.retain(|t| t.serial == me);
         self.exited.clear();

@@ -2,7 +2,8 @@
 
 use super::{
     Call, Capabilities, Costs, Count, Counters, Document, Durations, EventStatus, Finding,
-    Fragmentation, Line, Run, Site, SpinningSite, Thread, ThreadAccess, Totals, Word, SCHEMA,
+    Fragmentation, Line, OwnTime, Run, Site, SpinningSite, Thread, ThreadAccess, TimeSplit, Totals,
+    Word, SCHEMA,
 };
 use crate::analysis::costs::Costs as MachineCosts;
 use crate::analysis::findings;
@@ -31,6 +32,15 @@ fn counters(c: &counters::Counters) -> Counters {
             .map(|&e| (e.name().to_string(), count(c.get(e))))
             .collect(),
         sampled: c.sampled,
+    }
+}
+
+fn time_split(t: &counters::TimeSplit) -> TimeSplit {
+    TimeSplit {
+        on_cpu_ns: count(t.on_cpu_ns),
+        off_cpu_ns: count(t.off_cpu_ns),
+        queued_ns: count(t.queued_ns),
+        blocked_ns: count(t.blocked_ns),
     }
 }
 
@@ -95,12 +105,12 @@ fn capabilities() -> Capabilities {
 }
 
 impl Profile {
-    /// The report as written to `<name>.json`: schema `yieldprof/2`, described in
+    /// The report as written to `<name>.json`: schema `yieldprof/3`, described in
     /// [`crate::report::json`]. `serde_json::to_value` gives it untyped.
     ///
     /// ```
     /// let report = yieldprof::snapshot().json(&yieldprof::report::Costs::current());
-    /// assert_eq!(report.schema, "yieldprof/2");
+    /// assert_eq!(report.schema, "yieldprof/3");
     /// assert_eq!(report.run.version, env!("CARGO_PKG_VERSION"));
     /// ```
     pub fn json(&self, costs: &MachineCosts) -> Document {
@@ -122,6 +132,8 @@ impl Profile {
             counter_source: t.counter_source.to_string(),
             counters: counters(&t.counters),
             counters_in_wait: counters(&t.counters_in_wait),
+            time_in_wait: time_split(&t.time_in_wait),
+            split_method: t.split_method.map(|m| m.to_string()),
             fragmentation: fragmentation(f),
         });
         let falsely_shared: Vec<&str> = self
@@ -142,7 +154,14 @@ impl Profile {
             });
             Site {
                 spin_ns: s.spin_ns(),
-                blocked_ns: s.self_ns.saturating_sub(s.spin_ns()),
+                in_calls_ns: s.calls.iter().map(|c| c.ns).sum(),
+                time: time_split(&s.time),
+                own: OwnTime {
+                    spin_ns: s.own.spin_ns,
+                    on_cpu_ns: s.own.on_cpu_ns,
+                    off_cpu_ns: s.own.off_cpu_ns,
+                    unexplained_ns: s.own.unexplained_ns,
+                },
                 durations: Durations {
                     min_ns: h.min(),
                     median_ns: h.quantile(0.5),

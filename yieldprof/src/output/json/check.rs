@@ -78,10 +78,31 @@ impl Document {
                 s.self_ns <= s.wall_ns,
                 format!("{who}: own time {} > wall {}", s.self_ns, s.wall_ns),
             );
+            let own = &s.own;
+            let outside = own.spin_ns + own.on_cpu_ns + own.off_cpu_ns + own.unexplained_ns;
             check(
-                s.spin_ns + s.blocked_ns == s.self_ns,
-                format!("{who}: spin + blocked != own time"),
+                s.spin_ns == own.spin_ns && outside + s.in_calls_ns == s.self_ns,
+                format!(
+                    "{who}: own time outside calls {outside} + in calls {} != own time {}",
+                    s.in_calls_ns, s.self_ns
+                ),
             );
+            let exact = |c: Option<Count>| c.filter(|c| !c.estimated).map(|c| c.value);
+            let t = &s.time;
+            if let (Some(on), Some(off)) = (exact(t.on_cpu_ns), exact(t.off_cpu_ns)) {
+                // Clocks read a few ns apart at each end of every episode.
+                let slack = s.wall_ns / 100 + 1_000 * s.episodes;
+                check(
+                    on + off <= s.wall_ns + slack,
+                    format!("{who}: on-CPU {on} + off-CPU {off} > wall {}", s.wall_ns),
+                );
+                if let (Some(q), Some(b)) = (exact(t.queued_ns), exact(t.blocked_ns)) {
+                    check(
+                        q + b == off,
+                        format!("{who}: queued {q} + blocked {b} != off-CPU {off}"),
+                    );
+                }
+            }
             check(
                 unit(s.fragmentation.short_share),
                 format!("{who}: short share {}", s.fragmentation.short_share),

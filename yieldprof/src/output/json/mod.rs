@@ -17,7 +17,7 @@
 //! written as the names the text summary uses (`"spin"`, `"perf sw"`, `"FALSE"`), so a
 //! tool needs no table to show them.
 //!
-//! # Schema `yieldprof/2`
+//! # Schema `yieldprof/3`
 //!
 //! Times are in ns, shares in 0..=1. A counter is `null` where it could not be counted
 //! (`capabilities` says why), else `{"value": n, "estimated": bool}`. A `run` figure the
@@ -25,7 +25,7 @@
 //!
 //! ```text
 //! {
-//!   "schema": "yieldprof/2",
+//!   "schema": "yieldprof/3",
 //!   "run": { "version", "command_line": [ arg, ... ],
 //!            "start": { "secs_since_epoch", "nanos_since_epoch" }, "duration_ns",
 //!            "host": { "cpu_model", "cores", "kernel" } },
@@ -38,9 +38,11 @@
 //!                  "entries_after_exit", "run_queue_ns", "counter_source",
 //!                  "counters": { <event>: counter, ..., "sampled": n },
 //!                  "counters_in_wait": { <event>: counter, ..., "sampled": n },
+//!                  "time_in_wait": <time>, "split_method",
 //!                  "fragmentation": { "episodes_per_s", "short_share" } } ],
 //!   "sites": [ { "name", "path", "file", "line", "episodes", "wall_ns", "self_ns",
-//!                "spin_ns", "blocked_ns",
+//!                "spin_ns", "in_calls_ns", "time": <time>,
+//!                "own": { "spin_ns", "on_cpu_ns", "off_cpu_ns", "unexplained_ns" },
 //!                "durations": { "min_ns", "median_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns" },
 //!                "fragmentation": { "episodes_per_s", "short_share" },
 //!                "counters": { <event>: counter, ..., "sampled": n },
@@ -57,11 +59,17 @@
 //! ```
 //!
 //! `<event>` is a `perf list` style name ([`crate::counters::CounterEvent::name`]) such as
-//! `voluntary-switches` or `cache-misses`; every event has its key. Sites are sorted by
-//! wall time, costliest first, as in the text. Each field is described on its type below.
+//! `voluntary-switches` or `cache-misses`; every event has its key. `<time>` is
+//! `{ "on_cpu_ns", "off_cpu_ns", "queued_ns", "blocked_ns" }`, each a counter as above
+//! (`null` where not measured). Sites are sorted by wall time, costliest first, as in
+//! the text. Each field is described on its type below.
 //!
-//! From `yieldprof/1`: `run` is new; every other field keeps its name and meaning.
-//! Fields may be added within `yieldprof/2` (readers ignore unknown keys); a removal or a
+//! From `yieldprof/2`: a site's `spin_ns` is only the `[spin]` part of its own time
+//! (on the CPU, in episodes that counted spin calls), no longer all of its own time
+//! outside timed calls; `blocked_ns` is gone (`in_calls_ns` is the own time inside
+//! timed calls, `time.blocked_ns` the time blocked off the CPU); `time`, `own`,
+//! `time_in_wait` and `split_method` are new. From `yieldprof/1`: `run` is new.
+//! Fields may be added within `yieldprof/3` (readers ignore unknown keys); a removal or a
 //! change of meaning gets a new schema string.
 
 mod build;
@@ -74,7 +82,7 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 /// The value of [`Document::schema`] for the layout these types describe.
-pub const SCHEMA: &str = "yieldprof/2";
+pub const SCHEMA: &str = "yieldprof/3";
 
 /// The whole `<name>.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -223,8 +231,42 @@ pub struct Thread {
     pub counters: Counters,
     /// The part of `counters` spent in wait episodes; the rest is `[work]`'s.
     pub counters_in_wait: Counters,
+    /// Where its wait episodes' time went.
+    pub time_in_wait: TimeSplit,
+    /// How that was measured ([`crate::counters::SplitMethod`] as the summary writes
+    /// it); `null` with counters off.
+    pub split_method: Option<String>,
     /// Its wait episodes' fragmentation.
     pub fragmentation: Fragmentation,
+}
+
+/// Where wait episodes' time went, as in [`crate::counters::TimeSplit`]: each `null`
+/// where not measured, estimated where scaled from sampled episodes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TimeSplit {
+    /// Running on a CPU.
+    pub on_cpu_ns: Option<Count>,
+    /// Not running.
+    pub off_cpu_ns: Option<Count>,
+    /// Off the CPU but runnable, waiting in a run queue.
+    pub queued_ns: Option<Count>,
+    /// Off the CPU and not runnable.
+    pub blocked_ns: Option<Count>,
+}
+
+/// A wait site's own time outside timed calls, as in [`crate::report::OwnTime`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct OwnTime {
+    /// `[spin]`: on the CPU, in episodes that counted spin calls.
+    pub spin_ns: u64,
+    /// `[on-cpu]`: on the CPU, no spin call counted.
+    pub on_cpu_ns: u64,
+    /// `[off-cpu]`: off the CPU outside any recognised call.
+    pub off_cpu_ns: u64,
+    /// `[unexplained]`: not measured, no spin call counted.
+    pub unexplained_ns: u64,
 }
 
 /// Counters keyed by event, as in [`crate::counters::Counters`].
@@ -277,10 +319,15 @@ pub struct Site {
     pub wall_ns: u64,
     /// Wall time minus nested frames: the site's own waiting.
     pub self_ns: u64,
-    /// Own time outside timed yield/sleep/park calls: CPU burnt checking and spinning.
+    /// Own time drawn as `[spin]`: on the CPU (or not measured) outside timed calls,
+    /// in episodes that counted spin calls.
     pub spin_ns: u64,
-    /// `self_ns - spin_ns`: own time inside timed calls.
-    pub blocked_ns: u64,
+    /// Own time inside timed calls (yield, sleep, lock, channel, ...).
+    pub in_calls_ns: u64,
+    /// Where the episodes' time went (nested frames included).
+    pub time: TimeSplit,
+    /// Own time outside timed calls, by what was measured.
+    pub own: OwnTime,
     /// Episode durations.
     pub durations: Durations,
     /// Its episodes' fragmentation.
@@ -316,7 +363,8 @@ pub struct Durations {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Call {
-    /// [`crate::Kind::name`]: `spin`, `yield`, `sleep`, `park` or `async-yield`.
+    /// [`crate::Kind::name`]: `spin`, `yield`, `sleep`, `park`, `async-yield`, `lock`,
+    /// `condvar`, `channel`, `join`, `barrier` or `backoff`.
     pub kind: String,
     /// Source file of the call.
     pub file: String,

@@ -3,14 +3,14 @@
 //!
 //! Every folded line has a sample with the same stack, so the `.folded` and `.pb.gz`
 //! files of one profile always agree: the thread is the root frame, business frames
-//! and wait sites sit above it, and the leaf is `[spin]`, `[yield]`, `[sleep]`,
-//! `[park]`, `[async-yield]` or `[work]`, at the file and line of the call (of the
-//! frame, for `[spin]` and `[work]` time), so `pprof -lines` lists call sites. Under
-//! the leaf, the frame that made the call is at that line too, as in a stack trace.
-//! No frame is inlined, for readers that ignore inline frames. Each sample carries
-//! two string labels: `thread` (the thread's name) and `kind` (`spin`, `yield`,
-//! `sleep`, `park`, `async-yield` or `work`). Threads with the same name share
-//! samples, as they share folded lines.
+//! and wait sites sit above it, and the leaf is a call's kind (`[yield]`, `[lock]`,
+//! ...) at the file and line of the call, or a frame's own time (`[spin]`, `[on-cpu]`,
+//! `[off-cpu]`, `[unexplained]`, `[work]`) at the frame's, so `pprof -lines` lists call
+//! sites. Under the leaf, the frame that made the call is at that line too, as in a
+//! stack trace. No frame is inlined, for readers that ignore inline frames. Each
+//! sample carries two string labels: `thread` (the thread's root frame) and `kind`
+//! (the leaf without brackets: `spin`, `lock`, `on-cpu`, `work`, ...). Threads share
+//! samples as they share folded lines.
 //!
 //! The values are exact counts and durations, not statistical samples (counters are
 //! estimated when episodes are sampled, as in the summary); `SAMPLE_TYPES` says what
@@ -38,12 +38,14 @@ mod tests;
 enum Part<'a> {
     /// The calls made at one call site, directly in a frame.
     Calls(&'a SlotStats),
-    /// A frame's own time outside its children and its timed calls (`[spin]` for a
-    /// wait site, `[work]` otherwise), its entries, and its own share of the counters
-    /// (by sample type; 0 for the others).
+    /// A part of a frame's own time outside its children and its timed calls (one
+    /// leaf of a wait site's [`OwnTime`](crate::report::OwnTime), or `[work]`), and
+    /// on the `first` part its entries and its own share of the counters (by sample
+    /// type; 0 for the others).
     Own {
         node: &'a NodeStats,
         rest_ns: u64,
+        first: bool,
         wait: bool,
         counters: &'a [u64],
     },
@@ -56,10 +58,10 @@ enum Source {
     Wall,
     /// Spin/yield/sleep/park calls: the folded `calls` values.
     Calls,
-    /// Entries of a wait site, on its `[spin]` leaf: a site's flat total is its
+    /// Entries of a wait site, on its first own leaf: a site's flat total is its
     /// episode count.
     Episodes,
-    /// A counter, on each frame's own leaf (`[spin]`, `[work]`): what the frame
+    /// A counter, on each frame's first own leaf (`[spin]`, `[work]`, ...): what the frame
     /// counted minus what the wait frames nested in it counted. Estimated like the
     /// summary's when episodes are sampled. Present only if some thread counts it.
     Counter(CounterEvent),
@@ -117,10 +119,20 @@ impl SampleType {
             (
                 Source::Episodes,
                 Part::Own {
-                    node, wait: true, ..
+                    node,
+                    wait: true,
+                    first: true,
+                    ..
                 },
             ) => node.episodes,
-            (Source::Counter(_), Part::Own { counters, .. }) => counters[index],
+            (
+                Source::Counter(_),
+                Part::Own {
+                    counters,
+                    first: true,
+                    ..
+                },
+            ) => counters[index],
             _ => 0,
         }
     }
@@ -345,16 +357,18 @@ fn encode(profile: &Profile, window: Window) -> proto::Profile {
     b.out.time_nanos = since_epoch.as_nanos().min(i64::MAX as u128) as i64;
     b.out.duration_nanos = window.length.as_nanos().min(i64::MAX as u128) as i64;
 
-    for t in &profile.threads {
+    let roots = profile.thread_frames();
+    for (t, root) in profile.threads.iter().zip(&roots) {
         let child_wall = t.child_wall();
+        let own_times = t.own_times(&profile.frames, &profile.calls);
         let counters = own_counters(t, &profile.frames, &active);
-        let thread = b.string(&t.name);
+        let thread = b.string(root);
         // Per node: the locations from it down to the root, leaf first.
         let mut stacks: Vec<Vec<u64>> = Vec::with_capacity(t.nodes.len());
         for (i, n) in t.nodes.iter().enumerate() {
             let frame = &profile.frames[n.frame as usize];
             let (function, file, line) = if i == 0 {
-                (b.function(&t.name, "", "", 0), "", 0)
+                (b.function(root, "", "", 0), "", 0)
             } else {
                 let f = b.function(&frame.name, &frame.path, frame.file, frame.line);
                 (f, frame.file, frame.line)
@@ -365,27 +379,45 @@ fn encode(profile: &Profile, window: Window) -> proto::Profile {
                 stacks[n.parent as usize].clone()
             };
             let rest_ns = n.rest_ns(child_wall[i]);
-            let own = Part::Own {
-                node: n,
-                rest_ns,
-                wait: frame.kind == FrameKind::Wait,
-                counters: &counters[i],
-            };
-            let own_leaf = match frame.kind {
-                FrameKind::Wait => Some(("[spin]", "spin")),
-                FrameKind::Thread | FrameKind::Work => Some(("[work]", "work")),
-                FrameKind::Overflow => None,
+            // The own leaves as in the folded file; the first carries the frame's
+            // entries and counters.
+            let leaves: Vec<(&str, u64)> = match (frame.kind, &own_times[i]) {
+                (FrameKind::Wait, Some(own)) => {
+                    let mut l: Vec<(&str, u64)> =
+                        own.leaves().into_iter().filter(|(_, v)| *v > 0).collect();
+                    if l.is_empty() {
+                        l.push((own.leaves()[0].0, 0));
+                    }
+                    l
+                }
+                (FrameKind::Overflow, _) => Vec::new(),
+                _ => vec![("[work]", rest_ns)],
             };
             let at_own_line = b.location(function, line, 0);
-            match own_leaf {
-                Some((leaf_name, kind)) => {
-                    // The leaf at its frame's file and line, so `pprof -lines` can
-                    // tell the sites apart.
-                    let leaf = b.function(leaf_name, "", file, 0);
-                    let leaf = b.location(leaf, line, 0);
-                    b.sample(&[leaf, at_own_line], &parent, thread, kind, &own);
-                }
-                None => b.sample(&[at_own_line], &parent, thread, "overflow", &own),
+            if leaves.is_empty() {
+                let own = Part::Own {
+                    node: n,
+                    rest_ns,
+                    first: true,
+                    wait: false,
+                    counters: &counters[i],
+                };
+                b.sample(&[at_own_line], &parent, thread, "overflow", &own);
+            }
+            for (k, (leaf_name, ns)) in leaves.into_iter().enumerate() {
+                let own = Part::Own {
+                    node: n,
+                    rest_ns: ns,
+                    first: k == 0,
+                    wait: frame.kind == FrameKind::Wait,
+                    counters: &counters[i],
+                };
+                // The leaf at its frame's file and line, so `pprof -lines` can tell
+                // the sites apart.
+                let leaf = b.function(leaf_name, "", file, 0);
+                let leaf = b.location(leaf, line, 0);
+                let kind = leaf_name.trim_matches(['[', ']']);
+                b.sample(&[leaf, at_own_line], &parent, thread, kind, &own);
             }
             for slot in &n.slots {
                 let call = &profile.calls[slot.call as usize];

@@ -26,8 +26,8 @@ fn slot(call: u32, calls: u64, ns: u64) -> SlotStats {
     }
 }
 
-/// Two threads named `worker`, each `serve` (business) → `wait_ready` (wait site)
-/// with spins at line 12 and yields at line 14, plus a thread-level sleep.
+/// Two exited threads named `worker`, each `serve` (business) → `wait_ready` (wait
+/// site) with spins at line 12 and yields at line 14, plus a thread-level sleep.
 fn sample_profile() -> Profile {
     // Frames 0 and 1 are the fixed thread root and `[overflow]`.
     let mut frames: Vec<FrameInfo> = site::tables().0[..2].to_vec();
@@ -54,7 +54,7 @@ fn sample_profile() -> Profile {
             serial,
             tid: serial as i32,
             name: "worker".to_string(),
-            exited: false,
+            exited: true,
             overflowed: 0,
             reentries_skipped: 0,
             entries_after_exit: 0,

@@ -1,0 +1,179 @@
+//! Switches counted on every episode through the perf user page: ~2000 `usleep(1)`
+//! episodes on one thread. The thread's totals agree with the kernel's own count in
+//! `/proc/self/task/<tid>/status` within 1 %; the episodes' counts add up exactly to
+//! the enclosing episode's and to the thread's voluntary total (every block happens
+//! in them); the on-CPU / queued split agrees with the thread's CPU clock and its
+//! schedstat run-queue wait.
+//!
+//! Where perf is unavailable the page is too: the test says so and checks the
+//! labelled getrusage fallback instead.
+
+use yieldprof::counters::{capabilities, Count, CounterEvent, CounterSource};
+
+mod clocks;
+use clocks::cpu_ns;
+
+const NAPS: u32 = 2000;
+
+#[yieldprof::instrument_wait]
+fn warm_up() {}
+
+#[yieldprof::instrument_wait]
+fn nap() {
+    // SAFETY: usleep has no preconditions.
+    unsafe { libc::usleep(1) };
+}
+
+#[yieldprof::instrument_wait]
+fn naps(n: u32) {
+    for _ in 0..n {
+        nap();
+    }
+}
+
+/// `(voluntary, involuntary)` switches of thread `tid`, as the kernel reports them.
+fn kernel_switches(tid: i32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
+    let field = |name: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    (
+        field("voluntary_ctxt_switches:"),
+        field("nonvoluntary_ctxt_switches:"),
+    )
+}
+
+fn run_delay_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn exact(c: Count) -> u64 {
+    match c {
+        Count::Exact(v) => v,
+        other => panic!("not counted exactly: {other:?}"),
+    }
+}
+
+struct Truth {
+    tid: i32,
+    switches: (u64, u64),
+    cpu_ns: u64,
+    run_delay_ns: Option<u64>,
+}
+
+#[test]
+fn two_thousand_switches_are_counted_exactly_on_every_episode() {
+    let perf = capabilities().get(CounterEvent::ContextSwitches);
+    let truth = std::thread::Builder::new()
+        .name("exact".into())
+        .spawn(|| {
+            warm_up();
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() };
+            let (k0, c0, q0) = (kernel_switches(tid), cpu_ns(), run_delay_ns());
+            naps(NAPS);
+            let (k1, c1, q1) = (kernel_switches(tid), cpu_ns(), run_delay_ns());
+            Truth {
+                tid,
+                switches: (k1.0 - k0.0, k1.1 - k0.1),
+                cpu_ns: c1 - c0,
+                run_delay_ns: q0.zip(q1).map(|(a, b)| b - a),
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let profile = yieldprof::snapshot();
+    let thread = profile
+        .threads()
+        .into_iter()
+        .find(|t| t.tid == truth.tid)
+        .unwrap();
+    let outer = profile.site("naps").unwrap();
+    let inner = profile.site("nap").unwrap();
+    assert_eq!((outer.episodes, inner.episodes), (1, u64::from(NAPS)));
+
+    if !perf.is_available() {
+        eprintln!("perf unavailable ({perf:?}): the user page is too; checking the fallback");
+        assert!(matches!(thread.counter_source, CounterSource::Getrusage(_)));
+        assert!(thread.split_method.is_some_and(|m| !m.every_episode));
+        return;
+    }
+    assert_eq!(thread.counter_source, CounterSource::Perf);
+    assert!(thread.split_method.is_some_and(|m| m.every_episode));
+
+    // The thread's totals against the kernel's, within 1 %.
+    let (kv, ki) = truth.switches;
+    let total =
+        exact(thread.counters.voluntary_switches) + exact(thread.counters.involuntary_switches);
+    assert!(kv + ki >= 1900, "{kv} + {ki}: the naps did not switch");
+    let off = total.abs_diff(kv + ki) as f64 / (kv + ki) as f64;
+    assert!(
+        off <= 0.01,
+        "page {total}, kernel {} ({:.2}% off)",
+        kv + ki,
+        100.0 * off
+    );
+    assert_eq!(exact(thread.counters.context_switches), total);
+    eprintln!(
+        "switches: page {total}, kernel {} ({kv} voluntary, {ki} involuntary)",
+        kv + ki
+    );
+
+    // Every block is in a nap: the naps' voluntary switches add up exactly to the
+    // enclosing episode's and to the thread's.
+    let v_inner = exact(inner.counters.voluntary_switches);
+    let v_outer = exact(outer.counters.voluntary_switches);
+    let v_thread = exact(thread.counters.voluntary_switches);
+    assert_eq!(v_inner, v_outer);
+    assert_eq!(v_outer, v_thread);
+    assert_eq!(exact(thread.counters_in_wait.voluntary_switches), v_thread);
+    // Preemptions may land anywhere, but no episode counts more than happened.
+    let i_inner = exact(inner.counters.involuntary_switches);
+    let i_outer = exact(outer.counters.involuntary_switches);
+    assert!(i_inner <= i_outer && i_outer <= exact(thread.counters.involuntary_switches));
+    for s in [&inner, &outer] {
+        assert_eq!(
+            exact(s.counters.context_switches),
+            exact(s.counters.voluntary_switches) + exact(s.counters.involuntary_switches)
+        );
+        assert!(matches!(s.counters.cpu_migrations, Count::Exact(_)));
+    }
+
+    // The split against the thread's own clocks: on-CPU time within 10 % (plus the
+    // µs the kernel reads outside the episode cost), queued time within 10 % + 1 ms.
+    let on = outer.time.on_cpu_ns.value().unwrap();
+    assert!(
+        on.abs_diff(truth.cpu_ns) as f64 <= 0.1 * truth.cpu_ns as f64 + 200_000.0,
+        "on-CPU {on} ns, the thread's CPU clock {} ns",
+        truth.cpu_ns
+    );
+    let off_cpu = outer.time.off_cpu_ns.value().unwrap();
+    eprintln!(
+        "on-CPU {on} ns (CPU clock {} ns), off-CPU {off_cpu} ns, queued {:?} ns (schedstat \
+         {:?} ns)",
+        truth.cpu_ns,
+        outer.time.queued_ns.value(),
+        truth.run_delay_ns
+    );
+    assert_eq!(on + off_cpu, outer.wall_ns);
+    if let (Some(q), Some(truth_q)) = (outer.time.queued_ns.value(), truth.run_delay_ns) {
+        assert!(
+            q.abs_diff(truth_q) as f64 <= 0.1 * truth_q as f64 + 1_000_000.0,
+            "queued {q} ns, schedstat {truth_q} ns"
+        );
+        // The naps sleep: most of their time off the CPU is blocked, not queued.
+        assert!(
+            outer.time.blocked_ns.value().unwrap() > q,
+            "{:?}",
+            outer.time
+        );
+    }
+}

@@ -1,0 +1,272 @@
+//! Which calls in an annotated body are waits, and of which kind.
+//!
+//! A proc macro sees syntax, not types: `m.lock()` may be a `Mutex` or the user's own
+//! method. So every rule below is a method name together with its number of
+//! arguments, chosen where the pair is unambiguous in practice (`.read()` with no
+//! argument is `RwLock::read`; `io::Read::read` takes a buffer), and never a guess from
+//! a receiver's name. A rule that still matches something else miscounts that call as
+//! a wait of the rule's kind; the call itself is kept as written, so the build never
+//! breaks. The crate docs list the rules and the known look-alikes.
+
+use syn::{Expr, ExprMethodCall, Ident, Path, UseTree};
+
+/// A variant of the runtime's `Kind`.
+pub(crate) type Kind = &'static str;
+
+/// Free functions, by the path as written, after `use` declarations of the body are
+/// followed (a leading `::` and generic arguments are ignored).
+const PATHS: &[(&str, Kind)] = &[
+    ("std::hint::spin_loop", "Spin"),
+    ("core::hint::spin_loop", "Spin"),
+    ("hint::spin_loop", "Spin"),
+    ("spin_loop", "Spin"),
+    ("std::thread::yield_now", "Yield"),
+    ("thread::yield_now", "Yield"),
+    ("libc::sched_yield", "Yield"),
+    ("sched_yield", "Yield"),
+    ("yield_now", "Yield"),
+    ("std::thread::sleep", "Sleep"),
+    ("thread::sleep", "Sleep"),
+    ("libc::usleep", "Sleep"),
+    ("libc::nanosleep", "Sleep"),
+    ("usleep", "Sleep"),
+    ("nanosleep", "Sleep"),
+    ("std::thread::park", "Park"),
+    ("thread::park", "Park"),
+    ("std::thread::park_timeout", "Park"),
+    ("thread::park_timeout", "Park"),
+];
+
+/// Functions counted when they are the base of `.await`.
+const AWAITED_PATHS: &[(&str, Kind)] = &[
+    ("tokio::task::yield_now", "AsyncYield"),
+    ("task::yield_now", "AsyncYield"),
+    ("yield_now", "AsyncYield"),
+];
+
+/// Method calls that block the thread, by name and number of arguments.
+const METHODS: &[(&str, usize, Kind)] = &[
+    // std and parking_lot `Mutex`/`RwLock`, `spin::Mutex`, tokio's blocking forms.
+    ("lock", 0, "Lock"),
+    ("read", 0, "Lock"),
+    ("write", 0, "Lock"),
+    ("upgradable_read", 0, "Lock"),
+    ("blocking_lock", 0, "Lock"),
+    ("blocking_read", 0, "Lock"),
+    ("blocking_write", 0, "Lock"),
+    // `Condvar` (std and parking_lot): the guard is an argument.
+    ("wait", 1, "Condvar"),
+    ("wait_timeout", 2, "Condvar"),
+    ("wait_while", 2, "Condvar"),
+    ("wait_timeout_while", 3, "Condvar"),
+    ("wait_for", 2, "Condvar"),
+    ("wait_until", 2, "Condvar"),
+    // std mpsc, crossbeam-channel, tokio's blocking forms.
+    ("recv", 0, "Channel"),
+    ("recv_timeout", 1, "Channel"),
+    ("recv_deadline", 1, "Channel"),
+    ("send", 1, "Channel"),
+    ("send_timeout", 2, "Channel"),
+    ("blocking_recv", 0, "Channel"),
+    ("blocking_send", 1, "Channel"),
+    // `JoinHandle` and `ScopedJoinHandle`.
+    ("join", 0, "Join"),
+    // `Barrier`: no guard argument, unlike a condvar.
+    ("wait", 0, "Barrier"),
+    // `crossbeam_utils::Backoff`.
+    ("snooze", 0, "Backoff"),
+];
+
+/// Method calls counted when awaited (tokio and other async runtimes): the wait is the
+/// task's, not the thread's, so it is counted, not timed.
+const AWAITED_METHODS: &[(&str, usize, Kind)] = &[
+    ("lock", 0, "Lock"),
+    ("read", 0, "Lock"),
+    ("write", 0, "Lock"),
+    ("acquire", 0, "Lock"),
+    ("notified", 0, "Condvar"),
+    ("recv", 0, "Channel"),
+    ("send", 1, "Channel"),
+    ("changed", 0, "Channel"),
+    ("wait", 0, "Barrier"),
+];
+
+/// `select!` of crossbeam-channel. Outside async code only: there a bare `select!` is
+/// tokio's or futures', which polls futures instead of blocking.
+const SELECT: &[&str] = &[
+    "select",
+    "crossbeam_channel::select",
+    "crossbeam::select",
+    "crossbeam::channel::select",
+];
+
+/// `Backoff::spin()` is only recognised on a local bound to one of these: `spin` is too
+/// common a method name to take alone.
+const BACKOFF_NEW: &[&str] = &["Backoff::new", "Backoff::default"];
+
+/// What the body can see at a point: its `use` declarations and its `Backoff` locals,
+/// innermost last. Blocks push on entry and truncate on exit.
+#[derive(Default)]
+pub(crate) struct Scope {
+    /// Local name → the path it stands for.
+    uses: Vec<(String, Vec<String>)>,
+    /// `use a::b::*` prefixes.
+    globs: Vec<Vec<String>>,
+    /// Locals by name: whether the latest binding is a `Backoff`.
+    locals: Vec<(String, bool)>,
+}
+
+/// Lengths to truncate a [`Scope`] back to when a block ends.
+pub(crate) type Mark = (usize, usize, usize);
+
+impl Scope {
+    pub(crate) fn mark(&self) -> Mark {
+        (self.uses.len(), self.globs.len(), self.locals.len())
+    }
+
+    pub(crate) fn reset(&mut self, (u, g, l): Mark) {
+        self.uses.truncate(u);
+        self.globs.truncate(g);
+        self.locals.truncate(l);
+    }
+
+    /// Adds the names a `use` tree declares.
+    pub(crate) fn add_use(&mut self, tree: &UseTree) {
+        self.add_tree(Vec::new(), tree);
+    }
+
+    fn add_tree(&mut self, mut prefix: Vec<String>, tree: &UseTree) {
+        match tree {
+            UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.add_tree(prefix, &p.tree);
+            }
+            UseTree::Name(n) if n.ident == "self" => {
+                if let Some(last) = prefix.last().cloned() {
+                    self.uses.push((last, prefix));
+                }
+            }
+            UseTree::Name(n) => {
+                let name = n.ident.to_string();
+                prefix.push(name.clone());
+                self.uses.push((name, prefix));
+            }
+            UseTree::Rename(r) => {
+                if r.ident != "self" {
+                    prefix.push(r.ident.to_string());
+                }
+                self.uses.push((r.rename.to_string(), prefix));
+            }
+            UseTree::Glob(_) => self.globs.push(prefix),
+            UseTree::Group(g) => {
+                for t in &g.items {
+                    self.add_tree(prefix.clone(), t);
+                }
+            }
+        }
+    }
+
+    /// Records `let name = init`: whether `name` is now a `Backoff`.
+    pub(crate) fn bind(&mut self, name: &Ident, init: Option<&Expr>) {
+        let backoff = match init {
+            Some(Expr::Call(call)) => BACKOFF_NEW.iter().any(|p| self.path_is(&call.func, p)),
+            _ => false,
+        };
+        self.locals.push((name.to_string(), backoff));
+    }
+
+    fn is_backoff(&self, receiver: &Expr) -> bool {
+        let Expr::Path(p) = receiver else {
+            return false;
+        };
+        let Some(name) = p.path.get_ident() else {
+            return false;
+        };
+        self.locals
+            .iter()
+            .rev()
+            .find(|(n, _)| name == n)
+            .is_some_and(|(_, backoff)| *backoff)
+    }
+
+    /// The paths `path` may stand for: its first segment followed through the `use`
+    /// declarations in scope (a single name also through `use ...::*`), or as written.
+    fn resolve(&self, path: &Path) -> Vec<Vec<String>> {
+        let written: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let Some((first, rest)) = written.split_first() else {
+            return Vec::new();
+        };
+        if let Some((_, full)) = self.uses.iter().rev().find(|(n, _)| n == first) {
+            return vec![full.iter().chain(rest).cloned().collect()];
+        }
+        let mut out = vec![written.clone()];
+        if rest.is_empty() {
+            out.extend(self.globs.iter().map(|g| {
+                let mut p = g.clone();
+                p.push(first.clone());
+                p
+            }));
+        }
+        out
+    }
+
+    /// Whether `func` is a path that resolves to `pattern` (`a::b::c`), or ends with
+    /// it when `pattern` names a type's function (`Backoff::new`).
+    fn path_is(&self, func: &Expr, pattern: &str) -> bool {
+        let Expr::Path(p) = func else {
+            return false;
+        };
+        p.qself.is_none() && self.path_matches(&p.path, pattern)
+    }
+
+    fn path_matches(&self, path: &Path, pattern: &str) -> bool {
+        let want: Vec<&str> = pattern.split("::").collect();
+        let by_suffix = want.len() == 2 && want[0].starts_with(char::is_uppercase);
+        self.resolve(path).iter().any(|p| {
+            let tail = if by_suffix && p.len() >= 2 {
+                &p[p.len() - 2..]
+            } else {
+                &p[..]
+            };
+            tail.len() == want.len() && tail.iter().zip(&want).all(|(a, b)| a == b)
+        })
+    }
+
+    /// The kind of a call of `func`, or of an awaited one.
+    pub(crate) fn call_kind(&self, func: &Expr, awaited: bool) -> Option<Kind> {
+        let table = if awaited { AWAITED_PATHS } else { PATHS };
+        table
+            .iter()
+            .find(|(p, _)| self.path_is(func, p))
+            .map(|&(_, k)| k)
+    }
+
+    /// The kind of a method call, or of an awaited one.
+    pub(crate) fn method_kind(&self, call: &ExprMethodCall, awaited: bool) -> Option<Kind> {
+        let table = if awaited { AWAITED_METHODS } else { METHODS };
+        let (name, args) = (call.method.to_string(), call.args.len());
+        if let Some(&(_, _, kind)) = table.iter().find(|(m, n, _)| *m == name && *n == args) {
+            return Some(kind);
+        }
+        (!awaited && name == "spin" && args == 0 && self.is_backoff(&call.receiver))
+            .then_some("Backoff")
+    }
+
+    /// Whether a macro invocation is crossbeam's blocking `select!`.
+    pub(crate) fn is_select(&self, path: &Path, in_async: bool) -> bool {
+        !in_async && SELECT.iter().any(|p| self.path_matches(path, p))
+    }
+}
+
+/// The kinds `yieldprof::wait!` takes, by the name written: the timed ones.
+pub(crate) const WAIT_KINDS: &[(&str, Kind)] = &[
+    ("lock", "Lock"),
+    ("condvar", "Condvar"),
+    ("channel", "Channel"),
+    ("join", "Join"),
+    ("barrier", "Barrier"),
+    ("backoff", "Backoff"),
+    ("sleep", "Sleep"),
+    ("park", "Park"),
+    ("yield", "Yield"),
+];

@@ -1,0 +1,321 @@
+//! Exact switches, migrations and the on-CPU / queued / blocked split of every wait
+//! episode and timed call, from the perf user page of the thread's context-switch
+//! counter.
+//!
+//! Everything measured here changes only when the thread is switched out and back:
+//! its voluntary and involuntary switch counts, its migrations, its run-queue wait
+//! (schedstat `run_delay`), and its off-CPU clock, `CLOCK_MONOTONIC` minus its CPU
+//! time, which stands still while the thread runs. So a [`Mark`] of them taken at a
+//! switch stays exact until the next one, and the page's switch count (~1 ns to read,
+//! no syscall) says whether one happened. An episode reads the page at each end; only
+//! when the count moved since the last mark are the sources read again (getrusage,
+//! the thread's CPU clock or the page's time fields, schedstat: ~2 µs), and then
+//! because the thread was just off the CPU for longer than that.
+
+use super::userpage::{tsc, UserPage};
+use std::cell::Cell;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+
+/// Figures of the calling thread that change only at a switch. Counts are kept in 32
+/// bits and compared by wrapping difference: an episode sees far fewer than 2^32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Mark {
+    /// The context-switch counter (the page's `offset`); 0 without a page.
+    pub(crate) switches: u32,
+    voluntary: u32,
+    involuntary: u32,
+    migrations: u32,
+    /// `CLOCK_MONOTONIC` minus the thread's CPU time, ns.
+    off_ns: u64,
+    /// schedstat `run_delay`, ns: time runnable but waiting for a CPU.
+    queued_ns: u64,
+}
+
+/// What happened between two marks of one thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Delta {
+    pub(crate) voluntary: u64,
+    pub(crate) involuntary: u64,
+    pub(crate) switches: u64,
+    pub(crate) migrations: u64,
+    pub(crate) off_ns: u64,
+    pub(crate) queued_ns: u64,
+}
+
+impl Mark {
+    /// No figures: the mark of a thread without a page.
+    pub(crate) const ZERO: Mark = Mark {
+        switches: 0,
+        voluntary: 0,
+        involuntary: 0,
+        migrations: 0,
+        off_ns: 0,
+        queued_ns: 0,
+    };
+
+    /// From `self` to the later `end`.
+    pub(crate) fn until(&self, end: &Mark) -> Delta {
+        let n = |a: u32, b: u32| u64::from(b.wrapping_sub(a));
+        Delta {
+            voluntary: n(self.voluntary, end.voluntary),
+            involuntary: n(self.involuntary, end.involuntary),
+            switches: n(self.switches, end.switches),
+            migrations: n(self.migrations, end.migrations),
+            off_ns: end.off_ns.saturating_sub(self.off_ns),
+            queued_ns: end.queued_ns.saturating_sub(self.queued_ns),
+        }
+    }
+
+    /// The thread's totals since `base` (its first mark).
+    pub(crate) fn since(&self, base: &Mark) -> Delta {
+        base.until(self)
+    }
+}
+
+/// How a thread's time split is measured: the report says which.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct SplitMethod {
+    /// Switches are seen on every episode through the perf user page; else only on
+    /// the episodes whose counters are sampled (getrusage), and scaled up.
+    pub every_episode: bool,
+    /// On-CPU time from the page's time fields (`cap_user_time`); else from
+    /// `CLOCK_THREAD_CPUTIME_ID`, read when a switch was seen.
+    pub page_time: bool,
+    /// The run-queue wait (queued time) from `/proc/thread-self/schedstat`; else the
+    /// off-CPU time is not split into queued and blocked.
+    pub schedstat: bool,
+}
+
+impl std::fmt::Display for SplitMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let switches = if self.every_episode {
+            "switches seen on every episode (perf user page)"
+        } else {
+            "switches seen on sampled episodes (getrusage), scaled"
+        };
+        let cpu = match (self.page_time, self.every_episode) {
+            (true, _) => "on-CPU time from the page's clock (cap_user_time)",
+            (false, true) => "on-CPU time from CLOCK_THREAD_CPUTIME_ID at switches",
+            (false, false) => "on-CPU time from CLOCK_THREAD_CPUTIME_ID",
+        };
+        let queue = if self.schedstat {
+            "queued = schedstat run-queue wait"
+        } else {
+            "queued n/a (no schedstat)"
+        };
+        write!(f, "{switches}; {cpu}; {queue}")
+    }
+}
+
+/// A thread's switch pages and the sources read when its switch count moves.
+pub(crate) struct Exact {
+    switches: UserPage,
+    migrations: Option<UserPage>,
+    schedstat: Option<File>,
+    page_time: bool,
+    last: Cell<Mark>,
+    pub(crate) base: Mark,
+}
+
+impl Exact {
+    /// Maps the pages of the thread's context-switch (and migration) counters;
+    /// `schedstat` is its schedstat file, if any (its fd is reserved with the group's).
+    pub(crate) fn open(
+        switches: RawFd,
+        migrations: Option<RawFd>,
+        schedstat: Option<File>,
+    ) -> io::Result<Exact> {
+        let switches = UserPage::map(switches)?;
+        let page_time = switches.read().cap_user_time();
+        let mut x = Exact {
+            switches,
+            migrations: migrations.and_then(|fd| UserPage::map(fd).ok()),
+            schedstat,
+            page_time,
+            last: Cell::new(Mark::ZERO),
+            base: Mark::ZERO,
+        };
+        x.base = x.measure();
+        x.last.set(x.base);
+        Ok(x)
+    }
+
+    pub(crate) fn method(&self) -> SplitMethod {
+        SplitMethod {
+            every_episode: true,
+            page_time: self.page_time,
+            schedstat: self.schedstat.is_some(),
+        }
+    }
+
+    pub(crate) fn counts_migrations(&self) -> bool {
+        self.migrations.is_some()
+    }
+
+    /// The thread's mark now: the last one while the switch count has not moved.
+    #[inline(always)]
+    pub(crate) fn mark(&self) -> (Mark, bool) {
+        let last = self.last.get();
+        if self.switches.offset() as u32 == last.switches {
+            (last, false)
+        } else {
+            (self.remark(), true)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn remark(&self) -> Mark {
+        let m = self.measure();
+        self.last.set(m);
+        m
+    }
+
+    /// Reads every source, retried (a few times at most) while a switch lands between
+    /// the first and the last read, so the figures belong to one switch count.
+    fn measure(&self) -> Mark {
+        let mut m = Mark::ZERO;
+        for _ in 0..4 {
+            let before = self.switches.offset() as u32;
+            let cpu = if self.page_time {
+                let r = self.switches.read();
+                tsc()
+                    .and_then(|t| r.times_at(t, true))
+                    .map(|(enabled, _)| enabled)
+            } else {
+                None
+            };
+            m = read_sources(cpu, self.schedstat.as_ref().map(|f| f.as_raw_fd()));
+            m.switches = before;
+            m.migrations = self.migrations.as_ref().map_or(0, |p| p.offset() as u32);
+            if self.switches.offset() as u32 == before {
+                break;
+            }
+        }
+        m
+    }
+}
+
+/// getrusage, the CPU clock (unless `cpu_ns` is given) and the monotonic clock, and
+/// the run-queue wait from the open schedstat file `schedstat`.
+fn read_sources(cpu_ns: Option<u64>, schedstat: Option<RawFd>) -> Mark {
+    let mut ru = super::zeroed_rusage();
+    // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD reads this thread.
+    let ok = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0;
+    let off_ns = match cpu_ns {
+        Some(cpu) => clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(cpu),
+        None => off_clock_ns(),
+    };
+    Mark {
+        switches: 0,
+        voluntary: if ok { ru.ru_nvcsw as u32 } else { 0 },
+        involuntary: if ok { ru.ru_nivcsw as u32 } else { 0 },
+        migrations: 0,
+        off_ns,
+        queued_ns: schedstat.and_then(run_delay_of).unwrap_or(0),
+    }
+}
+
+/// The calling thread's off-CPU clock: `CLOCK_MONOTONIC` minus its CPU time.
+pub(crate) fn off_clock_ns() -> u64 {
+    let cpu = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+    clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(cpu)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The calling thread's schedstat file, kept open for [`read_sources`].
+pub(crate) fn open_schedstat() -> Option<File> {
+    let f = File::open("/proc/thread-self/schedstat").ok()?;
+    run_delay_of(f.as_raw_fd()).map(|_| f)
+}
+
+/// `run_delay` read from an open schedstat file, from its start.
+fn run_delay_of(fd: RawFd) -> Option<u64> {
+    let mut buf = [0u8; 96];
+    // SAFETY: `buf` is valid for writes of its length; the fd is open.
+    let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    let text = std::str::from_utf8(buf.get(..usize::try_from(n).ok()?)?).ok()?;
+    parse_run_delay(text)
+}
+
+/// The second field of a schedstat line: ns runnable but waiting for a CPU.
+pub(crate) fn parse_run_delay(schedstat: &str) -> Option<u64> {
+    schedstat.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delta_is_the_difference_of_two_marks_across_a_wrap() {
+        let a = Mark {
+            switches: u32::MAX - 1,
+            voluntary: u32::MAX,
+            involuntary: 7,
+            migrations: 1,
+            off_ns: 1_000,
+            queued_ns: 50,
+        };
+        let b = Mark {
+            switches: 3,
+            voluntary: 3,
+            involuntary: 8,
+            migrations: 1,
+            off_ns: 201_000,
+            queued_ns: 1_050,
+        };
+        assert_eq!(
+            a.until(&b),
+            Delta {
+                voluntary: 4,
+                involuntary: 1,
+                switches: 5,
+                migrations: 0,
+                off_ns: 200_000,
+                queued_ns: 1_000,
+            }
+        );
+        assert_eq!(b.since(&a), a.until(&b));
+    }
+
+    #[test]
+    fn run_delay_is_the_second_schedstat_field() {
+        assert_eq!(
+            parse_run_delay("192113020 66597883 2025\n"),
+            Some(66_597_883)
+        );
+        assert_eq!(parse_run_delay("192113020\n"), None);
+    }
+
+    #[test]
+    fn the_off_cpu_clock_stands_still_while_the_thread_runs() {
+        let file = open_schedstat();
+        let raw = file.as_ref().map(|f| f.as_raw_fd());
+        let a = read_sources(None, raw);
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_millis(5) {
+            std::hint::spin_loop();
+        }
+        let b = read_sources(None, raw);
+        let elapsed = t.elapsed().as_nanos() as u64;
+        let d = a.until(&b);
+        // Running, it moves by the clock reads' cost and by time the hypervisor
+        // stole from the vCPU; off the CPU (a switch), by the time away.
+        if d.involuntary == 0 && d.voluntary == 0 {
+            assert!(d.off_ns < elapsed / 2, "{d:?} in {elapsed} ns");
+        }
+    }
+}

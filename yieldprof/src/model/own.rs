@@ -1,0 +1,117 @@
+//! What a wait frame's own time was, where no recognised call explains it: its time
+//! outside nested frames and timed calls, named by what was measured.
+//!
+//! - `[spin]`: on the CPU (or not measured) in a frame that counted `spin_loop()`
+//!   calls: the spin loop is the recognised call that explains it;
+//! - `[on-cpu]`: measured on the CPU, with no spin call counted (a busy loop without
+//!   `spin_loop()`, the checks between waits, work done while waiting);
+//! - `[off-cpu]`: measured off the CPU outside any recognised call (a blocking call
+//!   the macro cannot see: mark it with `yieldprof::wait!`);
+//! - `[unexplained]`: not measured (counters off, or switches seen only on sampled
+//!   episodes) and no spin call counted.
+//!
+//! The split comes from the off-CPU time of the frame's episodes less that of its
+//! nested wait frames and of its timed calls, each measured on every episode and
+//! call through the perf user page (see `counters`).
+
+use crate::base::site::{CallInfo, FrameInfo, FrameKind, Kind};
+use crate::model::tree::ThreadProfile;
+
+/// A wait frame's own time outside nested frames and timed calls, ns, by what was
+/// measured (see [`Profile::folded`](crate::Profile::folded)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct OwnTime {
+    /// `[spin]`: on the CPU in a frame that counted spin calls.
+    pub spin_ns: u64,
+    /// `[on-cpu]`: on the CPU, no spin call counted.
+    pub on_cpu_ns: u64,
+    /// `[off-cpu]`: off the CPU outside any recognised call.
+    pub off_cpu_ns: u64,
+    /// `[unexplained]`: not measured, no spin call counted.
+    pub unexplained_ns: u64,
+}
+
+impl OwnTime {
+    /// The leaf frames and their times, in a fixed order.
+    pub(crate) fn leaves(&self) -> [(&'static str, u64); 4] {
+        [
+            (Kind::Spin.frame(), self.spin_ns),
+            ("[on-cpu]", self.on_cpu_ns),
+            ("[off-cpu]", self.off_cpu_ns),
+            ("[unexplained]", self.unexplained_ns),
+        ]
+    }
+
+    pub(crate) fn add(&mut self, o: &OwnTime) {
+        self.spin_ns += o.spin_ns;
+        self.on_cpu_ns += o.on_cpu_ns;
+        self.off_cpu_ns += o.off_cpu_ns;
+        self.unexplained_ns += o.unexplained_ns;
+    }
+
+    /// All of it.
+    pub fn total_ns(&self) -> u64 {
+        self.spin_ns + self.on_cpu_ns + self.off_cpu_ns + self.unexplained_ns
+    }
+}
+
+impl ThreadProfile {
+    /// Each node's own time split as above; `None` for frames that are not wait frames
+    /// (their own time is `[work]`, or `[overflow]`'s).
+    pub(crate) fn own_times(
+        &self,
+        frames: &[FrameInfo],
+        calls: &[CallInfo],
+    ) -> Vec<Option<OwnTime>> {
+        let child_wall = self.child_wall();
+        // Off-CPU time of each node's nested wait frames, where measured.
+        let mut child_off = vec![0u64; self.nodes.len()];
+        for n in self.nodes.iter().skip(1) {
+            if frames[n.frame as usize].kind == FrameKind::Wait {
+                child_off[n.parent as usize] += n.counts.off_cpu_ns(n.wall_ns).unwrap_or(0);
+            }
+        }
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                if i == 0 || frames[n.frame as usize].kind != FrameKind::Wait {
+                    return None;
+                }
+                let rest = n.rest_ns(child_wall[i]);
+                let spins = n
+                    .slots
+                    .iter()
+                    .any(|s| s.calls > 0 && calls[s.call as usize].kind == Kind::Spin);
+                let off = match n.counts.off_cpu_ns(n.wall_ns) {
+                    Some(off) if n.counts.calls_split => {
+                        let in_calls: u64 = n.slots.iter().map(|s| s.off_ns).sum();
+                        Some(off.saturating_sub(child_off[i] + in_calls).min(rest))
+                    }
+                    _ => None,
+                };
+                Some(match (off, spins) {
+                    (Some(off), true) => OwnTime {
+                        spin_ns: rest - off,
+                        off_cpu_ns: off,
+                        ..OwnTime::default()
+                    },
+                    (Some(off), false) => OwnTime {
+                        on_cpu_ns: rest - off,
+                        off_cpu_ns: off,
+                        ..OwnTime::default()
+                    },
+                    (None, true) => OwnTime {
+                        spin_ns: rest,
+                        ..OwnTime::default()
+                    },
+                    (None, false) => OwnTime {
+                        unexplained_ns: rest,
+                        ..OwnTime::default()
+                    },
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,79 @@
+//! A thread's recording copied out while the thread goes on: what a report reads.
+
+use super::thread::*;
+use crate::base::clock;
+use crate::base::site::OVERFLOW_CALL;
+use crate::counters::{self, ThreadSnap};
+use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
+use std::sync::atomic::Ordering::Relaxed;
+
+impl ThreadData {
+    /// A consistent-enough copy: every counter is read once; an episode still open
+    /// counts in its parent's self time until it closes.
+    pub(crate) fn snapshot(&self, exited: bool) -> ThreadProfile {
+        let n_nodes = self.nodes.len();
+        let mut nodes: Vec<NodeStats> = (0..n_nodes)
+            .map(|i| {
+                let n = self.node(i);
+                NodeStats {
+                    frame: n.frame.load(Relaxed),
+                    parent: n.parent.load(Relaxed),
+                    episodes: n.episodes.load(Relaxed),
+                    wall_ns: n.wall_ns.load(Relaxed),
+                    durations: n.durations.load(),
+                    counts: self.counters.node(&n.counts, n.wall_ns.load(Relaxed)),
+                    slots: Vec::new(),
+                }
+            })
+            .collect();
+        for i in 0..n_nodes {
+            // Links, not `len`, say which slots a reader may touch: see `Link`.
+            let mut s = self.node(i).first_slot.read();
+            while s != OVERFLOW_SLOT {
+                let slot = self.slot(s);
+                nodes[i as usize].slots.push(SlotStats {
+                    call: slot.call.load(Relaxed),
+                    calls: slot.calls.load(Relaxed),
+                    ns: slot.ns.load(Relaxed),
+                    off_ns: slot.off_ns.load(Relaxed),
+                });
+                s = slot.next.read();
+            }
+        }
+        let lost = self.slot(OVERFLOW_SLOT);
+        if lost.calls.load(Relaxed) > 0 {
+            nodes[OVERFLOW as usize].slots.push(SlotStats {
+                call: OVERFLOW_CALL,
+                calls: lost.calls.load(Relaxed),
+                ns: lost.ns.load(Relaxed),
+                off_ns: lost.off_ns.load(Relaxed),
+            });
+        }
+        nodes[ROOT as usize].wall_ns = clock::now().saturating_sub(self.start_ns);
+        nodes[ROOT as usize].episodes = 1;
+        nodes[ROOT as usize].counts = self.counters.root(nodes[ROOT as usize].wall_ns);
+        let site_durations = (0..self.site_durations.len())
+            .map(|i| {
+                let d = self.site_durations.get(i);
+                (d.frame.load(Relaxed), d.durations.load())
+            })
+            .collect();
+        ThreadProfile {
+            serial: self.serial,
+            tid: self.tid,
+            name: self.name.clone(),
+            exited,
+            overflowed: self.overflowed.load(Relaxed),
+            reentries_skipped: self.reentries_skipped.load(Relaxed),
+            entries_after_exit: 0,
+            nodes,
+            site_durations,
+            counters: ThreadSnap {
+                run_queue_ns: counters::run_queue_ns(self.tid)
+                    .zip(self.run_queue_start)
+                    .map(|(now, start)| now.saturating_sub(start)),
+                ..self.counters.snapshot()
+            },
+        }
+    }
+}
