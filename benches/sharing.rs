@@ -1,5 +1,5 @@
 //! What watching costs: the unpadded SPSC ring (`head`/`tail` at offsets 0/8, as in
-//! `examples/spsc.rs`) with its indices watched vs not watched.
+//! `yieldprof-demo/src/main.rs`) with its indices watched vs not watched.
 //!
 //! `cargo bench --bench sharing [-- --messages N --rounds R --work W]` (also run by a plain
 //! `cargo bench`, after `benches/overhead.rs`)

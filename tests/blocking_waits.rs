@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 use yieldprof::report::{Costs, Metric, Rule};
 use yieldprof::Kind;
 
+mod clocks;
+use clocks::cpu_ns;
+
 const HOLD: Duration = Duration::from_millis(200);
 
 /// Line of the source line that ends in `// @tag`.
@@ -24,16 +27,6 @@ fn line_of(tag: &str) -> u32 {
         .position(|l| l.ends_with(&marker))
         .map(|i| i as u32 + 1)
         .unwrap_or_else(|| panic!("no line tagged {tag}"))
-}
-
-fn cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// What the waiter measured itself around its one call of the site.

@@ -10,6 +10,9 @@
 
 use yieldprof::counters::{capabilities, Count, CounterEvent, CounterSource};
 
+mod clocks;
+use clocks::cpu_ns;
+
 const NAPS: u32 = 2000;
 
 #[yieldprof::instrument_wait]
@@ -44,16 +47,6 @@ fn kernel_switches(tid: i32) -> (u64, u64) {
         field("voluntary_ctxt_switches:"),
         field("nonvoluntary_ctxt_switches:"),
     )
-}
-
-fn cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn run_delay_ns() -> Option<u64> {

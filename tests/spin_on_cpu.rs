@@ -13,6 +13,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use yieldprof::report::{Costs, Rule, SiteStats};
 
+mod clocks;
+use clocks::cpu_ns;
+
 const RUN: Duration = Duration::from_millis(200);
 const ATTEMPTS: usize = 4;
 
@@ -32,16 +35,6 @@ fn cas_spin(turn: &AtomicU64, mine: u64, stop: &AtomicBool) -> u64 {
         std::hint::spin_loop();
     }
     passes
-}
-
-fn cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Pins the calling thread to `cpu`; false where the affinity call is refused.

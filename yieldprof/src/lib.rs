@@ -281,8 +281,15 @@ pub mod report {
     pub use crate::output::compare::{compare, Change, Comparison, Row};
     pub use crate::output::diff::{diff, parse_folded, DiffError, Malformed};
     pub use crate::output::files::WriteError;
-    pub use crate::output::fold::Metric;
+    pub use crate::output::flamegraph::flamegraph;
+    pub use crate::output::fold::{split_folded, Metric};
     pub use crate::output::json;
+
+    /// How the reports write times, dates and long lines, for tools that print beside
+    /// them (the `yieldprof` command).
+    pub mod text {
+        pub use crate::base::text::{date_time, duration, tail, wrap};
+    }
 }
 
 /// Budgets: limits on what wait sites and threads may cost, checked in tests with

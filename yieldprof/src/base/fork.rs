@@ -226,8 +226,12 @@ static ONCES_USED: AtomicUsize = AtomicUsize::new(0);
 
 /// A value made once per process, like `OnceLock`, that never leaves a forked child
 /// waiting: a child forked while another thread makes it finds it unmade and makes it
-/// itself. A thread that finds it being made waits by yielding: makings are short
-/// (a probe of a few ms at most) and happen once.
+/// itself. (A child forked while another thread filled a plain `OnceLock` waited for it
+/// forever: seen with the counter probe, 1 hang in ~50 forks of a busy host, and with
+/// the quick cost estimate.) No lock is held while it is made, so making one under a
+/// `ForkMutex` (the settings, read while a thread registers) orders against nothing.
+/// A thread that finds it being made waits by yielding: makings are short (a probe of
+/// a few ms at most) and happen once.
 pub(crate) struct ForkOnce<T: 'static> {
     state: AtomicU8,
     value: UnsafeCell<MaybeUninit<T>>,

@@ -378,3 +378,13 @@ pub enum Limit {
     /// No watched cache line may be FALSE, MIXED or ADJACENT-RISK.
     NoFalseSharing,
 }
+
+/// Whether `query` names the site called `name` with full path `path`: the name, the
+/// path, or a tail of the path that starts at a `::`.
+pub(crate) fn names_site(name: &str, path: &str, query: &str) -> bool {
+    name == query
+        || path == query
+        || path
+            .strip_suffix(query)
+            .is_some_and(|head| head.ends_with("::"))
+}

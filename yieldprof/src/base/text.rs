@@ -21,8 +21,14 @@ pub(crate) fn host_name(name: &str) -> Option<String> {
     )
 }
 
-/// `1234567` ns as `1.23 ms`.
-pub(crate) fn duration(ns: u64) -> String {
+/// `1234567` ns as `1.23 ms`: three significant figures, the unit the reports use.
+///
+/// ```
+/// use yieldprof::report::text::duration;
+/// assert_eq!(duration(1_234_567), "1.23 ms");
+/// assert_eq!(duration(850), "850 ns");
+/// ```
+pub fn duration(ns: u64) -> String {
     let ns = ns as f64;
     if ns >= 1e9 {
         format!("{:.2} s", ns / 1e9)
@@ -55,9 +61,16 @@ pub(crate) fn percent(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// `text` as lines of at most [`WIDTH`] columns, broken at spaces: the first starts
-/// with `first`, the rest with `rest`. No trailing newline.
-pub(crate) fn wrap(text: &str, first: &str, rest: &str) -> String {
+/// `text` as lines of at most 100 columns (the width of every text report), broken at
+/// spaces: the first starts with `first`, the rest with `rest`. No trailing newline.
+///
+/// ```
+/// let text = "word ".repeat(30);
+/// let lines = yieldprof::report::text::wrap(text.trim_end(), "  fix: ", "    ");
+/// assert_eq!(lines.lines().count(), 2);
+/// assert!(lines.lines().all(|l| l.chars().count() <= 100));
+/// ```
+pub fn wrap(text: &str, first: &str, rest: &str) -> String {
     let mut out = first.to_string();
     let mut col = first.chars().count();
     for (j, word) in text.split(' ').enumerate() {
@@ -86,8 +99,13 @@ pub(crate) fn cut(s: &str, max: usize) -> String {
     }
 }
 
-/// The last `max` characters of `s`, marked with `…` when cut.
-pub(crate) fn tail(s: &str, max: usize) -> String {
+/// The last `max` characters of `s`, marked with `…` when cut: the end of a path
+/// or of a `module::function` name is the part that tells them apart.
+///
+/// ```
+/// assert_eq!(yieldprof::report::text::tail("app::queue::pop", 8), "…ue::pop");
+/// ```
+pub fn tail(s: &str, max: usize) -> String {
     let n = s.chars().count();
     if n <= max {
         s.to_string()
@@ -113,7 +131,11 @@ pub(crate) fn stamp(t: SystemTime) -> String {
 }
 
 /// Unix seconds as a UTC date and minute, e.g. `2026-12-03 02:58 UTC`.
-pub(crate) fn date_time(unix_s: u64) -> String {
+///
+/// ```
+/// assert_eq!(yieldprof::report::text::date_time(1_796_266_680), "2026-12-03 02:58 UTC");
+/// ```
+pub fn date_time(unix_s: u64) -> String {
     let (y, m, d) = civil_from_days((unix_s / 86_400) as i64);
     let s = unix_s % 86_400;
     format!(

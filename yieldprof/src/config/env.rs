@@ -10,6 +10,7 @@ use crate::base::fork::ForkOnce;
 use crate::base::reentry::Inside;
 use std::ffi::OsString;
 use std::fmt::Display;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -56,6 +57,10 @@ pub(crate) struct Settings {
     pub(crate) machine: Option<PathBuf>,
     /// Refuse to write a report that contradicts itself (CI sets it for the tests).
     pub(crate) self_check: bool,
+    /// Where the live view listens (feature `http`); `None`: nowhere.
+    pub(crate) http: Option<SocketAddr>,
+    /// Whether the live view may listen on a non-loopback address.
+    pub(crate) http_any: bool,
 }
 
 /// The settings of this process, read from its environment the first time anything
@@ -278,6 +283,18 @@ impl Settings {
             machine: r.path("YIELDPROF_MACHINE"),
             self_check: r.parsed(
                 "YIELDPROF_SELF_CHECK",
+                (false, "off"),
+                SWITCH_WORDS,
+                parse_switch,
+            ),
+            http: r.parsed(
+                "YIELDPROF_HTTP",
+                (None, "no live view"),
+                "an address and port like 127.0.0.1:6060",
+                |a| a.trim().parse().ok().map(Some),
+            ),
+            http_any: r.parsed(
+                "YIELDPROF_HTTP_ANY",
                 (false, "off"),
                 SWITCH_WORDS,
                 parse_switch,

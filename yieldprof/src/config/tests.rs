@@ -179,7 +179,7 @@ fn names_in(text: &str, prefix: &str) -> BTreeSet<String> {
 #[test]
 fn the_options_and_readme_tables_are_one_table_of_every_variable_read() {
     let read = names_read();
-    assert_eq!(read.len(), 13, "{read:?}");
+    assert_eq!(read.len(), 15, "{read:?}");
     let options: Vec<&str> = include_str!("../output/options.rs")
         .lines()
         .filter_map(|l| l.strip_prefix("/// |"))
@@ -215,7 +215,8 @@ fn value() -> impl Strategy<Value = OsString> {
 proptest! {
     #[test]
     fn any_environment_gives_settings_within_bounds_and_one_line_per_complaint(
-        values in prop::collection::vec(prop::option::of(value()), 12),
+        // One value per variable read (`names_read`; zip stops at the shorter).
+        values in prop::collection::vec(prop::option::of(value()), 32),
     ) {
         let names: Vec<String> = names_read().into_iter().collect();
         let set: Vec<(&str, OsString)> = names
@@ -239,4 +240,22 @@ proptest! {
             prop_assert!((MIN_SNAPSHOT_INTERVAL..=MAX_SNAPSHOT_INTERVAL).contains(&every));
         }
     }
+}
+
+#[test]
+fn the_live_view_address_is_an_address_and_port() {
+    let (s, lines) = read(&[
+        ("YIELDPROF_HTTP", "127.0.0.1:6060"),
+        ("YIELDPROF_HTTP_ANY", "on"),
+    ]);
+    assert_eq!(s.http, Some("127.0.0.1:6060".parse().unwrap()));
+    assert!(s.http_any && lines.is_empty(), "{lines:?}");
+    let (s, lines) = read(&[("YIELDPROF_HTTP", "6060")]);
+    assert_eq!((s.http, s.http_any), (None, false));
+    assert_eq!(
+        lines,
+        [
+            r#"yieldprof: YIELDPROF_HTTP="6060" is not an address and port like 127.0.0.1:6060; using no live view"#
+        ]
+    );
 }

@@ -76,12 +76,7 @@ impl SiteStats {
     /// Whether `name` names this site: its frame name, its full path, or a tail of
     /// the path that starts at a `::`.
     pub fn matches(&self, name: &str) -> bool {
-        self.name == name
-            || self.path == name
-            || self
-                .path
-                .strip_suffix(name)
-                .is_some_and(|head| head.ends_with("::"))
+        crate::base::site::names_site(&self.name, &self.path, name)
     }
 
     /// Calls of one kind at every call site of this function.

@@ -83,7 +83,7 @@ pub fn compare(before: &Document, after: &Document) -> Comparison {
         };
         add("episodes".into(), &|s| Some(s.episodes));
         add("wall_ns".into(), &|s| Some(s.wall_ns));
-        add("switches".into(), &switches);
+        add("switches".into(), &Site::switches);
         add("p50_ns".into(), &|s| s.durations.median_ns);
         add("p99_ns".into(), &|s| s.durations.p99_ns);
         let mut kinds: Vec<String> = Vec::new();
@@ -107,12 +107,6 @@ pub fn compare(before: &Document, after: &Document) -> Comparison {
         },
         rows,
     }
-}
-
-/// Voluntary plus involuntary switches in the site's episodes, where counted.
-fn switches(s: &Site) -> Option<u64> {
-    let get = |e: &str| s.counters.events.get(e).copied().flatten().map(|c| c.value);
-    Some(get("voluntary-switches")? + get("involuntary-switches")?)
 }
 
 impl fmt::Display for Comparison {

@@ -101,6 +101,28 @@ fn xml_escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// Renders folded lines (e.g. a run's `<name>.folded`, read back with
+/// [`parse_folded`](crate::report::parse_folded)) as an SVG flame graph in the colours of
+/// the graphs a run writes, with their legend: for tools that draw from the files.
+///
+/// ```
+/// let lines = ["main;poll;[yield] 70".to_string(), "main;[work] 30".to_string()];
+/// let mut svg = Vec::new();
+/// let title = "yieldprof: poll";
+/// yieldprof::report::flamegraph(&lines, yieldprof::report::Metric::Wall, title, &mut svg).unwrap();
+/// let svg = String::from_utf8(svg).unwrap();
+/// assert!(svg.contains("<svg") && svg.contains("[yield]"));
+/// ```
+pub fn flamegraph<W: Write>(
+    lines: &[String],
+    metric: Metric,
+    title: &str,
+    out: W,
+) -> io::Result<()> {
+    let notes = FrameNotes::default();
+    write_svg(lines, metric, title, Some(LEGEND.into()), &notes, out)
+}
+
 /// Renders differential lines (`stack before after`): inferno colours each frame by
 /// how much it grew (red) or shrank (blue).
 pub(crate) fn write_diff_svg<W: Write>(

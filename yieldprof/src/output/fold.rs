@@ -120,17 +120,7 @@ impl Profile {
     /// assert!(lines.iter().any(|l| l.contains(";wait;serve;[yield] ")));
     /// ```
     pub fn folded_split(&self, metric: Metric) -> Vec<String> {
-        let mut out: BTreeMap<String, u64> = BTreeMap::new();
-        for (stack, v) in self.fold(metric) {
-            let (thread, rest) = stack.split_once(';').unwrap_or((&stack, ""));
-            let half = if rest.ends_with("[work]") {
-                "work"
-            } else {
-                "wait"
-            };
-            *out.entry(format!("{thread};{half};{rest}")).or_insert(0) += v;
-        }
-        out.into_iter().map(|(s, v)| format!("{s} {v}")).collect()
+        split_folded(self.fold(metric))
     }
 
     /// Folded lines in inferno's format, sorted.
@@ -145,4 +135,29 @@ impl Profile {
             .map(|(stack, v)| format!("{stack} {v}"))
             .collect()
     }
+}
+
+/// The split view of folded stacks (`stack`, value), e.g. read back with
+/// [`parse_folded`](crate::report::parse_folded): a `wait` or `work` frame under each
+/// thread, as in [`Profile::folded_split`] and `<name>.split.svg`.
+///
+/// ```
+/// let stacks = yieldprof::report::parse_folded("main;poll;[yield] 7\nmain;[work] 3\n").unwrap();
+/// assert_eq!(
+///     yieldprof::report::split_folded(stacks),
+///     ["main;wait;poll;[yield] 7", "main;work;[work] 3"]
+/// );
+/// ```
+pub fn split_folded(stacks: impl IntoIterator<Item = (String, u64)>) -> Vec<String> {
+    let mut out: BTreeMap<String, u64> = BTreeMap::new();
+    for (stack, v) in stacks {
+        let (thread, rest) = stack.split_once(';').unwrap_or((&stack, ""));
+        let half = if rest.ends_with("[work]") {
+            "work"
+        } else {
+            "wait"
+        };
+        *out.entry(format!("{thread};{half};{rest}")).or_insert(0) += v;
+    }
+    out.into_iter().map(|(s, v)| format!("{s} {v}")).collect()
 }

@@ -38,6 +38,8 @@ pub fn init() -> Guard {
 pub struct Guard {
     pub(crate) opts: Options,
     pub(crate) snapshots: Option<Snapshotter>,
+    #[cfg(feature = "http")]
+    pub(crate) live: Option<crate::output::http::LiveView>,
     // Dropped after `drop` has written: `flush()` and the exit hook see the guard
     // until its files are out.
     pub(crate) registration: Registration,
@@ -57,12 +59,35 @@ impl Guard {
     }
 }
 
+#[cfg(feature = "http")]
+impl Guard {
+    /// Where the live view listens (with the port the system chose for port 0); `None`
+    /// when it is off or could not start. Needs the `http` feature.
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir().join(format!("yp-doc-http-{}", std::process::id()));
+    /// let guard = yieldprof::Options::from_env()
+    ///     .http("127.0.0.1:0".parse().unwrap())
+    ///     .out_dir(&dir)
+    ///     .init();
+    /// let addr = guard.http_addr().unwrap();
+    /// assert!(addr.ip().is_loopback() && addr.port() != 0);
+    /// # drop(guard);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
+    pub fn http_addr(&self) -> Option<std::net::SocketAddr> {
+        self.live.as_ref().map(|l| l.addr)
+    }
+}
+
 impl Drop for Guard {
     fn drop(&mut self) {
         if !self.registration.is_own() {
             // A forked child's copy: the parent writes these files, and the snapshot
             // thread is the parent's (joining it here would wait forever).
             std::mem::forget(self.snapshots.take());
+            #[cfg(feature = "http")]
+            std::mem::forget(self.live.take());
             return;
         }
         // The last snapshot first: it ends where the whole-run files begin to be written.
@@ -101,8 +126,17 @@ impl Options {
         let snapshots = self
             .snapshot_every
             .and_then(|every| Snapshotter::start(&self, every));
+        #[cfg(not(feature = "http"))]
+        if let Some(addr) = self.http {
+            eprintln!(
+                "yieldprof: no live view on {addr}: this build has no `http` feature \
+                 (yieldprof = {{ features = [\"http\"] }})"
+            );
+        }
         Guard {
             registration: Registration::new(&self),
+            #[cfg(feature = "http")]
+            live: crate::output::http::LiveView::start(&self),
             opts: self,
             snapshots,
         }

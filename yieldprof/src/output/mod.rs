@@ -1,5 +1,6 @@
 //! The top floor: `init` and its guard, files written atomically, folded stacks, flame
-//! graphs, diff, pprof, JSON, the text summary, snapshots and the exit flush.
+//! graphs, diff, pprof, JSON, the text summary, snapshots, the exit flush and the live
+//! view (feature `http`).
 
 pub(crate) mod compare;
 pub(crate) mod diff;
@@ -7,6 +8,8 @@ pub(crate) mod files;
 pub(crate) mod flamegraph;
 pub(crate) mod flush;
 pub(crate) mod fold;
+#[cfg(feature = "http")]
+pub(crate) mod http;
 pub(crate) mod init;
 pub mod json;
 pub(crate) mod options;

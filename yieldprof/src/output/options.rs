@@ -1,6 +1,7 @@
 //! [`Options`]: what `init` writes and where, from the environment and the builders.
 
 use crate::config::{self, CounterSampling, Metric};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -25,7 +26,9 @@ use std::time::Duration;
 /// | `YIELDPROF_WRITE_AT_EXIT` | on: also write the files when the process calls `exit()` (`Options::write_at_exit`) | off |
 /// | `YIELDPROF_WATCH_SAMPLE` | watched accesses: `1` tracks every one, `N` one in N after each thread's first 10 000 | 64 |
 /// | `YIELDPROF_SELF_CHECK` | on: a report that contradicts itself (`report::json::Document::inconsistencies`) is not written; the write returns the contradictions as its error (CI sets it for the tests) | off |
-/// | `YIELDPROF_MACHINE` | a saved probe (`--example probe -- --save`) whose costs reports on the same host use and cite | `<out>/machine.json` |
+/// | `YIELDPROF_MACHINE` | a saved probe (`yieldprof probe --save`, or `--example probe -- --save`) whose costs reports on the same host use and cite | `<out>/machine.json` |
+/// | `YIELDPROF_HTTP` | an address and port, e.g. `127.0.0.1:6060`: serve the live view there (feature `http`; `Options::http`) | off |
+/// | `YIELDPROF_HTTP_ANY` | on: let the live view listen on a non-loopback address (`Options::http_any`) | off |
 ///
 /// ```no_run
 /// let _guard = yieldprof::Options::from_env()
@@ -56,6 +59,10 @@ pub struct Options {
     pub keep_snapshots: usize,
     /// Also write when the process calls `exit()` ([`Options::write_at_exit`]).
     pub write_at_exit: bool,
+    /// Where the live view listens ([`Options::http`]); `None`: no live view.
+    pub http: Option<SocketAddr>,
+    /// Whether the live view may listen on a non-loopback address ([`Options::http_any`]).
+    pub http_any: bool,
 }
 
 impl Options {
@@ -74,6 +81,8 @@ impl Options {
             snapshot_every: env.snapshot_every,
             keep_snapshots: env.keep_snapshots,
             write_at_exit: env.write_at_exit,
+            http: env.http,
+            http_any: env.http_any,
         }
     }
 
@@ -135,6 +144,36 @@ impl Options {
     /// ```
     pub fn write_at_exit(mut self, on: bool) -> Self {
         self.write_at_exit = on;
+        self
+    }
+}
+
+impl Options {
+    /// Serves the live view on `addr` while the guard lives: the current flame graph,
+    /// summary and findings at `/` (reloading every 5 s), and pprof's
+    /// `/debug/pprof/profile?seconds=N` (what was recorded in the next N seconds, for
+    /// `go tool pprof http://127.0.0.1:6060`). Port 0 takes a free port
+    /// (`Guard::http_addr` says which). Only loopback addresses
+    /// unless [`http_any`](Options::http_any). Needs the `http` feature (without it, a
+    /// note on stderr and no live view); `YIELDPROF_HTTP=127.0.0.1:6060` from the
+    /// environment.
+    ///
+    /// ```no_run
+    /// let _guard = yieldprof::Options::from_env()
+    ///     .http("127.0.0.1:6060".parse().unwrap())
+    ///     .init();
+    /// // open http://127.0.0.1:6060/ while the program runs
+    /// ```
+    pub fn http(mut self, addr: SocketAddr) -> Self {
+        self.http = Some(addr);
+        self
+    }
+
+    /// Lets the live view listen on any address, e.g. `0.0.0.0:6060`, not only loopback:
+    /// the page shows the command line, thread names and source paths to whoever can
+    /// connect, so only on a trusted network. `YIELDPROF_HTTP_ANY=1` from the environment.
+    pub fn http_any(mut self, allow: bool) -> Self {
+        self.http_any = allow;
         self
     }
 }

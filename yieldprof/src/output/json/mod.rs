@@ -74,6 +74,7 @@
 
 mod build;
 mod check;
+mod figures;
 mod run;
 
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,7 @@
 //! The main demo: an SPSC ring buffer, producer and consumer on two threads, with the
 //! wait loops annotated (seed 002's case).
 //!
-//! `cargo run --release --example spsc` runs four configurations, each in its own
+//! `cargo run --release -p yieldprof-demo` runs four configurations, each in its own
 //! process so each writes its own profile:
 //!
 //! - `--layout packed|padded`: `head` and `tail` on one cache line, or 128 B apart;
