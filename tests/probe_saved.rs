@@ -67,3 +67,38 @@ fn a_later_report_on_this_host_uses_and_cites_the_saved_probe() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_saved_probe_that_cannot_be_used_is_named_with_its_reason() {
+    let dir = child_process::temp_dir("probe-saved-bad");
+    let path = dir.join("machine.json");
+    let machine = yieldprof::probe::run_for(Duration::from_millis(2));
+    machine.save(&path).unwrap();
+    let good = std::fs::read_to_string(&path).unwrap();
+    let spin = good
+        .lines()
+        .find(|l| l.contains("\"spin_ns\""))
+        .expect("the spin cost is saved");
+    let cases = [
+        (good[..good.len() / 2].to_string(), "EOF while parsing"),
+        (good.replace(spin, "  \"spin_ns\": -1.0,"), "spin_ns is -1"),
+    ];
+    for (text, reason) in cases {
+        std::fs::write(&path, &text).unwrap();
+        let out = child_process::run("report", &[("YIELDPROF_MACHINE", path.to_str().unwrap())]);
+        assert_eq!(line(&out.stdout, "source: "), "quick estimate", "{text}");
+        let said: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("yieldprof: "))
+            .collect();
+        assert_eq!(said.len(), 1, "{out:?}");
+        assert!(
+            said[0].starts_with(&format!("yieldprof: {}: ", path.display()))
+                && said[0].contains(reason)
+                && said[0].ends_with("; using a quick estimate"),
+            "{said:?}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,5 +1,6 @@
 //! Bad input to the folded reader behind `diff`: `parse_folded` and `diff` never panic
-//! on any input, and every malformed line is reported with its number.
+//! on any input, and every malformed line is reported with its number. 256 cases per
+//! property by default; the long run sets `PROPTEST_CASES=100000` (README).
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -57,8 +58,6 @@ fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
-
     #[test]
     fn any_bytes_parse_without_panicking(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
         let text = String::from_utf8_lossy(&bytes);
@@ -110,9 +109,6 @@ proptest! {
 }
 
 proptest! {
-    // Each case renders an SVG: fewer cases.
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
-
     #[test]
     fn diff_never_panics_and_names_the_file_and_lines(
         before in prop::collection::vec(line(), 0..20),

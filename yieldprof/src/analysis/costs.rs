@@ -99,7 +99,21 @@ impl Costs {
             return *c;
         }
         static SAVED: ForkOnce<Option<Costs>> = ForkOnce::new();
-        if let Some(c) = SAVED.get_or_init(|| Costs::load(&saved_path(), &HostId::current())) {
+        let saved = SAVED.get_or_init(|| {
+            let path = saved_path();
+            match Costs::load(&path, &HostId::current()) {
+                Ok(c) => Some(c),
+                Err(Unused::Malformed(why)) => {
+                    eprintln!(
+                        "yieldprof: {}: {why}; using a quick estimate",
+                        path.display()
+                    );
+                    None
+                }
+                Err(Unused::Missing | Unused::OtherHost) => None,
+            }
+        });
+        if let Some(c) = saved {
             return *c;
         }
         static QUICK: ForkOnce<Costs> = ForkOnce::new();
@@ -108,9 +122,40 @@ impl Costs {
 
     /// The costs saved at `path`, if that file was saved on `host`: figures measured
     /// on another machine, kernel or core count do not apply here.
-    pub(crate) fn load(path: &Path, host: &HostId) -> Option<Costs> {
-        let saved: Saved = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-        (saved.schema == SAVED_SCHEMA && saved.host == SavedHost::from(host)).then(|| Costs {
+    pub(crate) fn load(path: &Path, host: &HostId) -> Result<Costs, Unused> {
+        let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Unused::Missing,
+            _ => Unused::Malformed(format!("cannot be read: {e}")),
+        })?;
+        Costs::parse_saved(&text, host)
+    }
+
+    /// A saved probe file's text, read as [`Costs::load`] does.
+    pub(crate) fn parse_saved(text: &str, host: &HostId) -> Result<Costs, Unused> {
+        let saved: Saved = serde_json::from_str(text)
+            .map_err(|e| Unused::Malformed(format!("not a saved probe: {e}")))?;
+        if saved.schema != SAVED_SCHEMA {
+            return Err(Unused::Malformed(format!(
+                "schema {:?}, not {SAVED_SCHEMA:?}",
+                saved.schema
+            )));
+        }
+        if saved.host != SavedHost::from(host) {
+            return Err(Unused::OtherHost);
+        }
+        // The rules divide by these: each must be a real, positive figure.
+        let figures = [
+            ("spin_ns", saved.spin_ns),
+            ("yield_ns", saved.yield_ns),
+            ("switch_ns", saved.switch_ns.unwrap_or(DEFAULT_SWITCH_NS)),
+            ("cores", saved.cores as f64),
+        ];
+        if let Some((name, v)) = figures.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
+            return Err(Unused::Malformed(format!(
+                "{name} is {v}, not a positive number"
+            )));
+        }
+        Ok(Costs {
             spin_ns: saved.spin_ns,
             yield_ns: saved.yield_ns,
             switch_ns: saved.switch_ns.unwrap_or(DEFAULT_SWITCH_NS),
@@ -210,6 +255,17 @@ pub(crate) fn timer_slack_ns() -> Option<u64> {
 
 const SAVED_SCHEMA: &str = "yieldprof-machine/1";
 
+/// Why a saved probe file was not used.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Unused {
+    /// There is none: nothing to say.
+    Missing,
+    /// It was saved on another host, whose figures do not apply here.
+    OtherHost,
+    /// It is not a usable saved probe; why, for the one line on stderr.
+    Malformed(String),
+}
+
 /// Where a saved probe is read from and written to: `YIELDPROF_MACHINE`, else
 /// `machine.json` in the output folder (`YIELDPROF_OUT`, default `target/yieldprof`).
 pub fn saved_path() -> PathBuf {
@@ -254,6 +310,7 @@ impl From<&HostId> for SavedHost {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn here() -> HostId {
         HostId::current()
@@ -287,7 +344,11 @@ mod tests {
         // Another kernel: the figures do not apply here.
         let mut elsewhere = here();
         elsewhere.kernel = Some("0.0.0-other".into());
-        assert_eq!(Costs::load(&path, &elsewhere), None);
+        assert_eq!(Costs::load(&path, &elsewhere), Err(Unused::OtherHost));
+        assert_eq!(
+            Costs::load(&dir.join("none.json"), &here()),
+            Err(Unused::Missing)
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -309,5 +370,51 @@ mod tests {
         let loaded = Costs::load(&path, &here()).unwrap();
         assert!(!loaded.switch_measured && loaded.switch_ns == DEFAULT_SWITCH_NS);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A saved probe of this host, as `probe -- --save` writes it.
+    fn saved_here() -> String {
+        Costs::quick().saved_text(&here(), 1_764_730_000)
+    }
+
+    #[test]
+    fn impossible_figures_are_refused_with_their_name() {
+        let refused = |text: &str| match Costs::parse_saved(text, &here()) {
+            Err(Unused::Malformed(why)) => why,
+            other => panic!("{other:?}"),
+        };
+        // The last `cores` is the costs' own (the last field); the first, the host's.
+        let mut text = saved_here();
+        let at = text.rfind("\"cores\": ").unwrap();
+        text.replace_range(at.., "\"cores\": 0 }");
+        assert_eq!(refused(&text), "cores is 0, not a positive number");
+        let negative = saved_here().replace("\"spin_ns\": ", "\"spin_ns\": -");
+        assert!(
+            refused(&negative).starts_with("spin_ns is -"),
+            "{}",
+            refused(&negative)
+        );
+        assert!(refused("{").starts_with("not a saved probe: EOF while parsing"));
+    }
+
+    // Cases: proptest's default (256), or `PROPTEST_CASES` (the long run, README).
+    proptest! {
+        #[test]
+        fn a_saved_probe_cut_or_overwritten_never_panics_and_says_why(
+            cut in any::<prop::sample::Index>(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..6),
+        ) {
+            let mut bytes = saved_here().into_bytes();
+            for (at, b) in edits {
+                let i = at.index(bytes.len());
+                bytes[i] = b;
+            }
+            bytes.truncate(cut.index(bytes.len() + 1));
+            match Costs::parse_saved(&String::from_utf8_lossy(&bytes), &here()) {
+                Ok(c) => prop_assert!(c.spin_ns > 0.0 && c.yield_ns > 0.0 && c.cores > 0),
+                Err(Unused::Malformed(why)) => prop_assert!(!why.is_empty() && !why.contains('\n')),
+                Err(other) => prop_assert_eq!(other, Unused::OtherHost),
+            }
+        }
     }
 }

@@ -159,7 +159,11 @@ impl<W: FnMut(String)> Reader<'_, W> {
             names.clone().map(Metric::parse).partition(Option::is_some);
         let views: Vec<Metric> = views.into_iter().flatten().collect();
         if !bad.is_empty() {
-            let bad: Vec<&str> = names.filter(|v| Metric::parse(v).is_none()).collect();
+            // Quoted like the value: a name with a line break stays on the one line.
+            let bad: Vec<String> = names
+                .filter(|v| Metric::parse(v).is_none())
+                .map(|v| format!("{v:?}"))
+                .collect();
             let problem = format!("has {}, not wall, calls or switches", bad.join(", "));
             let kept: Vec<&str> = views.iter().map(|m| m.name()).collect();
             let instead = match kept.is_empty() {

@@ -1,4 +1,5 @@
 use super::*;
+use proptest::prelude::*;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::time::Duration;
@@ -132,7 +133,7 @@ fn metrics_views_and_sampling_name_what_they_drop() {
     assert_eq!(
         lines,
         [
-            r#"yieldprof: YIELDPROF_VIEWS="calls, cycles,SWITCHES,,x" has cycles, x, not wall, calls or switches; using calls,switches"#,
+            r#"yieldprof: YIELDPROF_VIEWS="calls, cycles,SWITCHES,,x" has "cycles", "x", not wall, calls or switches; using calls,switches"#,
             r#"yieldprof: YIELDPROF_COUNTERS_EVERY="sometimes" is not auto, off or a number of episodes; using auto"#,
         ]
     );
@@ -196,6 +197,48 @@ fn the_options_and_readme_tables_are_one_table_of_every_variable_read() {
         .collect();
     assert_eq!(options, readme_rows);
     assert_eq!(names_in(section, "| `YIELDPROF"), read);
+}
+
+/// A value as a host might set one: any text, a number or switch word in any case, or
+/// bytes that are not UTF-8.
+fn value() -> impl Strategy<Value = OsString> {
+    use std::os::unix::ffi::OsStringExt;
+    prop_oneof![
+        any::<String>().prop_map(OsString::from),
+        "[-+0-9.eE]{0,24}|inf|NaN|[oO][nN]|[oO][fF]{2}|[yY][eE][sS]|auto|wall|calls,x"
+            .prop_map(OsString::from),
+        prop::collection::vec(any::<u8>(), 0..16).prop_map(OsString::from_vec),
+    ]
+}
+
+// Cases: proptest's default (256), or `PROPTEST_CASES` (the long run, README).
+proptest! {
+    #[test]
+    fn any_environment_gives_settings_within_bounds_and_one_line_per_complaint(
+        values in prop::collection::vec(prop::option::of(value()), 12),
+    ) {
+        let names: Vec<String> = names_read().into_iter().collect();
+        let set: Vec<(&str, OsString)> = names
+            .iter()
+            .zip(values)
+            .filter_map(|(n, v)| Some((n.as_str(), v?)))
+            .collect();
+        let mut lines = Vec::new();
+        let s = Settings::read(
+            |name| set.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()),
+            |l| lines.push(l),
+        );
+        prop_assert!(lines.len() <= set.len());
+        for l in &lines {
+            let named = set.iter().any(|(k, _)| l.starts_with(&format!("yieldprof: {k}=")));
+            prop_assert!(named && l.contains("; using ") && !l.contains('\n'), "{}", l);
+        }
+        prop_assert!((MIN_NODES..=MAX_NODES).contains(&s.max_nodes));
+        prop_assert!(s.watch_sample >= 1 && s.keep_snapshots >= 1);
+        if let Some(every) = s.snapshot_every {
+            prop_assert!((MIN_SNAPSHOT_INTERVAL..=MAX_SNAPSHOT_INTERVAL).contains(&every));
+        }
+    }
 }
 
 #[test]

@@ -8,7 +8,8 @@ use crate::base::clock;
 use crate::base::site::{CallInfo, CallSite, EpisodeSite, FrameInfo, Kind, WorkSite};
 use crate::config;
 use crate::counters::Mark;
-use crate::record::thread::{self, Claimed};
+use crate::record::open::{Claimed, Opened};
+use crate::record::thread;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::Location;
@@ -33,12 +34,8 @@ pub struct EpisodeGuard {
     count: bool,
     // Wait episodes read counters (on a sample); business frames do not.
     wait: bool,
-    // Index of this episode's opening counter reading, when it is sampled.
-    sample: u32,
-    // The thread's switch figures when the episode opened (wait frames only).
-    mark: Mark,
-    // What closed guards had claimed when it opened.
-    claimed: Claimed,
+    // Its state in the thread's open frames (`record::open`), kept off this guard.
+    slot: u32,
     // The frame belongs to this thread's tree.
     _not_send: PhantomData<*const ()>,
 }
@@ -50,9 +47,7 @@ impl EpisodeGuard {
         start: 0,
         count: false,
         wait: false,
-        sample: NO_SAMPLE,
-        mark: Mark::ZERO,
-        claimed: Claimed::ZERO,
+        slot: 0,
         _not_send: PhantomData,
     };
 
@@ -85,15 +80,18 @@ impl EpisodeGuard {
             } else {
                 Mark::ZERO
             };
+            let slot = l.open.push(Opened {
+                mark,
+                claimed: l.claimed.get(),
+                sample,
+            });
             EpisodeGuard {
                 prev,
                 node,
                 start: clock::now(),
                 count: true,
                 wait,
-                sample,
-                mark,
-                claimed: l.claimed.get(),
+                slot,
                 _not_send: PhantomData,
             }
         });
@@ -132,24 +130,31 @@ impl EpisodeGuard {
         let elapsed = end.saturating_sub(self.start);
         thread::with(|l| {
             let n = l.data.node(self.node);
+            // A guard closes once and its slot is its own until then, so this is its
+            // state; were it ever gone, the guard would miscount only itself.
+            let opened = l.open.pop(self.slot).unwrap_or(Opened {
+                mark: Mark::ZERO,
+                claimed: l.claimed.get(),
+                sample: NO_SAMPLE,
+            });
             let mut off_ns = 0;
             if self.wait {
                 let m = l.counters.mark(&l.data.counters);
-                if m.switches != self.mark.switches {
-                    let d = self.mark.until(&m);
+                if m.switches != opened.mark.switches {
+                    let d = opened.mark.until(&m);
                     l.counters.add(&n.counts, &d);
                     off_ns = d.off_ns;
                 }
             }
-            l.claim(self.claimed, elapsed, off_ns);
+            l.claim(opened.claimed, elapsed, off_ns);
             if self.count {
                 bump(&n.episodes, 1);
                 l.data.record_duration(self.node, elapsed);
             }
             bump(&n.wall_ns, elapsed);
-            if self.sample != NO_SAMPLE {
+            if opened.sample != NO_SAMPLE {
                 l.counters
-                    .finish(&l.data.counters, &n.counts, self.sample, self.start, end);
+                    .finish(&l.data.counters, &n.counts, opened.sample, self.start, end);
             } else if self.wait {
                 l.counters.earn(elapsed);
             }

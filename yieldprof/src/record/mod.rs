@@ -6,6 +6,7 @@
 mod copy;
 #[cfg_attr(not(feature = "enabled"), path = "noop.rs")]
 pub(crate) mod episode;
+pub(crate) mod open;
 pub(crate) mod spins;
 pub(crate) mod thread;
 #[cfg(feature = "tracing")]

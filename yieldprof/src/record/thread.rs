@@ -14,6 +14,7 @@ use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters};
 use crate::model::histogram::{AtomicDurations, AtomicHistogram};
 use crate::model::profile::Profile;
 use crate::model::tree::ThreadProfile;
+use crate::record::open::{Claimed, OpenFrames};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -261,22 +262,6 @@ impl ThreadData {
     }
 }
 
-/// Wall ticks and off-CPU ns that closed guards have accounted for on this thread:
-/// a timed call subtracts what guards nested in it took (a lock taken in the argument
-/// of a condvar wait), so no time counts twice.
-#[derive(Clone, Copy)]
-pub(crate) struct Claimed {
-    pub(crate) ticks: u64,
-    pub(crate) off_ns: u64,
-}
-
-impl Claimed {
-    pub(crate) const ZERO: Claimed = Claimed {
-        ticks: 0,
-        off_ns: 0,
-    };
-}
-
 impl Local {
     /// A guard that opened when `at_open` was claimed closes after `ticks` (`off_ns`
     /// of them off the CPU): its own share, less what guards closed inside it claimed,
@@ -304,6 +289,7 @@ pub(crate) struct Local {
     pub(crate) current: Cell<u32>,
     pub(crate) counters: LocalCounters,
     pub(crate) claimed: Cell<Claimed>,
+    pub(crate) open: OpenFrames,
 }
 
 impl Drop for Local {
@@ -342,6 +328,7 @@ fn register() -> Local {
         current: Cell::new(ROOT),
         counters,
         claimed: Cell::new(Claimed::ZERO),
+        open: OpenFrames::default(),
     }
 }
 

@@ -215,11 +215,11 @@ pub struct Thread {
     /// Frame entries folded into `[overflow]` because the node cap was reached.
     pub overflowed: u64,
     /// Entries skipped because they interrupted yieldprof on this thread (a signal
-    /// handler). Added within `yieldprof/2`: 0 when read from an older file.
+    /// handler). 0 when read from a file written before it was added (`yieldprof/2`).
     #[serde(default)]
     pub reentries_skipped: u64,
-    /// Entries made after the thread's recording ended, not recorded. Added within
-    /// `yieldprof/2`: 0 when read from an older file.
+    /// Entries made after the thread's recording ended, not recorded. 0 when read from
+    /// a file written before it was added (`yieldprof/2`).
     #[serde(default)]
     pub entries_after_exit: u64,
     /// Time runnable but waiting for a CPU (the kernel's schedstat); `null` where the
