@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use yieldprof::counters::CounterEvent;
 use yieldprof::report::json::{Counters, Document, Site, Thread};
-use yieldprof::report::text::duration;
+use yieldprof::report::text::{duration, shared_line};
 use yieldprof::Kind;
 
 /// The schema and an example, shown by `yieldprof check --help` (and in the README),
@@ -250,17 +250,11 @@ fn check(budget: &BudgetFile, doc: &Document) -> Outcome {
             .iter()
             .filter(|l| matches!(l.verdict.as_str(), "FALSE" | "MIXED" | "ADJACENT-RISK"))
         {
-            let fields: Vec<String> = line
-                .words
-                .iter()
-                .map(|w| format!("`{}` +{}", w.name, w.offset))
-                .collect();
-            let subject = format!(
-                "{} line {:#x} ({}; {} invalidations)",
-                line.verdict,
+            let subject = shared_line(
+                &line.verdict,
                 line.address,
-                fields.join(", "),
-                line.invalidations
+                line.words.iter().map(|w| (w.name.as_str(), w.offset)),
+                line.invalidations,
             );
             out.limit(
                 doc,

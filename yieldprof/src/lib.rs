@@ -288,7 +288,7 @@ pub mod report {
     /// How the reports write times, dates and long lines, for tools that print beside
     /// them (the `yieldprof` command).
     pub mod text {
-        pub use crate::base::text::{date_time, duration, tail, wrap};
+        pub use crate::base::text::{date_time, duration, shared_line, tail, wrap};
     }
 }
 

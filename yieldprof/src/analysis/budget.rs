@@ -1,7 +1,7 @@
 //! Budgets: limits on what wait sites and threads may cost, checked in tests.
 
 use crate::base::site::{Kind, Limit};
-use crate::base::text::share;
+use crate::base::text::{share, shared_line};
 use crate::counters::{capabilities, Availability, Count, CounterEvent};
 use crate::model::profile::{Profile, SiteStats, ThreadStats};
 use std::fmt;
@@ -214,17 +214,13 @@ impl Budget {
                 .iter()
                 .filter(|l| l.verdict.is_suspicious())
             {
-                let fields: Vec<String> = line
-                    .words
-                    .iter()
-                    .map(|w| format!("`{}` +{}", w.name, w.offset))
-                    .collect();
-                let subject = format!(
-                    "{} line {:#x} ({}; {} invalidations)",
+                let subject = shared_line(
                     line.verdict,
                     line.address,
-                    fields.join(", "),
-                    line.invalidations
+                    line.words
+                        .iter()
+                        .map(|w| (w.name.as_str(), w.offset as u64)),
+                    line.invalidations,
                 );
                 out.compare(&subject, &Limit::NoFalseSharing, Measured::Value(1.0));
             }

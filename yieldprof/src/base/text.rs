@@ -47,6 +47,23 @@ pub(crate) fn count(n: impl Into<u64>, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
+/// A watched line as a budget violation names it:
+/// ``FALSE line 0x7f00 (`head` +0, `tail` +8; 120 invalidations)``.
+pub fn shared_line<'a>(
+    verdict: impl std::fmt::Display,
+    address: impl std::fmt::LowerHex,
+    words: impl Iterator<Item = (&'a str, u64)>,
+    invalidations: u64,
+) -> String {
+    let fields: Vec<String> = words
+        .map(|(name, offset)| format!("`{name}` +{offset}"))
+        .collect();
+    format!(
+        "{verdict} line {address:#x} ({}; {invalidations} invalidations)",
+        fields.join(", ")
+    )
+}
+
 /// `part / whole`, with an empty whole counted as one.
 pub(crate) fn share(part: u64, whole: u64) -> f64 {
     part as f64 / whole.max(1) as f64
@@ -181,6 +198,15 @@ mod tests {
         assert_eq!(duration(1_234_567), "1.23 ms");
         assert_eq!(percent(1, 0), 0.0);
         assert_eq!(share(3, 0), 3.0);
+        assert_eq!(
+            shared_line(
+                "FALSE",
+                0x7f00u64,
+                [("head", 0), ("tail", 8)].into_iter(),
+                120
+            ),
+            "FALSE line 0x7f00 (`head` +0, `tail` +8; 120 invalidations)"
+        );
         assert_eq!(
             (count(1u64, "thread"), count(2u64, "core")),
             ("1 thread".into(), "2 cores".into())
