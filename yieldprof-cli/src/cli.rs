@@ -72,8 +72,9 @@ pub struct DiffArgs {
     pub svg: Option<PathBuf>,
     /// Fail (exit 1) when a wait site's figure changed by more than this, e.g.
     /// `p99+10%` (grew more than 10%), `wall+5%`, `switches+0%` (grew at all),
-    /// `episodes-20%` (fell more than 20%). Figures: episodes, wall, switches, p50, p99,
-    /// calls (every kind) or <kind>-calls for one wait kind (spin-calls, yield-calls,
+    /// `episodes-20%` (fell more than 20%). Figures: episodes, episodes_per_s (per second
+    /// of the threads' wall time: the throughput of a site entered once per unit of work),
+    /// wall, switches, p50, p99, calls (every kind) or <kind>-calls for one wait kind (spin-calls, yield-calls,
     /// lock-calls, ...). Repeat for several; a figure that grew from 0 counts as grown
     /// by any percentage.
     #[arg(long = "fail-if", value_name = "EXPR")]

@@ -11,7 +11,8 @@ use yieldprof::Kind;
 pub struct Threshold {
     /// As the user wrote it, for the violation list.
     text: String,
-    /// `episodes`, `wall`, `switches`, `p50`, `p99`, `calls` or `<kind>-calls`.
+    /// `episodes`, `episodes_per_s`, `wall`, `switches`, `p50`, `p99`, `calls` or
+    /// `<kind>-calls`.
     figure: String,
     grows: bool,
     percent: f64,
@@ -19,9 +20,17 @@ pub struct Threshold {
 
 /// The figures of [`yieldprof::report::compare`]'s rows, as `--fail-if` names them.
 fn figures() -> Vec<String> {
-    let mut names: Vec<String> = ["episodes", "wall", "switches", "p50", "p99", "calls"]
-        .map(String::from)
-        .to_vec();
+    let mut names: Vec<String> = [
+        "episodes",
+        "episodes_per_s",
+        "wall",
+        "switches",
+        "p50",
+        "p99",
+        "calls",
+    ]
+    .map(String::from)
+    .to_vec();
     names.extend(Kind::ALL.iter().map(|k| format!("{}-calls", k.name())));
     names
 }

@@ -1,26 +1,42 @@
-//! The main demo: an SPSC ring buffer, producer and consumer on two threads, with the
-//! wait loops annotated (seed 002's case).
+//! The main demo: an SPSC ring buffer, producer and consumer on two threads pinned to two
+//! cores, with the wait loops annotated (seed 002's case: `head` and `tail` on one cache
+//! line cost the article's ring 22k → 52k msg/s).
 //!
-//! `cargo run --release -p yieldprof-demo` runs four configurations, each in its own
-//! process so each writes its own profile:
+//! `cargo run --release -p yieldprof-demo` runs each configuration in its own process, so
+//! each writes its own profile:
 //!
 //! - `--layout packed|padded`: `head` and `tail` on one cache line, or 128 B apart;
 //! - `--wait spin|backoff`: the consumer spins, or backs off spin ×64 → yield ×16 →
 //!   sleep 50 µs (seed 000 §5.4).
 //!
-//! `head` and `tail` are `yieldprof::Watched` and registered with `yieldprof::watch`,
-//! so the summary's "False sharing" section names the shared line in the packed layout
-//! (and the flame graph marks the wait sites that spin on it).
+//! Packed and padded (spinning) alternate for several rounds, so that both see the same
+//! machine; then each backoff configuration runs once. Every message writes the sender's
+//! index and the receiver's index: in the packed layout each of those writes takes the
+//! line from the other core. The per-message work is small, so that cost shows.
 //!
-//! Then it prints a comparison. Files go to `target/yieldprof/spsc-<layout>-<wait>.*`.
+//! `head` and `tail` are `yieldprof::Watched` and registered with `yieldprof::watch`, so
+//! the summary's "False sharing" section names the shared line and both fields, and the
+//! flame graph and the site-by-site comparison mark the wait sites that spin on it.
+//!
+//! Files go to `target/yieldprof/spsc-<layout>-<wait>.*` (the last round's), plus the
+//! differential graph `spsc-diff-packed-vs-padded.svg`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
+use yieldprof::report::json::Document;
 use yieldprof::Watched;
 
 const CAPACITY: u64 = 1024;
+/// Once a side finds the ring empty (consumer) or full (producer), it waits for this many
+/// messages or free slots, so that the two sides then run side by side for a while
+/// instead of in lock-step, one message at a time (as batching queues do).
+const BATCH: u64 = 64;
 const MESSAGES: u64 = 1_000_000;
+const ROUNDS: usize = 5;
+/// Hashing rounds per message on each side (~1 ns each): small, so the cost of moving
+/// the indices' line between cores is not hidden behind the work.
+const WORK: u32 = 16;
 
 /// Where the two indices live: the only difference between the layouts.
 trait Indices: Default + Send + Sync + 'static {
@@ -78,128 +94,161 @@ impl<I: Indices> Ring<I> {
         }
     }
 
-    /// Producer side. `head` is the consumer's index, cached so the producer reads
-    /// the consumer's line only when the ring looks full (as in rigtorp's SPSCQueue).
-    fn try_push(&self, v: u64, head: &mut u64) -> bool {
+    /// The producer sends `v`. `head` is its cached copy of the consumer's index: it
+    /// reads the consumer's index only when the ring looks full (as in rigtorp's
+    /// SPSCQueue), and then waits, spinning, for `BATCH` free slots.
+    #[yieldprof::instrument_wait]
+    fn wait_for_space(&self, v: u64, head: &mut u64) {
         let tail = self.idx.tail().load(Ordering::Relaxed);
         if tail - *head == CAPACITY {
-            *head = self.idx.head().load(Ordering::Acquire);
-            if tail - *head == CAPACITY {
-                return false;
+            while !self.freed(tail, head) {
+                std::hint::spin_loop();
             }
         }
         self.slots[(tail % CAPACITY) as usize].store(v, Ordering::Relaxed);
         self.idx.tail().store(tail + 1, Ordering::Release);
-        true
     }
 
-    /// Consumer side, with the producer's index cached the same way.
-    fn try_pop(&self, tail: &mut u64) -> Option<u64> {
+    /// The consumer receives a message, waiting by pure spinning. `tail` is its cached
+    /// copy of the producer's index, `left` the messages still to come.
+    #[yieldprof::instrument_wait]
+    fn spin_for_message(&self, tail: &mut u64, left: u64) -> u64 {
         let head = self.idx.head().load(Ordering::Relaxed);
         if head == *tail {
-            *tail = self.idx.tail().load(Ordering::Acquire);
-            if head == *tail {
-                return None;
+            while !self.arrived(head, tail, left) {
+                std::hint::spin_loop();
             }
         }
+        self.take(head)
+    }
+
+    /// The consumer receives a message, waiting with layered backoff: spin ×64, yield
+    /// ×16, then sleep.
+    #[yieldprof::instrument_wait]
+    fn backoff_for_message(&self, tail: &mut u64, left: u64) -> u64 {
+        let head = self.idx.head().load(Ordering::Relaxed);
+        if head == *tail {
+            let mut round = 0u32;
+            while !self.arrived(head, tail, left) {
+                if round < 64 {
+                    std::hint::spin_loop();
+                } else if round < 80 {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+                round += 1;
+            }
+        }
+        self.take(head)
+    }
+
+    /// Refreshes the producer's copy of `head`: whether `BATCH` slots are free.
+    fn freed(&self, tail: u64, head: &mut u64) -> bool {
+        *head = self.idx.head().load(Ordering::Acquire);
+        tail - *head <= CAPACITY - BATCH
+    }
+
+    /// Refreshes the consumer's copy of `tail`: whether `BATCH` messages (or all those
+    /// still to come) have arrived.
+    fn arrived(&self, head: u64, tail: &mut u64, left: u64) -> bool {
+        *tail = self.idx.tail().load(Ordering::Acquire);
+        *tail - head >= BATCH.min(left)
+    }
+
+    fn take(&self, head: u64) -> u64 {
         let v = self.slots[(head % CAPACITY) as usize].load(Ordering::Relaxed);
         self.idx.head().store(head + 1, Ordering::Release);
-        Some(v)
-    }
-
-    /// The producer waits for a free slot by spinning.
-    #[yieldprof::instrument_wait]
-    fn wait_for_space(&self) {
-        while self.idx.tail().load(Ordering::Relaxed) - self.idx.head().load(Ordering::Acquire)
-            == CAPACITY
-        {
-            std::hint::spin_loop();
-        }
-    }
-
-    /// The consumer waits for a message by pure spinning.
-    #[yieldprof::instrument_wait]
-    fn spin_for_message(&self) {
-        let head = self.idx.head().load(Ordering::Relaxed);
-        while self.idx.tail().load(Ordering::Acquire) == head {
-            std::hint::spin_loop();
-        }
-    }
-
-    /// The consumer waits with layered backoff: spin ×64, yield ×16, then sleep.
-    #[yieldprof::instrument_wait]
-    fn backoff_for_message(&self) {
-        let head = self.idx.head().load(Ordering::Relaxed);
-        let mut round = 0u32;
-        while self.idx.tail().load(Ordering::Acquire) == head {
-            if round < 64 {
-                std::hint::spin_loop();
-            } else if round < 80 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(Duration::from_micros(50));
-            }
-            round += 1;
-        }
+        v
     }
 }
 
-/// Stand-in business work: `rounds` of hashing (~1 ns each). The producer does 4×
-/// the consumer's work per message, so the consumer waits most of the time.
-fn process(v: u64, rounds: u32) -> u64 {
+/// Stand-in business work: `WORK` rounds of hashing.
+fn process(v: u64) -> u64 {
     let mut h = v ^ 0x9e37_79b9_7f4a_7c15;
-    for _ in 0..rounds {
+    for _ in 0..WORK {
         h = h.rotate_left(5).wrapping_mul(0x0100_0000_01b3) ^ v;
     }
     h
 }
 
-fn run<I: Indices>(backoff: bool, messages: u64) -> (Duration, u64) {
+/// The CPUs this process may run on (`sched_getaffinity`), lowest first.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the kernel fills it in.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// Pins the calling thread to `cpu`; false where the kernel refuses.
+fn pin(cpu: usize) -> bool {
+    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET writes inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) == 0
+    }
+}
+
+/// Runs the ring once: the time from both threads' start to the last message, and a
+/// checksum of what the consumer received. `cpus`: the producer's and the consumer's.
+fn run<I: Indices>(backoff: bool, messages: u64, cpus: Option<[usize; 2]>) -> (Duration, u64) {
     let ring = Arc::new(Ring::<I>::new());
     yieldprof::watch(ring.idx.head(), "head");
     yieldprof::watch(ring.idx.tail(), "tail");
-    let start = Instant::now();
+    let start = Arc::new(Barrier::new(3));
+    let pinned = move |side: usize| {
+        if let Some(cpus) = cpus {
+            if !pin(cpus[side]) {
+                eprintln!("note: could not pin to CPU {}", cpus[side]);
+            }
+        }
+    };
     let producer = {
-        let ring = ring.clone();
+        let (ring, start) = (ring.clone(), start.clone());
         std::thread::Builder::new()
             .name("producer".into())
             .spawn(move || {
+                pinned(0);
+                start.wait();
                 let mut head = 0;
                 for i in 0..messages {
-                    let v = {
-                        yieldprof::frame!("produce");
-                        process(i, 256)
-                    };
-                    while !ring.try_push(v, &mut head) {
-                        ring.wait_for_space();
-                    }
+                    ring.wait_for_space(process(i), &mut head);
                 }
             })
             .expect("spawn producer")
     };
-    let consumer = std::thread::Builder::new()
-        .name("consumer".into())
-        .spawn(move || {
-            let mut sum = 0u64;
-            let mut got = 0;
-            let mut tail = 0;
-            while got < messages {
-                match ring.try_pop(&mut tail) {
-                    Some(v) => {
-                        yieldprof::frame!("consume");
-                        sum = sum.wrapping_add(process(v, 64));
-                        got += 1;
-                    }
-                    None if backoff => ring.backoff_for_message(),
-                    None => ring.spin_for_message(),
+    let consumer = {
+        let start = start.clone();
+        std::thread::Builder::new()
+            .name("consumer".into())
+            .spawn(move || {
+                pinned(1);
+                start.wait();
+                let (mut sum, mut tail) = (0u64, 0);
+                for got in 0..messages {
+                    let v = if backoff {
+                        ring.backoff_for_message(&mut tail, messages - got)
+                    } else {
+                        ring.spin_for_message(&mut tail, messages - got)
+                    };
+                    sum = sum.wrapping_add(process(v));
                 }
-            }
-            sum
-        })
-        .expect("spawn consumer");
+                sum
+            })
+            .expect("spawn consumer")
+    };
+    start.wait();
+    let began = Instant::now();
     producer.join().expect("producer");
     let sum = consumer.join().expect("consumer");
-    (start.elapsed(), sum)
+    (began.elapsed(), sum)
 }
 
 fn arg(args: &[String], flag: &str) -> Option<String> {
@@ -210,14 +259,14 @@ fn arg(args: &[String], flag: &str) -> Option<String> {
 
 /// One configuration in this process: runs the ring, prints `RESULT <msg/s>`, and
 /// writes `spsc-<layout>-<wait>.*` when the guard drops.
-fn child(layout: &str, wait: &str, messages: u64) {
+fn child(layout: &str, wait: &str, messages: u64, cpus: Option<[usize; 2]>) {
     let _guard = yieldprof::Options::from_env()
         .name(format!("spsc-{layout}-{wait}"))
         .init();
     let backoff = wait == "backoff";
     let (elapsed, sum) = match layout {
-        "padded" => run::<Padded>(backoff, messages),
-        _ => run::<Packed>(backoff, messages),
+        "padded" => run::<Padded>(backoff, messages, cpus),
+        _ => run::<Packed>(backoff, messages, cpus),
     };
     println!(
         "RESULT {:.0} {sum:x}",
@@ -225,37 +274,85 @@ fn child(layout: &str, wait: &str, messages: u64) {
     );
 }
 
-/// What the comparison table shows of one configuration, read from its JSON.
-fn row(layout: &str, wait: &str, rate: f64, json: &serde_json::Value) -> String {
-    let consumer = json["threads"]
-        .as_array()
-        .and_then(|t| t.iter().find(|t| t["name"] == "consumer"));
-    let share = |key: &str| consumer.map_or(0.0, |c| c[key].as_f64().unwrap_or(0.0));
-    let sum = |f: &dyn Fn(&serde_json::Value) -> u64| -> u64 {
-        json["sites"]
-            .as_array()
-            .map_or(0, |s| s.iter().map(f).sum())
+/// One configuration run in a child process: its rate and its report.
+struct Outcome {
+    rate: f64,
+    doc: Document,
+}
+
+impl Outcome {
+    /// The largest share of a ring thread's wall time spent runnable but waiting for a
+    /// CPU: other processes took the cores from the pinned threads.
+    fn queued(&self) -> f64 {
+        let share = |t: &yieldprof::report::json::Thread| {
+            t.run_queue_ns.unwrap_or(0) as f64 / t.wall_ns.max(1) as f64
+        };
+        self.doc.threads.iter().map(share).fold(0.0, f64::max)
+    }
+}
+
+/// Runs `--layout layout --wait wait` in a child process and reads its report.
+fn configuration(
+    exe: &std::path::Path,
+    out: &std::path::Path,
+    layout: &str,
+    wait: &str,
+    messages: u64,
+    cpus: &str,
+) -> Result<Outcome, String> {
+    let run = std::process::Command::new(exe)
+        .args([
+            "--layout",
+            layout,
+            "--wait",
+            wait,
+            "--cpus",
+            cpus,
+            "--messages",
+        ])
+        .arg(messages.to_string())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    if !run.status.success() {
+        return Err(format!("{layout}/{wait} failed: {}\n{stderr}", run.status));
+    }
+    // The files are listed once at the end; anything else the child says is shown.
+    let said = stderr
+        .lines()
+        .filter(|l| !l.starts_with("yieldprof: wrote "));
+    said.for_each(|l| eprintln!("{l}"));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let rate = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .and_then(|r| r.split(' ').next()?.parse().ok())
+        .ok_or_else(|| format!("{layout}/{wait} printed no rate: {stdout}"))?;
+    let path = out.join(format!("spsc-{layout}-{wait}.json"));
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let doc = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Outcome { rate, doc })
+}
+
+/// What the comparison table shows of one configuration.
+fn row(layout: &str, wait: &str, rate: f64, doc: &Document) -> String {
+    let waiting = doc
+        .threads
+        .iter()
+        .find(|t| t.name == "consumer")
+        .map_or(0.0, |t| t.wait_share);
+    let spin_ms = doc.sites.iter().map(|s| s.spin_ns).sum::<u64>() as f64 / 1e6;
+    let calls = |kind: &str| -> u64 {
+        let of_kind = doc.sites.iter().flat_map(|s| &s.calls);
+        of_kind.filter(|c| c.kind == kind).map(|c| c.calls).sum()
     };
-    let spin_ms = sum(&|s| s["spin_ns"].as_u64().unwrap_or(0)) as f64 / 1e6;
-    let calls = |kind: &str| {
-        sum(&|s| {
-            s["calls"].as_array().map_or(0, |c| {
-                c.iter()
-                    .filter(|c| c["kind"] == kind)
-                    .map(|c| c["calls"].as_u64().unwrap_or(0))
-                    .sum()
-            })
-        })
-    };
-    let mut rules: Vec<&str> = json["findings"]
-        .as_array()
-        .map(|f| f.iter().filter_map(|f| f["rule"].as_str()).collect())
-        .unwrap_or_default();
+    let mut rules: Vec<&str> = doc.findings.iter().map(|f| f.rule.as_str()).collect();
     rules.dedup();
     format!(
         "{layout:<7} {wait:<8} {:>9.2}M {:>8.0}% {:>10.0} {:>8} {:>7}  {}",
         rate / 1e6,
-        100.0 * share("wait_share"),
+        100.0 * waiting,
         spin_ms,
         calls("yield"),
         calls("sleep"),
@@ -267,64 +364,145 @@ fn row(layout: &str, wait: &str, rate: f64, json: &serde_json::Value) -> String 
     )
 }
 
+/// The median of `v` (sorted in place); `v` is not empty.
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The summary's "False sharing" section, from its heading to the next blank line.
+fn sharing_section(summary: &str) -> String {
+    let lines = summary
+        .lines()
+        .skip_while(|l| !l.starts_with("False sharing"));
+    let section: Vec<&str> = lines.take_while(|l| !l.is_empty()).collect();
+    section.join("\n")
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let messages = arg(&args, "--messages")
         .and_then(|m| m.parse().ok())
         .unwrap_or(MESSAGES);
     if let (Some(layout), Some(wait)) = (arg(&args, "--layout"), arg(&args, "--wait")) {
-        child(&layout, &wait, messages);
+        let cpus = arg(&args, "--cpus").and_then(|c| {
+            let (a, b) = c.split_once(',')?;
+            Some([a.parse().ok()?, b.parse().ok()?])
+        });
+        child(&layout, &wait, messages, cpus);
         return;
     }
-    let exe = std::env::current_exe().expect("own path");
-    let out = yieldprof::Options::from_env().out_dir;
-    println!("SPSC ring, {messages} messages, producer and consumer on two threads");
-    let mut rows = Vec::new();
-    for (layout, wait) in [
-        ("packed", "spin"),
-        ("padded", "spin"),
-        ("packed", "backoff"),
-        ("padded", "backoff"),
-    ] {
-        let run = std::process::Command::new(&exe)
-            .args(["--layout", layout, "--wait", wait, "--messages"])
-            .arg(messages.to_string())
-            .output()
-            .expect("run a configuration");
-        assert!(
-            run.status.success(),
-            "{layout}/{wait} failed: {}",
-            run.status
-        );
-        let stdout = String::from_utf8_lossy(&run.stdout);
-        let rate: f64 = stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("RESULT "))
-            .and_then(|r| r.split(' ').next()?.parse().ok())
-            .expect("the child prints its rate");
-        let name = format!("spsc-{layout}-{wait}");
-        let text = std::fs::read_to_string(out.join(format!("{name}.json"))).expect("json");
-        let json: serde_json::Value = serde_json::from_str(&text).expect("valid json");
-        if (layout, wait) == ("packed", "spin") {
-            let summary = std::fs::read_to_string(out.join(format!("{name}.txt")));
-            println!("\n{}", summary.unwrap_or_default());
-        }
-        rows.push(row(layout, wait, rate, &json));
+    let rounds = arg(&args, "--rounds")
+        .and_then(|r| r.parse().ok())
+        .filter(|&r: &usize| r > 0)
+        .unwrap_or(ROUNDS);
+    if let Err(e) = demo(messages, rounds) {
+        eprintln!("demo failed: {e}");
+        std::process::exit(1);
     }
-    println!("Comparison (consumer's wait share; spin = CPU burnt spinning in wait sites)");
+}
+
+fn demo(messages: u64, rounds: usize) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("own path: {e}"))?;
+    let out = yieldprof::Options::from_env().out_dir;
+    let allowed = allowed_cpus();
+    let cpus = match allowed[..] {
+        [a, b, ..] => {
+            println!(
+                "SPSC ring, {messages} messages a run, producer pinned to CPU {a}, consumer to CPU {b}"
+            );
+            format!("{a},{b}")
+        }
+        _ => {
+            println!(
+                "SPSC ring, {messages} messages a run. Only {} CPU allowed to this process: the \
+                 threads are not pinned and take turns on it, so their line never moves between \
+                 cores and the two layouts run alike.",
+                allowed.len()
+            );
+            "none".to_string()
+        }
+    };
+    let run = |layout: &str, wait: &str| configuration(&exe, &out, layout, wait, messages, &cpus);
+
+    println!("\nPacked and padded rings, spinning, alternating ({rounds} rounds)");
+    println!(
+        "round  {:>13} {:>13}  {:>13}  queued for a CPU (packed, padded)",
+        "packed msg/s", "padded msg/s", "packed/padded"
+    );
+    let (mut packed_rates, mut padded_rates, mut ratios) = (vec![], vec![], vec![]);
+    let mut queued: f64 = 0.0;
+    let mut last = None;
+    for round in 1..=rounds {
+        let packed = run("packed", "spin")?;
+        let padded = run("padded", "spin")?;
+        let ratio = padded.rate / packed.rate;
+        println!(
+            "{round:>5}  {:>12.2}M {:>12.2}M  {:>12.2}×  {:>7.1}% {:>7.1}%",
+            packed.rate / 1e6,
+            padded.rate / 1e6,
+            ratio,
+            100.0 * packed.queued(),
+            100.0 * padded.queued()
+        );
+        queued = queued.max(packed.queued()).max(padded.queued());
+        packed_rates.push(packed.rate);
+        padded_rates.push(padded.rate);
+        ratios.push(ratio);
+        last = Some((packed, padded));
+    }
+    let (packed, padded) = last.expect("at least one round");
+
+    let summary = std::fs::read_to_string(out.join("spsc-packed-spin.txt")).unwrap_or_default();
+    println!("\nThe packed run's report (last round), {}", {
+        let section = sharing_section(&summary);
+        if section.is_empty() {
+            "found no falsely shared line".to_string()
+        } else {
+            format!("spsc-packed-spin.txt:\n{section}")
+        }
+    });
+    let lines: Vec<String> = padded
+        .doc
+        .sharing
+        .iter()
+        .map(|l| {
+            let names: Vec<&str> = l.words.iter().map(|w| w.name.as_str()).collect();
+            format!("`{}` {}", names.join("`, `"), l.verdict)
+        })
+        .collect();
+    println!("The padded run's watched lines: {}", lines.join("; "));
+
+    let backoff = [run("packed", "backoff")?, run("padded", "backoff")?];
+    println!("\nComparison (msg/s: median of the rounds; consumer's wait share; spin = CPU burnt spinning in wait sites)");
     println!(
         "{:<7} {:<8} {:>10} {:>9} {:>10} {:>8} {:>7}  findings",
         "layout", "wait", "msg/s", "waiting", "spin ms", "yields", "sleeps"
     );
-    rows.iter().for_each(|r| println!("{r}"));
-    let doc = |name: &str| -> Option<yieldprof::report::json::Document> {
-        let text = std::fs::read_to_string(out.join(format!("{name}.json"))).ok()?;
-        serde_json::from_str(&text).ok()
-    };
-    if let (Some(packed), Some(padded)) = (doc("spsc-packed-spin"), doc("spsc-padded-spin")) {
-        println!("\nPacked → padded (spin), site by site");
-        print!("{}", yieldprof::report::compare(&packed, &padded));
-    }
+    println!(
+        "{}",
+        row("packed", "spin", median(&mut packed_rates), &packed.doc)
+    );
+    println!(
+        "{}",
+        row("padded", "spin", median(&mut padded_rates), &padded.doc)
+    );
+    println!(
+        "{}",
+        row("packed", "backoff", backoff[0].rate, &backoff[0].doc)
+    );
+    println!(
+        "{}",
+        row("padded", "backoff", backoff[1].rate, &backoff[1].doc)
+    );
+
+    println!("\nPacked → padded (spin, last round), site by site");
+    print!("{}", yieldprof::report::compare(&packed.doc, &padded.doc));
     let diff = out.join("spsc-diff-packed-vs-padded.svg");
     let svg = std::fs::File::create(&diff).map_err(|e| e.to_string());
     let made = svg.and_then(|f| {
@@ -337,10 +515,28 @@ fn main() {
     });
     match made {
         Ok(()) => println!(
-            "\nfiles: {}/spsc-*.{{svg,split.svg,folded,json,txt,pb.gz}}, diff {}",
+            "\nfiles: {}/spsc-*.{{svg,split.svg,folded,json,txt,pb.gz}}, diff {}\n\
+             the same table from the files: cargo run --release -p yieldprof-cli -- diff {0}/spsc-packed-spin {0}/spsc-padded-spin",
             out.display(),
             diff.display()
         ),
         Err(e) => eprintln!("differential graph not written: {e}"),
     }
+
+    let (low, high) = ratios
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), &r| (l.min(r), h.max(r)));
+    println!(
+        "\npacked/padded: {:.1}× (rounds {low:.1}–{high:.1})",
+        median(&mut ratios)
+    );
+    if queued > 0.05 {
+        println!(
+            "note: other processes kept a ring thread waiting for a CPU up to {:.0}% of a run; \
+             the line only moves between cores while both threads run, so the ratio is smaller \
+             than on an idle machine",
+            100.0 * queued
+        );
+    }
+    Ok(())
 }

@@ -1,5 +1,6 @@
 //! Two runs side by side, site by site: what a change did to each wait site's episodes,
-//! calls, wall time, switches and latency (the table beside the differential graph).
+//! rate, calls, wall time, switches, latency and false-sharing mark (the table beside
+//! the differential graph).
 
 use crate::base::text::duration;
 use crate::output::json::{Document, Site};
@@ -22,7 +23,10 @@ pub struct Comparison {
 pub struct Row {
     /// The wait site.
     pub site: String,
-    /// `episodes`, `wall_ns`, `switches`, `p50_ns`, `p99_ns`, or `<kind> calls`.
+    /// `false_sharing` (1 where the site spins on a falsely shared line, else 0; only
+    /// for a site marked in either run), `episodes`, `episodes_per_s` (per second of the
+    /// wall time of the threads that ran them: a site entered once per unit of work gives
+    /// the throughput), `wall_ns`, `switches`, `p50_ns`, `p99_ns`, or `<kind> calls`.
     pub figure: String,
     /// Before and after.
     pub change: Change,
@@ -49,7 +53,9 @@ impl Change {
 }
 
 /// Compares two reports (e.g. the JSON of a packed and a padded run) site by site:
-/// episodes, calls per kind, wall time, context switches, p50 and p99 of the episodes.
+/// whether the site spins on a falsely shared line (where either run says so), episodes
+/// and episodes per second, calls per kind, wall time, context switches, p50 and p99 of
+/// the episodes.
 ///
 /// ```
 /// let costs = yieldprof::report::Costs::current();
@@ -81,7 +87,13 @@ pub fn compare(before: &Document, after: &Document) -> Comparison {
                 });
             }
         };
+        if b.iter().chain(&a).any(|s| s.false_sharing) {
+            add("false_sharing".into(), &|s| Some(s.false_sharing.into()));
+        }
         add("episodes".into(), &|s| Some(s.episodes));
+        add("episodes_per_s".into(), &|s| {
+            Some(s.fragmentation.episodes_per_s.round() as u64)
+        });
         add("wall_ns".into(), &|s| Some(s.wall_ns));
         add("switches".into(), &Site::switches);
         add("p50_ns".into(), &|s| s.durations.median_ns);
@@ -118,6 +130,17 @@ impl fmt::Display for Comparison {
             Some(v) => v.to_string(),
         };
         let pct = |c: &Change| c.percent().map_or("-".into(), |p| format!("{p:+.1}%"));
+        // The mark is a yes/no, and its change is what the fix did to it.
+        let mark = |v: Option<u64>| match v {
+            None => "-",
+            Some(0) => "no",
+            Some(_) => "yes",
+        };
+        let mark_change = |c: &Change| match (c.before, c.after) {
+            (Some(b), Some(a)) if b > 0 && a == 0 => "fixed",
+            (Some(0), Some(a)) if a > 0 => "new",
+            _ => "-",
+        };
         writeln!(
             f,
             "{:<32} {:<14} {:>12} {:>12} {:>9}",
@@ -137,14 +160,28 @@ impl fmt::Display for Comparison {
             let site = if r.site == last { "" } else { r.site.as_str() };
             last = &r.site;
             let ns = r.figure.ends_with("_ns");
+            let (figure, before, after, change) = match r.figure.as_str() {
+                "false_sharing" => (
+                    "false sharing".to_string(),
+                    mark(r.change.before).to_string(),
+                    mark(r.change.after).to_string(),
+                    mark_change(&r.change).to_string(),
+                ),
+                figure => (
+                    figure.trim_end_matches("_ns").replace("_per_s", "/s"),
+                    cell(r.change.before, ns),
+                    cell(r.change.after, ns),
+                    pct(&r.change),
+                ),
+            };
             writeln!(
                 f,
                 "{:<32} {:<14} {:>12} {:>12} {:>9}",
                 crate::base::text::tail(site, 32),
-                r.figure.trim_end_matches("_ns"),
-                cell(r.change.before, ns),
-                cell(r.change.after, ns),
-                pct(&r.change)
+                figure,
+                before,
+                after,
+                change
             )?;
         }
         Ok(())

@@ -1,0 +1,121 @@
+//! The demo end to end, small: the packed run's report names the shared line and both
+//! fields, the padded run's has no falsely shared line, and the packed → padded
+//! comparison marks each wait site that spun on the line as fixed, over the same
+//! messages. The throughput ratio depends on the machine's load: the demo prints it as a
+//! measurement (with each round's time queued for a CPU); here only its form is checked.
+
+use std::path::Path;
+use std::process::Command;
+use yieldprof::report::json::Document;
+
+const MESSAGES: u64 = 100_000;
+
+fn report(out: &Path, name: &str) -> Document {
+    let path = out.join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn the_demo_names_the_shared_line_and_its_diff_marks_the_fix() {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("demo");
+    let _ = std::fs::remove_dir_all(&out);
+    let run = Command::new(env!("CARGO_BIN_EXE_spsc"))
+        .args(["--messages", &MESSAGES.to_string(), "--rounds", "2"])
+        .env("YIELDPROF_OUT", &out)
+        // Every access tracked: the verdicts then follow from the ring's code alone.
+        .env("YIELDPROF_WATCH_SAMPLE", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+
+    // The ratio line: the median within the rounds' range.
+    let ratio = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("packed/padded: "))
+        .unwrap_or_else(|| panic!("no ratio line: {stdout}"));
+    let numbers: Vec<f64> = ratio
+        .split(['×', ' ', '(', ')', '–'])
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [median, low, high] = numbers[..] else {
+        panic!("`{ratio}` is not `M× (rounds L–H)`")
+    };
+    assert!(low <= median && median <= high && low > 0.0, "{ratio}");
+
+    // The packed line: FALSE, `head` and `tail` on it, each written by its own side.
+    let packed = report(&out, "spsc-packed-spin");
+    let line = packed
+        .sharing
+        .iter()
+        .find(|l| l.verdict == "FALSE")
+        .unwrap_or_else(|| panic!("no FALSE line: {:#?}", packed.sharing));
+    let writer = |field: &str| -> Vec<&str> {
+        let word = line.words.iter().find(|w| w.name == field).unwrap();
+        let writers = word.threads.iter().filter(|t| t.writes > 0);
+        writers.map(|t| t.thread.as_str()).collect()
+    };
+    assert_eq!(writer("head"), ["consumer"], "{line:#?}");
+    assert_eq!(writer("tail"), ["producer"], "{line:#?}");
+    assert!(
+        stdout.contains("`head`") && stdout.contains("FALSE"),
+        "the demo prints the line: {stdout}"
+    );
+    let padded = report(&out, "spsc-padded-spin");
+    assert!(
+        padded
+            .sharing
+            .iter()
+            .all(|l| l.verdict != "FALSE" && l.verdict != "MIXED"),
+        "{:#?}",
+        padded.sharing
+    );
+
+    // The comparison: each site that spun on the line is fixed, the same messages pass.
+    let table = yieldprof::report::compare(&packed, &padded);
+    for site in ["spsc::spin_for_message", "spsc::wait_for_space"] {
+        let change = |figure: &str| {
+            let row = table
+                .rows
+                .iter()
+                .find(|r| r.site == site && r.figure == figure);
+            row.unwrap_or_else(|| panic!("no {site} {figure} in {table:#?}"))
+                .change
+        };
+        let mark = change("false_sharing");
+        assert_eq!((mark.before, mark.after), (Some(1), Some(0)), "{site}");
+        let episodes = change("episodes");
+        assert_eq!(
+            (episodes.before, episodes.after),
+            (Some(MESSAGES), Some(MESSAGES))
+        );
+        let rate = change("episodes_per_s");
+        assert!(
+            rate.before.unwrap() > 0 && rate.after.unwrap() > 0,
+            "{rate:?}"
+        );
+    }
+    let text = table.to_string();
+    let fixed = text
+        .lines()
+        .filter(|l| l.contains("false sharing"))
+        .collect::<Vec<_>>();
+    assert_eq!(fixed.len(), 2, "{text}");
+    assert!(
+        fixed
+            .iter()
+            .all(|l| l.ends_with("yes           no     fixed")),
+        "{text}"
+    );
+    assert!(
+        stdout.contains(&text),
+        "the demo prints the table: {stdout}"
+    );
+    assert!(out.join("spsc-diff-packed-vs-padded.svg").is_file());
+    std::fs::remove_dir_all(&out).unwrap();
+}
