@@ -330,13 +330,15 @@ fn only_after() {
 #[test]
 fn two_runs_compare_site_by_site_with_exact_counts() {
     let costs = Costs::current();
-    let session = Session::this_thread();
+    let (session, began) = (Session::this_thread(), std::time::Instant::now());
     (0..10).for_each(|_| compared(2));
     let before = session.finish().json(&costs);
-    let session = Session::this_thread();
+    let took_before = began.elapsed();
+    let (session, began) = (Session::this_thread(), std::time::Instant::now());
     (0..20).for_each(|_| compared(1));
     only_after();
     let after = session.finish().json(&costs);
+    let took_after = began.elapsed();
 
     let table = yieldprof::report::compare(&before, &after);
     let row = |site: &str, figure: &str| {
@@ -362,6 +364,17 @@ fn two_runs_compare_site_by_site_with_exact_counts() {
         (new.before, new.after, new.percent()),
         (None, Some(1), None)
     );
+    // Per second of the thread's wall time within the session: at least the episodes
+    // over the whole session's time.
+    let rate = row("::compared", "episodes_per_s");
+    let floor = |episodes: f64, took: Duration| (episodes / took.as_secs_f64()).floor() as u64;
+    assert!(
+        rate.before.unwrap() >= floor(10.0, took_before)
+            && rate.after.unwrap() >= floor(20.0, took_after),
+        "{rate:?} in {took_before:?} and {took_after:?}"
+    );
+    // No site spun on a watched line: no false-sharing row.
+    assert!(table.rows.iter().all(|r| r.figure != "false_sharing"));
     let text = table.to_string();
     assert!(
         text.lines()
@@ -374,4 +387,37 @@ fn two_runs_compare_site_by_site_with_exact_counts() {
         serde_json::from_str::<yieldprof::report::Comparison>(&json).unwrap(),
         table
     );
+}
+
+#[test]
+fn a_site_that_no_longer_spins_on_a_falsely_shared_line_is_marked_fixed() {
+    let costs = Costs::current();
+    let session = Session::this_thread();
+    (0..3).for_each(|_| compared(1));
+    let mut before = session.finish().json(&costs);
+    let mut after = before.clone();
+    let site = before
+        .sites
+        .iter()
+        .position(|s| s.name.ends_with("::compared"));
+    before.sites[site.unwrap()].false_sharing = true;
+
+    let table = yieldprof::report::compare(&before, &after);
+    let mark = table
+        .rows
+        .iter()
+        .find(|r| r.figure == "false_sharing")
+        .unwrap_or_else(|| panic!("no mark in {table:#?}"));
+    assert!(mark.site.ends_with("::compared"));
+    assert_eq!((mark.change.before, mark.change.after), (Some(1), Some(0)));
+    let text = table.to_string();
+    let line = text.lines().find(|l| l.contains("false sharing")).unwrap();
+    assert!(line.ends_with("yes           no     fixed"), "{text}");
+
+    // The other way round it is new; marked in both, unchanged.
+    std::mem::swap(&mut before, &mut after);
+    let text = yieldprof::report::compare(&before, &after).to_string();
+    assert!(text.contains("no          yes       new"), "{text}");
+    let text = yieldprof::report::compare(&after, &after).to_string();
+    assert!(text.contains("yes          yes         -"), "{text}");
 }

@@ -149,6 +149,12 @@ mod tests {
             (t.figure.as_str(), t.grows, t.percent),
             ("switches", true, 0.0)
         );
+        // The rate of a site entered once per unit of work: a throughput drop.
+        let t: Threshold = "episodes_per_s-20%".parse().unwrap();
+        assert_eq!(
+            (t.figure.as_str(), t.grows, t.percent),
+            ("episodes_per_s", false, 20.0)
+        );
     }
 
     #[test]

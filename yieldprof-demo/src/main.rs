@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use yieldprof::report::json::Document;
 use yieldprof::Watched;
 
-const CAPACITY: u64 = 1024;
+const CAPACITY: u64 = 256;
 /// Once a side finds the ring empty (consumer) or full (producer), it waits for this many
 /// messages or free slots, so that the two sides then run side by side for a while
 /// instead of in lock-step, one message at a time (as batching queues do).
