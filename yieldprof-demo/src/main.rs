@@ -32,8 +32,8 @@ const CAPACITY: u64 = 256;
 /// messages or free slots, so that the two sides then run side by side for a while
 /// instead of in lock-step, one message at a time (as batching queues do).
 const BATCH: u64 = 64;
-const MESSAGES: u64 = 500_000;
-const ROUNDS: usize = 5;
+const MESSAGES: u64 = 200_000;
+const ROUNDS: usize = 9;
 /// Hashing rounds per message on each side (~1 ns each): small, so the cost of moving
 /// the indices' line between cores is not hidden behind the work.
 const WORK: u32 = 16;
