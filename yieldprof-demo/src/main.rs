@@ -9,10 +9,11 @@
 //! - `--wait spin|backoff`: the consumer spins, or backs off spin ×64 → yield ×16 →
 //!   sleep 50 µs (seed 000 §5.4).
 //!
-//! Packed and padded (spinning) alternate for several rounds, so that both see the same
-//! machine; then each backoff configuration runs once. Every message writes the sender's
-//! index and the receiver's index: in the packed layout each of those writes takes the
-//! line from the other core. The per-message work is small, so that cost shows.
+//! Packed and padded (spinning) alternate for several rounds of a fixed time, so that both
+//! see the same machine; then each backoff configuration runs once. Messages go in batches
+//! of 64, each published as soon as it is written: every message is a read-modify-write
+//! of the sender's index and of the receiver's, which in the packed layout takes the line
+//! from the other core each time. The per-message work is small, so that cost shows.
 //!
 //! `head` and `tail` are `yieldprof::Watched` and registered with `yieldprof::watch`, so
 //! the summary's "False sharing" section names the shared line and both fields, and the
@@ -28,15 +29,15 @@ use yieldprof::report::json::Document;
 use yieldprof::Watched;
 
 const CAPACITY: u64 = 256;
-/// Once a side finds the ring empty (consumer) or full (producer), it waits for this many
-/// messages or free slots, so that the two sides then run side by side for a while
-/// instead of in lock-step, one message at a time (as batching queues do).
-const BATCH: u64 = 64;
-const MESSAGES: u64 = 200_000;
+/// Messages per send and per receive: each side waits for room for, or the arrival of, a
+/// whole batch, so that the two sides then run side by side instead of in lock-step, one
+/// message at a time. Each batch is one wait episode.
+const BATCH: usize = 64;
+const RUN: Duration = Duration::from_millis(200);
 const ROUNDS: usize = 9;
 /// Hashing rounds per message on each side (~1 ns each): small, so the cost of moving
 /// the indices' line between cores is not hidden behind the work.
-const WORK: u32 = 16;
+const WORK: u32 = 4;
 
 /// Where the two indices live: the only difference between the layouts.
 trait Indices: Default + Send + Sync + 'static {
@@ -81,9 +82,15 @@ impl Indices for Padded {
     }
 }
 
+/// Where the producer stopped: `u64::MAX` until it has sent its last batch. On a
+/// line of its own, read only by a consumer that waits.
+#[repr(align(128))]
+struct End(AtomicU64);
+
 struct Ring<I> {
     idx: I,
     slots: Box<[AtomicU64]>,
+    end: End,
 }
 
 impl<I: Indices> Ring<I> {
@@ -91,75 +98,78 @@ impl<I: Indices> Ring<I> {
         Ring {
             idx: I::default(),
             slots: (0..CAPACITY).map(|_| AtomicU64::new(0)).collect(),
+            end: End(AtomicU64::new(u64::MAX)),
         }
     }
 
-    /// The producer sends `v`. `head` is its cached copy of the consumer's index: it
-    /// reads the consumer's index only when the ring looks full (as in rigtorp's
-    /// SPSCQueue), and then waits, spinning, for `BATCH` free slots.
+    /// The producer sends a batch: it waits, spinning, for room for all of it, then
+    /// writes and publishes each message in turn.
     #[yieldprof::instrument_wait]
-    fn wait_for_space(&self, v: u64, head: &mut u64) {
+    fn wait_for_space(&self, batch: &[u64; BATCH]) {
         let tail = self.idx.tail().load(Ordering::Relaxed);
-        if tail - *head == CAPACITY {
-            while !self.freed(tail, head) {
-                std::hint::spin_loop();
-            }
+        while tail + BATCH as u64 - self.idx.head().load(Ordering::Acquire) > CAPACITY {
+            std::hint::spin_loop();
         }
-        self.slots[(tail % CAPACITY) as usize].store(v, Ordering::Relaxed);
-        self.idx.tail().store(tail + 1, Ordering::Release);
+        for (i, &v) in batch.iter().enumerate() {
+            self.slots[((tail + i as u64) % CAPACITY) as usize].store(v, Ordering::Relaxed);
+            self.idx.tail().fetch_add(1, Ordering::Release);
+        }
     }
 
-    /// The consumer receives a message, waiting by pure spinning. `tail` is its cached
-    /// copy of the producer's index, `left` the messages still to come.
+    /// The consumer waits, spinning, until a batch has arrived past its cached copy
+    /// `tail` of the producer's index; false once the producer has stopped and
+    /// everything it sent was received.
     #[yieldprof::instrument_wait]
-    fn spin_for_message(&self, tail: &mut u64, left: u64) -> u64 {
-        let head = self.idx.head().load(Ordering::Relaxed);
-        if head == *tail {
-            while !self.arrived(head, tail, left) {
-                std::hint::spin_loop();
+    fn spin_for_message(&self, head: u64, tail: &mut u64) -> bool {
+        loop {
+            if let Some(more) = self.poll(head, tail) {
+                return more;
             }
+            std::hint::spin_loop();
         }
-        self.take(head)
     }
 
-    /// The consumer receives a message, waiting with layered backoff: spin ×64, yield
-    /// ×16, then sleep.
+    /// The consumer waits with layered backoff: spin ×64, yield ×16, then sleep.
     #[yieldprof::instrument_wait]
-    fn backoff_for_message(&self, tail: &mut u64, left: u64) -> u64 {
-        let head = self.idx.head().load(Ordering::Relaxed);
-        if head == *tail {
-            let mut round = 0u32;
-            while !self.arrived(head, tail, left) {
-                if round < 64 {
-                    std::hint::spin_loop();
-                } else if round < 80 {
-                    std::thread::yield_now();
-                } else {
-                    std::thread::sleep(Duration::from_micros(50));
-                }
-                round += 1;
+    fn backoff_for_message(&self, head: u64, tail: &mut u64) -> bool {
+        let mut round = 0u32;
+        loop {
+            if let Some(more) = self.poll(head, tail) {
+                return more;
             }
+            if round < 64 {
+                std::hint::spin_loop();
+            } else if round < 80 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            round += 1;
         }
-        self.take(head)
     }
 
-    /// Refreshes the producer's copy of `head`: whether `BATCH` slots are free.
-    fn freed(&self, tail: u64, head: &mut u64) -> bool {
-        *head = self.idx.head().load(Ordering::Acquire);
-        tail - *head <= CAPACITY - BATCH
-    }
-
-    /// Refreshes the consumer's copy of `tail`: whether `BATCH` messages (or all those
-    /// still to come) have arrived.
-    fn arrived(&self, head: u64, tail: &mut u64, left: u64) -> bool {
+    /// Refreshes `tail`; `Some(true)` once a batch has arrived past `head` (or, the
+    /// producer having stopped, whatever it sent last), `Some(false)` once everything
+    /// was received, `None` while the consumer must wait.
+    fn poll(&self, head: u64, tail: &mut u64) -> Option<bool> {
         *tail = self.idx.tail().load(Ordering::Acquire);
-        *tail - head >= BATCH.min(left)
+        if *tail - head >= BATCH as u64 {
+            return Some(true);
+        }
+        let end = self.end.0.load(Ordering::Acquire);
+        (end != u64::MAX).then(|| {
+            *tail = end;
+            end > head
+        })
     }
 
-    fn take(&self, head: u64) -> u64 {
+    /// The message at `head`, its slot released at once. Reads the consumer's own index
+    /// on the shared line, and writes it, on every message.
+    fn take(&self) -> (u64, u64) {
+        let head = self.idx.head().load(Ordering::Relaxed);
         let v = self.slots[(head % CAPACITY) as usize].load(Ordering::Relaxed);
-        self.idx.head().store(head + 1, Ordering::Release);
-        v
+        self.idx.head().fetch_add(1, Ordering::Release);
+        (head + 1, v)
     }
 }
 
@@ -196,9 +206,14 @@ fn pin(cpu: usize) -> bool {
     }
 }
 
-/// Runs the ring once: the time from both threads' start to the last message, and a
-/// checksum of what the consumer received. `cpus`: the producer's and the consumer's.
-fn run<I: Indices>(backoff: bool, messages: u64, cpus: Option<[usize; 2]>) -> (Duration, u64) {
+/// Runs the ring for `run`: the messages sent, the time from both threads' start to
+/// the last one received, and a checksum of what the consumer received. `cpus`: the
+/// producer's and the consumer's.
+fn ring<I: Indices>(
+    backoff: bool,
+    run: Duration,
+    cpus: Option<[usize; 2]>,
+) -> (u64, Duration, u64) {
     let ring = Arc::new(Ring::<I>::new());
     yieldprof::watch(ring.idx.head(), "head");
     yieldprof::watch(ring.idx.tail(), "tail");
@@ -217,10 +232,17 @@ fn run<I: Indices>(backoff: bool, messages: u64, cpus: Option<[usize; 2]>) -> (D
             .spawn(move || {
                 pinned(0);
                 start.wait();
-                let mut head = 0;
-                for i in 0..messages {
-                    ring.wait_for_space(process(i), &mut head);
+                let deadline = Instant::now() + run;
+                let (mut sent, mut batch) = (0, [0; BATCH]);
+                while Instant::now() < deadline {
+                    for v in &mut batch {
+                        *v = process(sent);
+                        sent += 1;
+                    }
+                    ring.wait_for_space(&batch);
                 }
+                ring.end.0.store(sent, Ordering::Release);
+                sent
             })
             .expect("spawn producer")
     };
@@ -231,13 +253,20 @@ fn run<I: Indices>(backoff: bool, messages: u64, cpus: Option<[usize; 2]>) -> (D
             .spawn(move || {
                 pinned(1);
                 start.wait();
-                let (mut sum, mut tail) = (0u64, 0);
-                for got in 0..messages {
-                    let v = if backoff {
-                        ring.backoff_for_message(&mut tail, messages - got)
-                    } else {
-                        ring.spin_for_message(&mut tail, messages - got)
-                    };
+                let (mut sum, mut head, mut tail) = (0u64, 0, 0);
+                loop {
+                    if head == tail {
+                        let more = if backoff {
+                            ring.backoff_for_message(head, &mut tail)
+                        } else {
+                            ring.spin_for_message(head, &mut tail)
+                        };
+                        if !more {
+                            break;
+                        }
+                    }
+                    let v;
+                    (head, v) = ring.take();
                     sum = sum.wrapping_add(process(v));
                 }
                 sum
@@ -246,9 +275,9 @@ fn run<I: Indices>(backoff: bool, messages: u64, cpus: Option<[usize; 2]>) -> (D
     };
     start.wait();
     let began = Instant::now();
-    producer.join().expect("producer");
+    let sent = producer.join().expect("producer");
     let sum = consumer.join().expect("consumer");
-    (began.elapsed(), sum)
+    (sent, began.elapsed(), sum)
 }
 
 fn arg(args: &[String], flag: &str) -> Option<String> {
@@ -259,14 +288,14 @@ fn arg(args: &[String], flag: &str) -> Option<String> {
 
 /// One configuration in this process: runs the ring, prints `RESULT <msg/s>`, and
 /// writes `spsc-<layout>-<wait>.*` when the guard drops.
-fn child(layout: &str, wait: &str, messages: u64, cpus: Option<[usize; 2]>) {
+fn child(layout: &str, wait: &str, run: Duration, cpus: Option<[usize; 2]>) {
     let _guard = yieldprof::Options::from_env()
         .name(format!("spsc-{layout}-{wait}"))
         .init();
     let backoff = wait == "backoff";
-    let (elapsed, sum) = match layout {
-        "padded" => run::<Padded>(backoff, messages, cpus),
-        _ => run::<Packed>(backoff, messages, cpus),
+    let (messages, elapsed, sum) = match layout {
+        "padded" => ring::<Padded>(backoff, run, cpus),
+        _ => ring::<Packed>(backoff, run, cpus),
     };
     println!(
         "RESULT {:.0} {sum:x}",
@@ -297,20 +326,12 @@ fn configuration(
     out: &std::path::Path,
     layout: &str,
     wait: &str,
-    messages: u64,
+    run: Duration,
     cpus: &str,
 ) -> Result<Outcome, String> {
     let run = std::process::Command::new(exe)
-        .args([
-            "--layout",
-            layout,
-            "--wait",
-            wait,
-            "--cpus",
-            cpus,
-            "--messages",
-        ])
-        .arg(messages.to_string())
+        .args(["--layout", layout, "--wait", wait, "--cpus", cpus, "--ms"])
+        .arg(run.as_millis().to_string())
         .output()
         .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
     let stderr = String::from_utf8_lossy(&run.stderr);
@@ -386,41 +407,42 @@ fn sharing_section(summary: &str) -> String {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let messages = arg(&args, "--messages")
+    let run = arg(&args, "--ms")
         .and_then(|m| m.parse().ok())
-        .unwrap_or(MESSAGES);
+        .filter(|&ms| ms > 0)
+        .map_or(RUN, Duration::from_millis);
     if let (Some(layout), Some(wait)) = (arg(&args, "--layout"), arg(&args, "--wait")) {
         let cpus = arg(&args, "--cpus").and_then(|c| {
             let (a, b) = c.split_once(',')?;
             Some([a.parse().ok()?, b.parse().ok()?])
         });
-        child(&layout, &wait, messages, cpus);
+        child(&layout, &wait, run, cpus);
         return;
     }
     let rounds = arg(&args, "--rounds")
         .and_then(|r| r.parse().ok())
         .filter(|&r: &usize| r > 0)
         .unwrap_or(ROUNDS);
-    if let Err(e) = demo(messages, rounds) {
+    if let Err(e) = demo(run, rounds) {
         eprintln!("demo failed: {e}");
         std::process::exit(1);
     }
 }
 
-fn demo(messages: u64, rounds: usize) -> Result<(), String> {
+fn demo(run_for: Duration, rounds: usize) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("own path: {e}"))?;
     let out = yieldprof::Options::from_env().out_dir;
     let allowed = allowed_cpus();
     let cpus = match allowed[..] {
         [a, b, ..] => {
             println!(
-                "SPSC ring, {messages} messages a run, producer pinned to CPU {a}, consumer to CPU {b}"
+                "SPSC ring, runs of {run_for:?}, producer pinned to CPU {a}, consumer to CPU {b}"
             );
             format!("{a},{b}")
         }
         _ => {
             println!(
-                "SPSC ring, {messages} messages a run. Only {} CPU allowed to this process: the \
+                "SPSC ring, runs of {run_for:?}. Only {} CPU allowed to this process: the \
                  threads are not pinned and take turns on it, so their line never moves between \
                  cores and the two layouts run alike.",
                 allowed.len()
@@ -428,7 +450,7 @@ fn demo(messages: u64, rounds: usize) -> Result<(), String> {
             "none".to_string()
         }
     };
-    let run = |layout: &str, wait: &str| configuration(&exe, &out, layout, wait, messages, &cpus);
+    let run = |layout: &str, wait: &str| configuration(&exe, &out, layout, wait, run_for, &cpus);
 
     println!("\nPacked and padded rings, spinning, alternating ({rounds} rounds)");
     println!(
