@@ -1,14 +1,12 @@
 //! The demo end to end, small: the packed run's report names the shared line and both
 //! fields, the padded run's has no falsely shared line, and the packed → padded
-//! comparison marks each wait site that spun on the line as fixed, over the same
-//! messages. The throughput ratio depends on the machine's load: the demo prints it as a
-//! measurement (with each round's time queued for a CPU); here only its form is checked.
+//! comparison marks each wait site that spun on the line as fixed. The throughput ratio
+//! depends on the machine's load: the demo prints it as a measurement (with each round's
+//! time queued for a CPU); here only its form is checked.
 
 use std::path::Path;
 use std::process::Command;
 use yieldprof::report::json::Document;
-
-const MESSAGES: u64 = 100_000;
 
 fn report(out: &Path, name: &str) -> Document {
     let path = out.join(format!("{name}.json"));
@@ -21,7 +19,7 @@ fn the_demo_names_the_shared_line_and_its_diff_marks_the_fix() {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("demo");
     let _ = std::fs::remove_dir_all(&out);
     let run = Command::new(env!("CARGO_BIN_EXE_spsc"))
-        .args(["--messages", &MESSAGES.to_string(), "--rounds", "2"])
+        .args(["--ms", "100", "--rounds", "2"])
         .env("YIELDPROF_OUT", &out)
         // Every access tracked: the verdicts then follow from the ring's code alone.
         .env("YIELDPROF_WATCH_SAMPLE", "1")
@@ -76,7 +74,8 @@ fn the_demo_names_the_shared_line_and_its_diff_marks_the_fix() {
         padded.sharing
     );
 
-    // The comparison: each site that spun on the line is fixed, the same messages pass.
+    // The comparison: each site that spun on the line is fixed. The producer's episodes
+    // are its batches of 64 messages: their rate is the throughput.
     let table = yieldprof::report::compare(&packed, &padded);
     for site in ["spsc::spin_for_message", "spsc::wait_for_space"] {
         let change = |figure: &str| {
@@ -90,10 +89,7 @@ fn the_demo_names_the_shared_line_and_its_diff_marks_the_fix() {
         let mark = change("false_sharing");
         assert_eq!((mark.before, mark.after), (Some(1), Some(0)), "{site}");
         let episodes = change("episodes");
-        assert_eq!(
-            (episodes.before, episodes.after),
-            (Some(MESSAGES), Some(MESSAGES))
-        );
+        assert!(episodes.before.unwrap() > 0 && episodes.after.unwrap() > 0);
         let rate = change("episodes_per_s");
         assert!(
             rate.before.unwrap() > 0 && rate.after.unwrap() > 0,
