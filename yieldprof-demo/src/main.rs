@@ -501,7 +501,10 @@ fn demo(run_for: Duration, rounds: usize) -> Result<(), String> {
     println!("The padded run's watched lines: {}", lines.join("; "));
 
     let backoff = [run("packed", "backoff")?, run("padded", "backoff")?];
-    println!("\nComparison (msg/s: median of the rounds; consumer's wait share; spin = CPU burnt spinning in wait sites)");
+    println!(
+        "\nComparison (msg/s: median of the rounds; waiting: the consumer's share; spin: CPU \
+         burnt in waits)"
+    );
     println!(
         "{:<7} {:<8} {:>10} {:>9} {:>10} {:>8} {:>7}  findings",
         "layout", "wait", "msg/s", "waiting", "spin ms", "yields", "sleeps"
@@ -537,8 +540,10 @@ fn demo(run_for: Duration, rounds: usize) -> Result<(), String> {
     });
     match made {
         Ok(()) => println!(
-            "\nfiles: {}/spsc-*.{{svg,split.svg,folded,json,txt,pb.gz}}, diff {}\n\
-             the same table from the files: cargo run --release -p yieldprof-cli -- diff {0}/spsc-packed-spin {0}/spsc-padded-spin",
+            "\nfiles: {0}/spsc-*.{{svg,split.svg,folded,json,txt,pb.gz}}\n\
+             differential flame graph: {1}\n\
+             the same table from the files (yieldprof = cargo run --release -p yieldprof-cli --):\n  \
+             yieldprof diff {0}/spsc-packed-spin {0}/spsc-padded-spin",
             out.display(),
             diff.display()
         ),
@@ -556,8 +561,8 @@ fn demo(run_for: Duration, rounds: usize) -> Result<(), String> {
     // other processes.
     if queued > 0.05 && cpus != "none" {
         println!(
-            "note: other processes kept a ring thread waiting for a CPU up to {:.0}% of a run; \
-             the line moves between cores only while both threads run, so the ratio shrinks \
+            "note: other processes kept a ring thread waiting for a CPU up to {:.0}% of a run;\n  \
+             the line moves between cores only while both threads run, so the ratio shrinks\n  \
              and swings with the machine's load",
             100.0 * queued
         );
