@@ -88,6 +88,16 @@ impl Kind {
         }
     }
 
+    /// This kind's bit in a set of kinds (`1 << index`): there are fewer than 16.
+    pub(crate) const fn bit(self) -> u16 {
+        1 << self as u16
+    }
+
+    /// The kinds whose bits are set in `set` (see [`Kind::bit`]), in report order.
+    pub(crate) fn in_set(set: u16) -> impl Iterator<Item = Kind> {
+        Kind::ALL.into_iter().filter(move |k| set & k.bit() != 0)
+    }
+
     /// Whether a call of this kind is timed (spins are only counted: a clock read
     /// would cost as much as the PAUSE itself).
     pub(crate) const fn timed(self) -> bool {

@@ -25,6 +25,12 @@ pub(crate) const MIN_NODES: u32 = 16;
 /// as distinct stacks appear, so this bounds one thread at ~210 MiB (slots ~2× the
 /// nodes in count, each 40 B).
 pub(crate) const MAX_NODES: u32 = 1 << 18;
+/// Default length of each thread's timeline: the last episodes it keeps.
+pub(crate) const DEFAULT_TIMELINE: u32 = 4096;
+/// Longest timeline a thread may keep. An episode takes 32 B, and a thread's ring is
+/// allocated in full (zeroed pages, touched as it fills) when it first records, so
+/// this bounds one thread at 32 MiB.
+pub(crate) const MAX_TIMELINE: u32 = 1 << 20;
 /// Default perf-event fd budget of the process.
 pub(crate) const DEFAULT_FD_BUDGET: usize = 512;
 /// How many snapshots are kept by default.
@@ -47,6 +53,8 @@ pub(crate) struct Settings {
     pub(crate) metric: Metric,
     pub(crate) views: Vec<Metric>,
     pub(crate) max_nodes: u32,
+    /// Episodes each thread keeps for the timeline; 0: no timeline.
+    pub(crate) timeline: u32,
     pub(crate) counters: CounterSampling,
     pub(crate) fd_budget: usize,
     pub(crate) snapshot_every: Option<Duration>,
@@ -246,6 +254,12 @@ impl Settings {
                 DEFAULT_MAX_NODES,
                 (MIN_NODES, MAX_NODES),
                 "nodes per thread",
+            ),
+            timeline: r.number(
+                "YIELDPROF_TIMELINE",
+                DEFAULT_TIMELINE,
+                (0, MAX_TIMELINE),
+                "episodes per thread",
             ),
             counters: r.parsed(
                 "YIELDPROF_COUNTERS_EVERY",

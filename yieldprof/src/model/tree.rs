@@ -5,6 +5,7 @@ use crate::base::clock;
 use crate::base::site::{FrameInfo, FrameKind};
 use crate::counters::{Acc, Count, CounterEvent, Counters, NodeSnap, ThreadSnap, TimeSplit};
 use crate::model::histogram::Histogram;
+use crate::model::timeline::Timeline;
 use std::collections::HashMap;
 
 /// One calling-context-tree node as copied out of a thread.
@@ -46,6 +47,8 @@ pub(crate) struct ThreadProfile {
     /// are read from (nodes keep only coarse durations).
     pub(crate) site_durations: Vec<(u32, Histogram)>,
     pub(crate) counters: ThreadSnap,
+    /// Its last wait episodes.
+    pub(crate) timeline: Timeline,
 }
 
 impl NodeStats {
@@ -142,6 +145,8 @@ impl ThreadProfile {
         self.reentries_skipped += other.reentries_skipped;
         self.entries_after_exit += other.entries_after_exit;
         self.counters = self.counters.plus(&other.counters);
+        // One thread's timeline cannot hold another's episodes: theirs count as dropped.
+        self.timeline.recorded += other.timeline.recorded;
         self.tid = other.tid;
     }
 
@@ -198,6 +203,7 @@ impl ThreadProfile {
             h.scale_to_ns(scale);
         }
         self.counters.scale_to_ns(scale);
+        self.timeline.scale_to_ns(scale);
     }
 
     /// Wall time of each node's children, by node.
@@ -307,6 +313,7 @@ impl ThreadProfile {
                 .entries_after_exit
                 .saturating_sub(earlier.entries_after_exit),
             counters: self.counters.minus(&earlier.counters),
+            timeline: self.timeline.since(&earlier.timeline),
             ..self.clone()
         }
     }

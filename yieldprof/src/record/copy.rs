@@ -4,6 +4,7 @@ use super::thread::*;
 use crate::base::clock;
 use crate::base::site::OVERFLOW_CALL;
 use crate::counters::{self, ThreadSnap};
+use crate::model::timeline::Timeline;
 use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -58,6 +59,7 @@ impl ThreadData {
                 (d.frame.load(Relaxed), d.durations.load())
             })
             .collect();
+        let (episodes, recorded) = self.timeline.read();
         ThreadProfile {
             serial: self.serial,
             tid: self.tid,
@@ -73,6 +75,12 @@ impl ThreadData {
                     .zip(self.run_queue_start)
                     .map(|(now, start)| now.saturating_sub(start)),
                 ..self.counters.snapshot()
+            },
+            timeline: Timeline {
+                episodes,
+                recorded,
+                capacity: self.timeline.capacity(),
+                switches_counted: self.counters.switches_exact(),
             },
         }
     }

@@ -5,13 +5,15 @@
 
 use crate::base::arena::bump;
 use crate::base::clock;
+use crate::base::ring::Episode;
 use crate::base::site::{CallInfo, CallSite, EpisodeSite, FrameInfo, Kind, WorkSite};
 use crate::config;
 use crate::counters::Mark;
-use crate::record::open::{Claimed, Opened};
+use crate::record::open::{Claimed, Opened, Tally};
 use crate::record::thread;
 use std::future::Future;
 use std::marker::PhantomData;
+use std::sync::atomic::Ordering::Relaxed;
 use std::panic::Location;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -80,10 +82,18 @@ impl EpisodeGuard {
             } else {
                 Mark::ZERO
             };
+            // A wait frame tallies its own calls; a business frame's count in the
+            // wait frame around it.
+            let tally = if wait {
+                l.tally.replace(Tally::ZERO)
+            } else {
+                Tally::ZERO
+            };
             let slot = l.open.push(Opened {
                 mark,
                 claimed: l.claimed.get(),
                 sample,
+                tally,
             });
             EpisodeGuard {
                 prev,
@@ -136,6 +146,7 @@ impl EpisodeGuard {
                 mark: Mark::ZERO,
                 claimed: l.claimed.get(),
                 sample: NO_SAMPLE,
+                tally: Tally::ZERO,
             });
             let mut off_ns = 0;
             if self.wait {
@@ -145,6 +156,17 @@ impl EpisodeGuard {
                     l.counters.add(&n.counts, &d);
                     off_ns = d.off_ns;
                 }
+                // Every poll of an `async fn` episode is one stretch of the timeline.
+                let mine = l.tally.get();
+                l.tally.set(opened.tally.plus(mine));
+                l.data.timeline.push(&Episode {
+                    start: self.start,
+                    duration: elapsed,
+                    frame: n.frame.load(Relaxed),
+                    kinds: mine.kinds,
+                    calls: mine.calls,
+                    switches: m.switches.wrapping_sub(opened.mark.switches),
+                });
             }
             l.claim(opened.claimed, elapsed, off_ns);
             if self.count {
@@ -208,6 +230,14 @@ enum Site {
 }
 
 impl Site {
+    #[inline(always)]
+    fn kind(self) -> Kind {
+        match self {
+            Site::Static(s) => s.kind,
+            Site::Caller(kind, _) => kind,
+        }
+    }
+
     fn info(self) -> CallInfo {
         match self {
             Site::Static(s) => s.info(),
@@ -223,6 +253,11 @@ impl Site {
 
 #[inline(always)]
 fn record(l: &thread::Local, key: usize, site: Site, ns: u64, off_ns: u64) {
+    let t = l.tally.get();
+    l.tally.set(Tally {
+        calls: t.calls.saturating_add(1),
+        kinds: t.kinds | site.kind().bit(),
+    });
     let d = &l.data;
     let s = d.slot_of(l.current.get(), key, || site.info());
     bump(&s.calls, 1);

@@ -8,13 +8,15 @@ use crate::base::arena::{bump, Arena, Link};
 use crate::base::clock;
 use crate::base::fork::{ForkMutex, Locked};
 use crate::base::reentry::{self, Inside};
+use crate::base::ring::Ring;
 use crate::base::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
 use crate::base::text::host_name;
 use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters};
 use crate::model::histogram::{AtomicDurations, AtomicHistogram};
 use crate::model::profile::Profile;
+use crate::model::timeline::MAX_EXITED_EPISODES;
 use crate::model::tree::ThreadProfile;
-use crate::record::open::{Claimed, OpenFrames};
+use crate::record::open::{Claimed, OpenFrames, Tally};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -85,10 +87,12 @@ pub(crate) struct ThreadData {
     /// handler): the thread's running total, published by the thread itself.
     pub(super) reentries_skipped: AtomicU64,
     pub(crate) counters: ThreadCounters,
+    /// The last wait episodes, for the timeline.
+    pub(crate) timeline: Ring,
 }
 
 impl ThreadData {
-    fn new(serial: u64, max_nodes: u32) -> Self {
+    fn new(serial: u64, max_nodes: u32, timeline: u32) -> Self {
         let name = std::thread::current()
             .name()
             .and_then(host_name)
@@ -108,6 +112,7 @@ impl ThreadData {
             overflowed: AtomicU64::new(0),
             reentries_skipped: AtomicU64::new(0),
             counters: ThreadCounters::default(),
+            timeline: Ring::new(timeline),
         };
         data.nodes.push(|n| {
             n.frame.store(THREAD_FRAME, Relaxed);
@@ -289,6 +294,7 @@ pub(crate) struct Local {
     pub(crate) current: Cell<u32>,
     pub(crate) counters: LocalCounters,
     pub(crate) claimed: Cell<Claimed>,
+    pub(crate) tally: Cell<Tally>,
     pub(crate) open: OpenFrames,
 }
 
@@ -316,7 +322,8 @@ fn register() -> Local {
     let data = {
         let mut r = registry();
         r.next_serial += 1;
-        let data = Arc::new(ThreadData::new(r.next_serial, crate::config::max_nodes()));
+        let (nodes, timeline) = (crate::config::max_nodes(), crate::config::timeline());
+        let data = Arc::new(ThreadData::new(r.next_serial, nodes, timeline));
         r.live.push(data.clone());
         data
     };
@@ -328,6 +335,7 @@ fn register() -> Local {
         current: Cell::new(ROOT),
         counters,
         claimed: Cell::new(Claimed::ZERO),
+        tally: Cell::new(Tally::ZERO),
         open: OpenFrames::default(),
     }
 }
@@ -404,6 +412,8 @@ pub(crate) struct Registry {
     exited: Vec<ThreadProfile>,
     /// Threads that exited after `exited` was full, merged per name (see `keep`).
     merged: Vec<ThreadProfile>,
+    /// Timeline episodes held by `exited`, at most `MAX_EXITED_EPISODES`.
+    exited_episodes: usize,
     /// In a forked child: the forking thread as it was at the fork, which reports
     /// subtract so the child shows only its own recording.
     fork_base: Option<ThreadProfile>,
@@ -422,11 +432,23 @@ impl Registry {
     /// the merged profile of its name (unnamed threads, and names past the cap, share
     /// one). A session spanning the merge counts the merged thread's earlier
     /// recording again; `MAX_EXITED_THREADS` exits have to come first.
-    fn keep(&mut self, done: ThreadProfile) {
+    fn keep(&mut self, mut done: ThreadProfile) {
         if self.exited.len() < MAX_EXITED_THREADS {
+            // Past the bound, the oldest exited threads' timelines give way.
+            self.exited_episodes += done.timeline.episodes.len();
+            let mut oldest = self.exited.iter_mut();
+            while self.exited_episodes > MAX_EXITED_EPISODES {
+                match oldest.next() {
+                    Some(t) => self.exited_episodes -= t.timeline.forget(),
+                    None => self.exited_episodes -= done.timeline.forget(),
+                }
+            }
             self.exited.push(done);
             return;
         }
+        // A merged profile is many threads: no one timeline (their episodes count as
+        // dropped).
+        done.timeline.forget();
         let unnamed = done.name == format!("thread-{}", done.serial);
         let mut name = if unnamed {
             MERGED_UNNAMED
@@ -458,6 +480,7 @@ fn registry() -> Locked<Registry> {
             live: Vec::new(),
             exited: Vec::new(),
             merged: Vec::new(),
+            exited_episodes: 0,
             fork_base: None,
         },
         Registry::in_forked_child,
@@ -476,6 +499,7 @@ impl Registry {
         self.live.retain(|t| t.serial == me);
         self.exited.clear();
         self.merged.clear();
+        self.exited_episodes = 0;
         self.fork_base = self.live.first().map(|t| t.snapshot(false));
     }
 }
