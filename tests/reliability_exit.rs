@@ -67,7 +67,7 @@ fn child() {
             let guard = opts.init();
             polls(5);
             let paths = yieldprof::flush().unwrap();
-            assert_eq!(paths.len(), 6, "{paths:?}");
+            assert_eq!(paths.len(), 7, "{paths:?}");
             // Not in the files: after the flush.
             polls(100);
             Some(guard)

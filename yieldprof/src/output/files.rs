@@ -61,7 +61,8 @@ pub(crate) fn write_folded(path: &Path, lines: &[String]) -> Result<(), WriteErr
 }
 
 /// Writes `<name>.folded`, `<name>.svg`, `<name>.split.svg`, `<name>.pb.gz` (pprof),
-/// `<name>.txt` and the requested metric views for `profile`.
+/// `<name>.trace.json` (the timeline, unless off), `<name>.json`, `<name>.txt` and the
+/// requested metric views for `profile`.
 pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<PathBuf>, WriteError> {
     let dir = &opts.out_dir;
     std::fs::create_dir_all(dir).map_err(|source| WriteError {
@@ -100,6 +101,11 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     let pb = path("pb.gz");
     write_atomic(&pb, |w| profile.write_pprof(w))?;
     let mut written = vec![folded, svg, split, pb];
+    if profile.has_timeline() {
+        let trace = path("trace.json");
+        write_atomic(&trace, |w| profile.write_trace(w))?;
+        written.push(trace);
+    }
     for &metric in &opts.views {
         let view = path(&format!("{}.folded", metric.name()));
         let lines = profile.folded(metric);
@@ -139,7 +145,8 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
 }
 
 impl Profile {
-    /// Writes `<dir>/<name>.{folded,svg,split.svg,json,txt,pb.gz}` for this report.
+    /// Writes `<dir>/<name>.{folded,svg,split.svg,json,txt,pb.gz}` for this report, and
+    /// `<dir>/<name>.trace.json` ([`Profile::write_trace`]) unless the timeline is off.
     pub fn write(&self, dir: impl Into<PathBuf>, name: &str) -> Result<Vec<PathBuf>, WriteError> {
         write_profile(self, &Options::from_env().out_dir(dir).name(name))
     }

@@ -18,7 +18,7 @@ use std::time::Duration;
 /// ```no_run
 /// let _guard = yieldprof::init();
 /// // ... the program ...
-/// drop(_guard); // target/yieldprof/<exe>.{folded,svg,split.svg,json,txt,pb.gz} are written here
+/// drop(_guard); // target/yieldprof/<exe>.{folded,svg,split.svg,json,txt,pb.gz,trace.json} are written here
 /// ```
 pub fn init() -> Guard {
     Options::from_env().init()
