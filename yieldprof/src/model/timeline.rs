@@ -56,6 +56,46 @@ impl Timeline {
     }
 }
 
+/// How many episodes the exited threads' timelines hold, and how many of those
+/// threads (the oldest) have had theirs dropped.
+#[derive(Debug, Default)]
+pub(crate) struct ExitedTimelines {
+    held: usize,
+    forgotten: usize,
+}
+
+impl ExitedTimelines {
+    /// None held (a `const fn`: the registry is a static).
+    pub(crate) const fn new() -> Self {
+        ExitedTimelines {
+            held: 0,
+            forgotten: 0,
+        }
+    }
+
+    /// `new` is about to join `kept`, the exited threads oldest first: drops whole
+    /// timelines, the oldest first (`new`'s last), until at most `max` episodes are
+    /// held. Each thread is looked at once over the registry's life.
+    pub(crate) fn make_room<T>(
+        &mut self,
+        kept: &mut [T],
+        new: &mut Timeline,
+        timeline: impl Fn(&mut T) -> &mut Timeline,
+        max: usize,
+    ) {
+        self.held += new.episodes.len();
+        while self.held > max {
+            match kept.get_mut(self.forgotten) {
+                Some(t) => {
+                    self.held -= timeline(t).forget();
+                    self.forgotten += 1;
+                }
+                None => self.held -= new.forget(),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,6 +125,29 @@ mod tests {
         // Earlier than the ring reaches: every kept one is new, the rest dropped.
         let since = now.since(&timeline(0..1, 1));
         assert_eq!((since.episodes.len(), since.dropped()), (4, 5));
+    }
+
+    #[test]
+    fn exited_timelines_past_the_bound_drop_the_oldest_whole() {
+        let mut exited = ExitedTimelines::new();
+        let mut kept: Vec<Timeline> = Vec::new();
+        for start in [0, 10, 20] {
+            let mut new = timeline(start..start + 4, 4);
+            exited.make_room(&mut kept, &mut new, |t| t, 10);
+            kept.push(new);
+        }
+        // 12 held past a bound of 10: the oldest thread's 4 give way, and count.
+        let lens: Vec<(usize, u64)> = kept.iter().map(|t| (t.episodes.len(), t.dropped())).collect();
+        assert_eq!(lens, [(0, 4), (4, 0), (4, 0)]);
+        // A timeline longer than the bound on its own: everything goes, itself last.
+        let mut huge = timeline(0..11, 11);
+        exited.make_room(&mut kept, &mut huge, |t| t, 10);
+        assert!(kept.iter().all(|t| t.episodes.is_empty()));
+        assert_eq!(huge.dropped(), 11);
+        kept.push(huge);
+        let mut next = timeline(0..3, 3);
+        exited.make_room(&mut kept, &mut next, |t| t, 10);
+        assert_eq!(next.episodes.len(), 3);
     }
 
     #[test]

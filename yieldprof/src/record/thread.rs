@@ -14,7 +14,7 @@ use crate::base::text::host_name;
 use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters};
 use crate::model::histogram::{AtomicDurations, AtomicHistogram};
 use crate::model::profile::Profile;
-use crate::model::timeline::MAX_EXITED_EPISODES;
+use crate::model::timeline::{ExitedTimelines, MAX_EXITED_EPISODES};
 use crate::model::tree::ThreadProfile;
 use crate::record::open::{Claimed, OpenFrames, Tally};
 use std::cell::Cell;
@@ -413,7 +413,7 @@ pub(crate) struct Registry {
     /// Threads that exited after `exited` was full, merged per name (see `keep`).
     merged: Vec<ThreadProfile>,
     /// Timeline episodes held by `exited`, at most `MAX_EXITED_EPISODES`.
-    exited_episodes: usize,
+    exited_timelines: ExitedTimelines,
     /// In a forked child: the forking thread as it was at the fork, which reports
     /// subtract so the child shows only its own recording.
     fork_base: Option<ThreadProfile>,
@@ -435,14 +435,12 @@ impl Registry {
     fn keep(&mut self, mut done: ThreadProfile) {
         if self.exited.len() < MAX_EXITED_THREADS {
             // Past the bound, the oldest exited threads' timelines give way.
-            self.exited_episodes += done.timeline.episodes.len();
-            let mut oldest = self.exited.iter_mut();
-            while self.exited_episodes > MAX_EXITED_EPISODES {
-                match oldest.next() {
-                    Some(t) => self.exited_episodes -= t.timeline.forget(),
-                    None => self.exited_episodes -= done.timeline.forget(),
-                }
-            }
+            self.exited_timelines.make_room(
+                &mut self.exited,
+                &mut done.timeline,
+                |t| &mut t.timeline,
+                MAX_EXITED_EPISODES,
+            );
             self.exited.push(done);
             return;
         }
@@ -480,7 +478,7 @@ fn registry() -> Locked<Registry> {
             live: Vec::new(),
             exited: Vec::new(),
             merged: Vec::new(),
-            exited_episodes: 0,
+            exited_timelines: ExitedTimelines::new(),
             fork_base: None,
         },
         Registry::in_forked_child,
@@ -499,7 +497,7 @@ impl Registry {
         self.live.retain(|t| t.serial == me);
         self.exited.clear();
         self.merged.clear();
-        self.exited_episodes = 0;
+        self.exited_timelines = ExitedTimelines::new();
         self.fork_base = self.live.first().map(|t| t.snapshot(false));
     }
 }
