@@ -295,11 +295,16 @@ fn main() {
         })
     };
     let (mut off, mut on) = (f64::INFINITY, f64::INFINITY);
-    for _ in 0..3 {
+    for _ in 0..ROUNDS {
         off = off.min(ring_ns(0));
         on = on.min(ring_ns(4096));
     }
-    row("   timeline ring (4096) vs off, counters off", off, on, "≤ +3 ns");
+    row(
+        "   timeline ring (4096) vs off, counters off",
+        off,
+        on,
+        "≤ +3 ns",
+    );
     let sleepy = || {
         pair(
             2_000,

@@ -602,9 +602,11 @@ fn speedscope_imports_the_timeline_with_a_profile_per_thread_and_every_episode()
         // with different args are frames of one site.
         let frames = p["frames"].as_object().expect("frames");
         assert!(
-            frames.keys().all(|f| f.starts_with("interop::interop_nap {")
-                && f.contains(r#""kind":"sleep""#)
-                && f.contains(r#""calls":1"#)),
+            frames
+                .keys()
+                .all(|f| f.starts_with("interop::interop_nap {")
+                    && f.contains(r#""kind":"sleep""#)
+                    && f.contains(r#""calls":1"#)),
             "{name}: {p}"
         );
         // Weights in the trace's µs: each nap sleeps at least 1 ms.

@@ -123,14 +123,20 @@ fn each_thread_keeps_its_last_n_episodes_and_the_trace_shows_them_in_order() {
         for (e, &(before, after)) in slices.iter().zip(newest) {
             let (start, dur) = (ns(&e["ts"]), ns(&e["dur"]));
             assert!(start >= last_end, "{name}: ts not monotone: {e}");
-            assert!(dur >= NAP.as_nanos() as u64, "{name}: {dur} ns < the nap: {e}");
+            assert!(
+                dur >= NAP.as_nanos() as u64,
+                "{name}: {dur} ns < the nap: {e}"
+            );
             assert!(
                 start + SLACK_NS >= before && start + dur <= after + SLACK_NS,
                 "{name}: [{start}, +{dur}] outside the call [{before}, {after}]"
             );
             last_end = start + dur;
             assert!(e["name"].as_str().unwrap().ends_with("nap"), "{e}");
-            assert_eq!((&e["cat"], &e["args"]["kind"]), (&"sleep".into(), &"sleep".into()));
+            assert_eq!(
+                (&e["cat"], &e["args"]["kind"]),
+                (&"sleep".into(), &"sleep".into())
+            );
             assert_eq!(e["args"]["calls"], 1);
             assert!(
                 e["args"]["site"].as_str().unwrap().contains("timeline.rs:"),
@@ -176,8 +182,14 @@ fn a_nested_episode_lies_inside_its_parent_which_counts_its_calls_too() {
     let (o, n) = (slices[0], slices[1]);
     assert!(o["name"].as_str().unwrap().ends_with("outer"), "{o}");
     assert!(n["name"].as_str().unwrap().ends_with("nap"), "{n}");
-    assert_eq!((&o["args"]["kind"], &o["args"]["calls"]), (&"yield,sleep".into(), &2.into()));
-    assert_eq!((&n["args"]["kind"], &n["args"]["calls"]), (&"sleep".into(), &1.into()));
+    assert_eq!(
+        (&o["args"]["kind"], &o["args"]["calls"]),
+        (&"yield,sleep".into(), &2.into())
+    );
+    assert_eq!(
+        (&n["args"]["kind"], &n["args"]["calls"]),
+        (&"sleep".into(), &1.into())
+    );
     let (os, od, ns_, nd) = (ns(&o["ts"]), ns(&o["dur"]), ns(&n["ts"]), ns(&n["dur"]));
     assert!(os <= ns_ && ns_ + nd <= os + od, "{o} does not enclose {n}");
     drop(guard);
@@ -201,7 +213,9 @@ fn with_the_timeline_off_nothing_is_kept_and_no_trace_is_written() {
     .unwrap();
     let paths = profile.write(&dir, "off").unwrap();
     assert!(
-        !paths.iter().any(|p| p.to_string_lossy().ends_with(".trace.json")),
+        !paths
+            .iter()
+            .any(|p| p.to_string_lossy().ends_with(".trace.json")),
         "{paths:?}"
     );
     let mut json = Vec::new();

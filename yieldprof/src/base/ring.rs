@@ -107,8 +107,10 @@ impl Ring {
             Ordering::Relaxed,
         );
         let next = self.next.load(Ordering::Relaxed) + 1;
-        self.next
-            .store(if next == self.capacity() { 0 } else { next }, Ordering::Relaxed);
+        self.next.store(
+            if next == self.capacity() { 0 } else { next },
+            Ordering::Relaxed,
+        );
         self.done.store(i + 1, Ordering::Release);
     }
 

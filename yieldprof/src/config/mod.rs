@@ -102,7 +102,9 @@ pub(crate) fn timeline() -> u32 {
 /// within the bounds of `YIELDPROF_TIMELINE`; a value above them is reported.
 pub(crate) fn set_timeline(n: u32) {
     let n = clamp(n, 0, MAX_TIMELINE).unwrap_or_else(|(bound, side)| {
-        eprintln!("yieldprof: timeline({n}) is {side} of {bound} episodes per thread; using {bound}");
+        eprintln!(
+            "yieldprof: timeline({n}) is {side} of {bound} episodes per thread; using {bound}"
+        );
         bound
     });
     TIMELINE_NOW.store(n, Ordering::Relaxed);

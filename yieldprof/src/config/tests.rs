@@ -96,13 +96,17 @@ fn a_timeline_is_0_for_none_up_to_a_million_episodes() {
     assert_eq!(s.timeline, MAX_TIMELINE);
     assert_eq!(
         lines,
-        [r#"yieldprof: YIELDPROF_TIMELINE="2000000" is above the maximum of 1048576 episodes per thread; using 1048576"#]
+        [
+            r#"yieldprof: YIELDPROF_TIMELINE="2000000" is above the maximum of 1048576 episodes per thread; using 1048576"#
+        ]
     );
     let (s, lines) = read(&[("YIELDPROF_TIMELINE", "-1")]);
     assert_eq!(s.timeline, DEFAULT_TIMELINE);
     assert_eq!(
         lines,
-        [r#"yieldprof: YIELDPROF_TIMELINE="-1" is not a whole number of episodes per thread; using 4096"#]
+        [
+            r#"yieldprof: YIELDPROF_TIMELINE="-1" is not a whole number of episodes per thread; using 4096"#
+        ]
     );
 }
 

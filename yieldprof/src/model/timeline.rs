@@ -137,7 +137,10 @@ mod tests {
             kept.push(new);
         }
         // 12 held past a bound of 10: the oldest thread's 4 give way, and count.
-        let lens: Vec<(usize, u64)> = kept.iter().map(|t| (t.episodes.len(), t.dropped())).collect();
+        let lens: Vec<(usize, u64)> = kept
+            .iter()
+            .map(|t| (t.episodes.len(), t.dropped()))
+            .collect();
         assert_eq!(lens, [(0, 4), (4, 0), (4, 0)]);
         // A timeline longer than the bound on its own: everything goes, itself last.
         let mut huge = timeline(0..11, 11);

@@ -118,7 +118,10 @@ fn trace(p: &Profile) -> Trace {
     }
     let mut other = Map::new();
     for (key, value) in [
-        ("generator", format!("yieldprof {}", env!("CARGO_PKG_VERSION"))),
+        (
+            "generator",
+            format!("yieldprof {}", env!("CARGO_PKG_VERSION")),
+        ),
         ("clock", "CLOCK_MONOTONIC".to_string()),
         ("episodes_per_thread", capacity.to_string()),
         ("episodes_recorded", recorded.to_string()),

@@ -13,9 +13,9 @@ use crate::record::open::{Claimed, Opened, Tally};
 use crate::record::thread;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::sync::atomic::Ordering::Relaxed;
 use std::panic::Location;
 use std::pin::Pin;
+use std::sync::atomic::Ordering::Relaxed;
 use std::task::{Context, Poll};
 
 #[inline(always)]
