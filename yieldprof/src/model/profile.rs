@@ -266,9 +266,11 @@ impl Profile {
     }
 
     /// Every thread that recorded, in the order they started recording. The first
-    /// 10 000 threads to exit are kept one by one (~1 KiB each); later ones are merged
-    /// per name (up to 256 names; unnamed threads and the rest as `[exited threads]`),
-    /// so a program that starts a thread per request keeps bounded memory.
+    /// 10 000 threads to exit are kept one by one (~1 KiB each, plus their timelines:
+    /// 32 B an episode, 2^20 episodes over all exited threads, the oldest threads'
+    /// dropped first); later ones are merged per name (up to 256 names; unnamed threads
+    /// and the rest as `[exited threads]`, without timelines), so a program that starts
+    /// a thread per request keeps bounded memory.
     pub fn threads(&self) -> Vec<ThreadStats> {
         self.thread_views().to_vec()
     }

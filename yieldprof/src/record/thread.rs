@@ -419,9 +419,10 @@ pub(crate) struct Registry {
     fork_base: Option<ThreadProfile>,
 }
 
-/// Exited threads kept one by one (~1 KiB each); later ones are merged per name (up
-/// to 256 names, unnamed threads and the rest as `[exited threads]`), so a program
-/// that starts a thread per request keeps bounded memory.
+/// Exited threads kept one by one (~1 KiB each, plus 32 B per timeline episode, at
+/// most `MAX_EXITED_EPISODES` over all); later ones are merged per name (up to 256
+/// names, unnamed threads and the rest as `[exited threads]`), so a program that
+/// starts a thread per request keeps bounded memory.
 pub(crate) const MAX_EXITED_THREADS: usize = 10_000;
 /// Names kept apart once merging starts; the rest share one profile.
 const MAX_MERGED_NAMES: usize = 256;
