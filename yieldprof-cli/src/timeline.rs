@@ -158,8 +158,9 @@ fn tally(events: &[Value]) -> Result<Tally, String> {
                 s.episodes += 1;
                 s.total_ns += dur;
                 s.longest_ns = s.longest_ns.max(dur);
+                // `none`: an episode that made no wait call, which adds no kind.
                 for kind in e["args"]["kind"].as_str().unwrap_or("").split(',') {
-                    if !kind.is_empty() && !s.kinds.iter().any(|k| k == kind) {
+                    if !matches!(kind, "" | "none") && !s.kinds.iter().any(|k| k == kind) {
                         s.kinds.push(kind.to_string());
                     }
                 }

@@ -337,7 +337,7 @@ fn main() {
     });
     match made {
         Ok(()) => println!(
-            "\nfiles: {}/spsc-*.{{svg,split.svg,folded,json,txt,pb.gz}}, diff {}",
+            "\nfiles: {}/spsc-*.{{svg,split.svg,folded,json,txt,pb.gz,trace.json}}, diff {}",
             out.display(),
             diff.display()
         ),
