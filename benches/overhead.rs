@@ -163,6 +163,25 @@ fn main() {
         let _g = base.clone().counters(sampling).fd_budget(fds).init();
         std::thread::scope(|s| s.spawn(f).join().expect("bench thread"))
     };
+    // `ring KEPT N`: only N empty episodes on a thread keeping KEPT of them, for
+    // instruction and cache-miss counts under `valgrind --tool=cachegrind`, which a
+    // loaded machine does not blur (README, Cost).
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "ring") {
+        let number = |i: usize| args.get(at + i).and_then(|a| a.parse::<u64>().ok());
+        let (Some(kept), Some(n)) = (number(1), number(2)) else {
+            panic!("usage: overhead ring KEPT N");
+        };
+        let _g = base
+            .clone()
+            .counters(CounterSampling::Off)
+            .timeline(kept as u32)
+            .init();
+        std::thread::scope(|s| s.spawn(|| episodes(n, empty_episode)).join().expect("ring"));
+        // Nothing written: the count is the episodes'.
+        std::mem::forget(_g);
+        return;
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("yieldprof overhead, {cores} cores, best of {ROUNDS}×{ROUNDS} rounds\n");
     println!(
