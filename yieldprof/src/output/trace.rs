@@ -7,8 +7,7 @@ use crate::model::profile::Profile;
 use crate::model::timeline::Episode;
 use crate::model::tree::ThreadProfile;
 use serde::Serialize;
-use serde_json::{json, Map, Value};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{self, Write};
 
 /// A thread whose kernel tid an earlier thread of the profile already had (the
@@ -16,17 +15,76 @@ use std::io::{self, Write};
 const REUSED_TID_BASE: u64 = 1 << 22;
 
 #[derive(Serialize)]
-struct Trace {
+struct Trace<'a> {
     #[serde(rename = "traceEvents")]
-    events: Vec<Value>,
+    events: Vec<Event<'a>>,
     #[serde(rename = "displayTimeUnit")]
     unit: &'static str,
     /// String values only: what the format's readers expect there.
     #[serde(rename = "otherData")]
-    other: Map<String, Value>,
+    other: BTreeMap<&'static str, String>,
 }
 
-/// Microseconds, the format's unit, from ns: exact to the ns.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Event<'a> {
+    Meta(Meta<'a>),
+    Slice(Slice<'a>),
+}
+
+/// A metadata event (`"ph": "M"`): a process's or thread's name, a track's order.
+#[derive(Serialize)]
+struct Meta<'a> {
+    ph: &'static str,
+    name: &'static str,
+    pid: u32,
+    tid: u64,
+    args: MetaArgs<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum MetaArgs<'a> {
+    Process {
+        name: String,
+    },
+    Thread {
+        name: &'a str,
+        episodes_recorded: u64,
+        episodes_kept: usize,
+        episodes_dropped: u64,
+        capacity: u32,
+    },
+    Order {
+        sort_index: u64,
+    },
+}
+
+/// A complete event (`"ph": "X"`): one episode.
+#[derive(Serialize)]
+struct Slice<'a> {
+    ph: &'static str,
+    name: &'a str,
+    cat: &'a str,
+    /// µs, exact to the ns.
+    ts: f64,
+    dur: f64,
+    pid: u32,
+    tid: u64,
+    args: SliceArgs<'a>,
+}
+
+#[derive(Serialize)]
+struct SliceArgs<'a> {
+    site: &'a str,
+    kind: &'a str,
+    calls: u32,
+    /// Absent where the thread does not count switches exactly.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    switches: Option<u32>,
+}
+
+/// Microseconds, the format's unit, from ns.
 fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
 }
@@ -41,50 +99,87 @@ fn kinds(set: u16) -> String {
     }
 }
 
-fn slice(p: &Profile, t: &ThreadProfile, pid: u32, tid: u64, e: &Episode) -> Value {
-    let frame = &p.frames[e.frame as usize];
-    let kinds = kinds(e.kinds);
-    let mut args = json!({
-        "site": format!("{}:{}", frame.file, frame.line),
-        "kind": kinds,
-        "calls": e.calls,
-    });
-    if t.timeline.switches_counted {
-        args["switches"] = json!(e.switches);
-    }
-    json!({
-        "ph": "X",
-        "name": frame.name,
-        "cat": kinds,
-        "ts": us(e.start),
-        "dur": us(e.duration),
-        "pid": pid,
-        "tid": tid,
-        "args": args,
-    })
+/// Texts every episode of a site or of a set of kinds shares, made once.
+struct Texts {
+    sites: Vec<String>,
+    kinds: HashMap<u16, String>,
 }
 
-fn thread_events(p: &Profile, t: &ThreadProfile, pid: u32, tid: u64, out: &mut Vec<Value>) {
+impl Texts {
+    fn new(p: &Profile) -> Texts {
+        let sites = p
+            .frames
+            .iter()
+            .map(|f| format!("{}:{}", f.file, f.line))
+            .collect();
+        let kinds = p
+            .threads
+            .iter()
+            .flat_map(|t| &t.timeline.episodes)
+            .map(|e| e.kinds)
+            .collect::<HashSet<u16>>()
+            .into_iter()
+            .map(|set| (set, kinds(set)))
+            .collect();
+        Texts { sites, kinds }
+    }
+}
+
+fn thread_events<'a>(
+    p: &'a Profile,
+    texts: &'a Texts,
+    t: &'a ThreadProfile,
+    (pid, tid): (u32, u64),
+    out: &mut Vec<Event<'a>>,
+) {
     let tl = &t.timeline;
-    out.push(json!({
-        "ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-        "args": {
-            "name": t.name,
-            "episodes_recorded": tl.recorded,
-            "episodes_kept": tl.episodes.len(),
-            "episodes_dropped": tl.dropped(),
-            "capacity": tl.capacity,
+    let meta = |name, args| {
+        Event::Meta(Meta {
+            ph: "M",
+            name,
+            pid,
+            tid,
+            args,
+        })
+    };
+    out.push(meta(
+        "thread_name",
+        MetaArgs::Thread {
+            name: &t.name,
+            episodes_recorded: tl.recorded,
+            episodes_kept: tl.episodes.len(),
+            episodes_dropped: tl.dropped(),
+            capacity: tl.capacity,
         },
-    }));
-    out.push(json!({
-        "ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-        "args": { "sort_index": t.serial },
-    }));
+    ));
+    out.push(meta(
+        "thread_sort_index",
+        MetaArgs::Order {
+            sort_index: t.serial,
+        },
+    ));
     // Episodes are kept in the order they closed; viewers want each track by start,
     // an enclosing frame before the ones nested in it.
     let mut order: Vec<&Episode> = tl.episodes.iter().collect();
     order.sort_by_key(|e| (e.start, std::cmp::Reverse(e.duration)));
-    out.extend(order.into_iter().map(|e| slice(p, t, pid, tid, e)));
+    out.extend(order.into_iter().map(|e| {
+        let kind = texts.kinds[&e.kinds].as_str();
+        Event::Slice(Slice {
+            ph: "X",
+            name: &p.frames[e.frame as usize].name,
+            cat: kind,
+            ts: us(e.start),
+            dur: us(e.duration),
+            pid,
+            tid,
+            args: SliceArgs {
+                site: &texts.sites[e.frame as usize],
+                kind,
+                calls: e.calls,
+                switches: tl.switches_counted.then_some(e.switches),
+            },
+        })
+    }));
 }
 
 /// The program's name for the process track: the executable's file stem.
@@ -95,11 +190,17 @@ fn process_name() -> String {
         .unwrap_or_else(|| "yieldprof".to_string())
 }
 
-fn trace(p: &Profile) -> Trace {
+fn write(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     let pid = std::process::id();
-    let mut events = vec![json!({
-        "ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-        "args": { "name": process_name() },
+    let texts = Texts::new(p);
+    let mut events = vec![Event::Meta(Meta {
+        ph: "M",
+        name: "process_name",
+        pid,
+        tid: 0,
+        args: MetaArgs::Process {
+            name: process_name(),
+        },
     })];
     let mut tids = HashSet::new();
     let (mut recorded, mut dropped, mut capacity) = (0, 0, 0);
@@ -114,10 +215,9 @@ fn trace(p: &Profile) -> Trace {
         if !tids.insert(tid) {
             tid = REUSED_TID_BASE + t.serial;
         }
-        thread_events(p, t, pid, tid, &mut events);
+        thread_events(p, &texts, t, (pid, tid), &mut events);
     }
-    let mut other = Map::new();
-    for (key, value) in [
+    let other = BTreeMap::from([
         (
             "generator",
             format!("yieldprof {}", env!("CARGO_PKG_VERSION")),
@@ -126,14 +226,14 @@ fn trace(p: &Profile) -> Trace {
         ("episodes_per_thread", capacity.to_string()),
         ("episodes_recorded", recorded.to_string()),
         ("episodes_dropped", dropped.to_string()),
-    ] {
-        other.insert(key.to_string(), Value::String(value));
-    }
-    Trace {
+    ]);
+    let trace = Trace {
         events,
         unit: "ns",
         other,
-    }
+    };
+    serde_json::to_writer(&mut *out, &trace)?;
+    writeln!(out)
 }
 
 impl Profile {
@@ -163,8 +263,7 @@ impl Profile {
     /// assert!(json.contains(r#""ph":"X""#) && json.contains(r#""cat":"sleep""#));
     /// ```
     pub fn write_trace<W: Write>(&self, mut out: W) -> io::Result<()> {
-        serde_json::to_writer(&mut out, &trace(self))?;
-        writeln!(out)
+        write(self, &mut out)
     }
 
     /// Whether any thread keeps a timeline (`YIELDPROF_TIMELINE` is not 0).
