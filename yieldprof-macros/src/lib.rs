@@ -6,9 +6,11 @@
 //!
 //! The signature and outer attributes are kept. The body first opens a wait
 //! **episode**, an RAII guard over a per-function `static`, so it closes on return,
-//! on `?` and during a panic. An `async fn` has its body wrapped in a future that
-//! times each poll instead. A plain `fn` returning `impl Future` is a plain function
-//! here: its episode is the building of the future, not its polls.
+//! on `?` and during a panic. An `async fn` has its body wrapped in a future whose
+//! episode spans first poll to completion: the polls are its wall time, the gaps
+//! between them its suspended time, the whole span its duration. A plain `fn`
+//! returning `impl Future` is a plain function here: its episode is the building of
+//! the future, not its polls.
 //!
 //! ```ignore
 //! fn wait_ready(flag: &AtomicBool) {

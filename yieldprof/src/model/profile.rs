@@ -57,7 +57,12 @@ pub struct SiteStats {
     pub wall_ns: u64,
     /// Wall time minus nested frames: the site's own waiting.
     pub self_ns: u64,
-    /// Episode durations (nested frames included).
+    /// `async fn` sites: time their episodes spent suspended between polls. An async
+    /// episode lasts from its first poll to its completion; only the polls are wall
+    /// time, so `wall_ns + suspended_ns` is the episodes' whole span. 0 for other sites.
+    pub suspended_ns: u64,
+    /// Episode durations (nested frames included); an async episode's is its whole
+    /// span.
     pub durations: Histogram,
     /// Calls per call site, ordered by line.
     pub calls: Vec<CallStats>,
@@ -199,6 +204,7 @@ impl Profile {
                     episodes: 0,
                     wall_ns: 0,
                     self_ns: 0,
+                    suspended_ns: 0,
                     durations: Histogram::default(),
                     calls: Vec::new(),
                     counters: Counters::default(),
@@ -212,6 +218,7 @@ impl Profile {
                 s.durations.add(&n.durations);
                 s.episodes += n.episodes;
                 s.wall_ns += n.wall_ns;
+                s.suspended_ns += n.suspended_ns;
                 s.self_ns += n.wall_ns.saturating_sub(child_wall[i]);
                 for slot in &n.slots {
                     let info = self.calls[slot.call as usize];

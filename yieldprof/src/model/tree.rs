@@ -14,6 +14,8 @@ pub(crate) struct NodeStats {
     pub(crate) parent: u32,
     pub(crate) episodes: u64,
     pub(crate) wall_ns: u64,
+    /// Async episodes: time between polls, outside `wall_ns` (see `record::episode`).
+    pub(crate) suspended_ns: u64,
     pub(crate) durations: Histogram,
     pub(crate) counts: NodeSnap,
     pub(crate) slots: Vec<SlotStats>,
@@ -119,6 +121,7 @@ impl ThreadProfile {
             let m = &mut self.nodes[mine as usize];
             m.episodes += n.episodes;
             m.wall_ns += n.wall_ns;
+            m.suspended_ns += n.suspended_ns;
             m.durations.add(&n.durations);
             m.counts = m.counts.plus(&n.counts);
             for s in &n.slots {
@@ -188,6 +191,7 @@ impl ThreadProfile {
     pub(crate) fn scale_to_ns(&mut self, scale: clock::Scale) {
         for n in &mut self.nodes {
             n.wall_ns = scale.ns(n.wall_ns);
+            n.suspended_ns = scale.ns(n.suspended_ns);
             n.durations.scale_to_ns(scale);
             n.counts.scale_to_ns(scale);
             for s in &mut n.slots {
@@ -270,6 +274,7 @@ impl NodeStats {
             parent: self.parent,
             episodes: self.episodes.saturating_sub(earlier.episodes),
             wall_ns: self.wall_ns.saturating_sub(earlier.wall_ns),
+            suspended_ns: self.suspended_ns.saturating_sub(earlier.suspended_ns),
             durations: self.durations.minus(&earlier.durations),
             counts: self.counts.minus(&earlier.counts),
             slots,

@@ -144,6 +144,17 @@ impl Profile {
                 duration(site.wall_ns),
                 duration(site.wall_ns / site.episodes.max(1)),
             );
+            if site.suspended_ns > 0 {
+                let span = site.wall_ns + site.suspended_ns;
+                let _ = writeln!(
+                    s,
+                    "    async: {} polled, {} suspended between polls ({:.1}% of the \
+                     episodes' span, first poll to completion)",
+                    duration(site.wall_ns),
+                    duration(site.suspended_ns),
+                    percent(site.suspended_ns, span),
+                );
+            }
             let _ = writeln!(s, "    time: {}", time_split(&site.time));
             let own: Vec<String> = site
                 .own

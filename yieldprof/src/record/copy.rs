@@ -20,6 +20,7 @@ impl ThreadData {
                     parent: n.parent.load(Relaxed),
                     episodes: n.episodes.load(Relaxed),
                     wall_ns: n.wall_ns.load(Relaxed),
+                    suspended_ns: n.suspended_ns.load(Relaxed),
                     durations: n.durations.load(),
                     counts: self.counters.node(&n.counts, n.wall_ns.load(Relaxed)),
                     slots: Vec::new(),

@@ -124,8 +124,9 @@ impl Drop for EpisodeGuard {
 }
 
 impl EpisodeGuard {
+    /// Closes the frame; its length in ticks.
     #[inline(never)]
-    fn close(&mut self) {
+    fn close(&mut self) -> u64 {
         let end = clock::now();
         let elapsed = end.saturating_sub(self.start);
         thread::with(|l| {
@@ -161,6 +162,7 @@ impl EpisodeGuard {
             l.current
                 .set(l.data.closed(self.node, self.prev, l.current.get()));
         });
+        elapsed
     }
 }
 
@@ -337,13 +339,18 @@ pub(crate) fn call_at(kind: Kind, loc: &'static Location<'static>) -> CallGuard 
     )
 }
 
-/// An `async fn` wait episode, or a business frame over a future: each poll is timed
-/// as part of it (time between polls belongs to whoever runs then), and the frame
-/// counts once, when the future completes. Open only while polled, so other tasks the
-/// thread runs meanwhile are not inside it.
+/// An `async fn` wait episode, or a business frame over a future. The episode spans
+/// first poll to completion: its duration (the histogram's sample) is that whole span.
+/// Only the polls are its wall time, since time between polls belongs to whoever runs
+/// then; the rest is its suspended time. The frame is open only while polled, so other
+/// tasks the thread runs meanwhile are not inside it.
 #[doc(hidden)]
 pub struct Instrumented<F> {
     frame: Frame,
+    /// Tick at which the first recorded poll began; 0 before it.
+    first: u64,
+    /// Ticks spent in recorded polls so far.
+    busy: u64,
     inner: F,
 }
 
@@ -353,22 +360,27 @@ enum Frame {
     Work(&'static WorkSite),
 }
 
+impl<F> Instrumented<F> {
+    fn new(frame: Frame, inner: F) -> Self {
+        Instrumented {
+            frame,
+            first: 0,
+            busy: 0,
+            inner,
+        }
+    }
+}
+
 /// Wraps the body of an `async fn` annotated with `#[instrument_wait]`.
 #[doc(hidden)]
 pub fn instrument<F: Future>(site: &'static EpisodeSite, inner: F) -> Instrumented<F> {
-    Instrumented {
-        frame: Frame::Wait(site),
-        inner,
-    }
+    Instrumented::new(Frame::Wait(site), inner)
 }
 
 /// Wraps the future of `frame!(name, future)`.
 #[doc(hidden)]
 pub fn framed<F: Future>(site: &'static WorkSite, inner: F) -> Instrumented<F> {
-    Instrumented {
-        frame: Frame::Work(site),
-        inner,
-    }
+    Instrumented::new(Frame::Work(site), inner)
 }
 
 impl<F: Future> Future for Instrumented<F> {
@@ -382,10 +394,31 @@ impl<F: Future> Future for Instrumented<F> {
             Frame::Wait(site) => enter(site),
             Frame::Work(site) => enter_work(site),
         };
+        // The episode is counted below, once, with its whole span.
         guard.count = false;
         // SAFETY: see above.
         let out = unsafe { Pin::new_unchecked(&mut this.inner) }.poll(cx);
-        guard.count = out.is_ready();
+        if guard.node == NO_NODE {
+            return out;
+        }
+        let (node, start) = (guard.node, guard.start);
+        let polled = guard.close();
+        guard.node = NO_NODE;
+        if this.first == 0 {
+            this.first = start;
+        }
+        this.busy += polled;
+        if out.is_ready() {
+            // Polls may run on several threads; the TSC is one clock for all of them.
+            let whole = (start + polled).saturating_sub(this.first);
+            let suspended = whole.saturating_sub(this.busy);
+            thread::with(|l| {
+                let n = l.data.node(node);
+                bump(&n.episodes, 1);
+                bump(&n.suspended_ns, suspended);
+                l.data.record_duration(node, whole);
+            });
+        }
         out
     }
 }

@@ -41,6 +41,9 @@ pub(crate) struct Node {
     pub(super) open: AtomicU32,
     pub(crate) episodes: AtomicU64,
     pub(crate) wall_ns: AtomicU64,
+    /// Async episodes only: time between their polls (first poll to completion, minus
+    /// the polls), which `wall_ns` leaves out.
+    pub(crate) suspended_ns: AtomicU64,
     pub(crate) counts: NodeCounts,
     pub(crate) durations: AtomicHistogram,
     /// Index of this node's frame in the thread's `site_durations`; `NO_DURATIONS` for

@@ -179,6 +179,7 @@ impl Profile {
                 episodes: s.episodes,
                 wall_ns: s.wall_ns,
                 self_ns: s.self_ns,
+                suspended_ns: s.suspended_ns,
                 name: s.name.clone(),
                 path: s.path.clone(),
             }

@@ -319,6 +319,10 @@ pub struct Site {
     pub wall_ns: u64,
     /// Wall time minus nested frames: the site's own waiting.
     pub self_ns: u64,
+    /// `async fn` sites: time suspended between polls (first poll to completion, minus
+    /// the polls); `wall_ns + suspended_ns` is the episodes' whole span. 0 otherwise.
+    #[serde(default)]
+    pub suspended_ns: u64,
     /// Own time drawn as `[spin]`: on the CPU (or not measured) outside timed calls,
     /// in episodes that counted spin calls.
     pub spin_ns: u64,
