@@ -95,6 +95,9 @@ fn an_async_episode_spans_first_poll_to_completion() {
     );
     let doc = profile.json(&yieldprof::report::Costs::current());
     assert_eq!(doc.inconsistencies(), Vec::<String>::new());
-    let json = doc.sites.iter().find(|s| s.name.ends_with("wait_for_reply"));
+    let json = doc
+        .sites
+        .iter()
+        .find(|s| s.name.ends_with("wait_for_reply"));
     assert_eq!(json.unwrap().suspended_ns, site.suspended_ns);
 }

@@ -273,9 +273,12 @@ impl Histogram {
         ((low + high) as f64 / 2.0 * self.ns_per_tick) as u64
     }
 
-    /// Episodes recorded.
+    /// Episodes (or calls) recorded.
     pub fn count(&self) -> u64 {
-        self.coarse.iter().map(|b| b.count).sum()
+        // A call kind's histogram is fine only; a site's has both, with the same count
+        // unless its thread's fine tables ran out.
+        let coarse: u64 = self.coarse.iter().map(|b| b.count).sum();
+        coarse.max(self.fine.iter().map(|f| f.1).sum())
     }
 
     /// The duration below which a share `q` (0..=1) of episodes fall (the episode of

@@ -66,6 +66,9 @@ pub struct SiteStats {
     pub durations: Histogram,
     /// Calls per call site, ordered by line.
     pub calls: Vec<CallStats>,
+    /// Durations of the timed calls (yield, sleep, lock, ...) made directly in the
+    /// function, one histogram per kind, in [`Kind::ALL`] order.
+    pub call_durations: Vec<(Kind, Histogram)>,
     /// Context switches and other counters over the episodes (nested frames included);
     /// `Scaled` where estimated from sampled episodes, `NotAvailable` where not counted.
     pub counters: Counters,
@@ -207,6 +210,7 @@ impl Profile {
                     suspended_ns: 0,
                     durations: Histogram::default(),
                     calls: Vec::new(),
+                    call_durations: Vec::new(),
                     counters: Counters::default(),
                     time: TimeSplit::default(),
                     own: OwnTime::default(),
@@ -237,9 +241,17 @@ impl Profile {
             }
         }
         for t in &self.threads {
-            for (frame, h) in &t.site_durations {
-                if let Some(Some(s)) = by_frame.get_mut(*frame as usize) {
+            for ((frame, kind), h) in &t.site_durations {
+                let Some(Some(s)) = by_frame.get_mut(*frame as usize) else {
+                    continue;
+                };
+                let Some(kind) = kind else {
                     s.durations.add(h);
+                    continue;
+                };
+                match s.call_durations.iter_mut().find(|(k, _)| k == kind) {
+                    Some((_, mine)) => mine.add(h),
+                    None => s.call_durations.push((*kind, h.clone())),
                 }
             }
         }
@@ -253,6 +265,7 @@ impl Profile {
         for s in &mut sites {
             s.calls
                 .sort_by_key(|c| (c.site.line, c.site.column, c.site.kind));
+            s.call_durations.sort_by_key(|(k, _)| *k);
         }
         sites.sort_by(|a, b| b.wall_ns.cmp(&a.wall_ns).then(a.name.cmp(&b.name)));
         sites

@@ -2,7 +2,7 @@
 //! slots, merged, subtracted and walked by the views.
 
 use crate::base::clock;
-use crate::base::site::{FrameInfo, FrameKind};
+use crate::base::site::{FrameInfo, FrameKind, Kind};
 use crate::counters::{Acc, Count, CounterEvent, Counters, NodeSnap, ThreadSnap, TimeSplit};
 use crate::model::histogram::Histogram;
 use std::collections::HashMap;
@@ -44,9 +44,10 @@ pub(crate) struct ThreadProfile {
     /// Entries made after the thread's state was torn down, not recorded.
     pub(crate) entries_after_exit: u64,
     pub(crate) nodes: Vec<NodeStats>,
-    /// Fine episode durations per frame id, whatever the stack: what site quantiles
-    /// are read from (nodes keep only coarse durations).
-    pub(crate) site_durations: Vec<(u32, Histogram)>,
+    /// Fine durations per frame id, whatever the stack: of its episodes (kind `None`),
+    /// what site quantiles are read from (nodes keep only coarse durations), and of the
+    /// timed calls of each kind made directly in it.
+    pub(crate) site_durations: Vec<((u32, Option<Kind>), Histogram)>,
     pub(crate) counters: ThreadSnap,
 }
 
@@ -135,10 +136,10 @@ impl ThreadProfile {
                 }
             }
         }
-        for (frame, h) in &other.site_durations {
-            match self.site_durations.iter_mut().find(|(f, _)| f == frame) {
+        for (key, h) in &other.site_durations {
+            match self.site_durations.iter_mut().find(|(k, _)| k == key) {
                 Some((_, mine)) => mine.add(h),
-                None => self.site_durations.push((*frame, h.clone())),
+                None => self.site_durations.push((*key, h.clone())),
             }
         }
         self.overflowed += other.overflowed;
@@ -299,9 +300,9 @@ impl ThreadProfile {
             site_durations: self
                 .site_durations
                 .iter()
-                .map(|(frame, h)| {
-                    let old = earlier.site_durations.iter().find(|(f, _)| f == frame);
-                    (*frame, old.map_or_else(|| h.clone(), |(_, o)| h.minus(o)))
+                .map(|(key, h)| {
+                    let old = earlier.site_durations.iter().find(|(k, _)| k == key);
+                    (*key, old.map_or_else(|| h.clone(), |(_, o)| h.minus(o)))
                 })
                 .collect(),
             overflowed: self.overflowed.saturating_sub(earlier.overflowed),

@@ -56,7 +56,8 @@ impl ThreadData {
         let site_durations = (0..self.site_durations.len())
             .map(|i| {
                 let d = self.site_durations.get(i);
-                (d.frame.load(Relaxed), d.durations.load())
+                let kind = code_kind(d.kind.load(Relaxed));
+                ((d.frame.load(Relaxed), kind), d.durations.load())
             })
             .collect();
         ThreadProfile {

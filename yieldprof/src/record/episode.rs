@@ -223,8 +223,10 @@ impl Site {
     }
 }
 
+/// Adds one call to the current frame: `ns` of its own time (`off_ns` of them off the
+/// CPU), and its whole length `ticks` to its kind's durations when it was timed.
 #[inline(always)]
-fn record(l: &thread::Local, key: usize, site: Site, ns: u64, off_ns: u64) {
+fn record(l: &thread::Local, key: usize, site: Site, ns: u64, off_ns: u64, ticks: Option<u64>) {
     let d = &l.data;
     let s = d.slot_of(l.current.get(), key, || site.info());
     bump(&s.calls, 1);
@@ -232,12 +234,15 @@ fn record(l: &thread::Local, key: usize, site: Site, ns: u64, off_ns: u64) {
     if off_ns > 0 {
         bump(&s.off_ns, off_ns);
     }
+    if let Some(t) = ticks {
+        d.record_call_duration(s, t);
+    }
 }
 
 /// Counts a call that is not timed.
 #[inline(always)]
 fn record_count(key: usize, site: Site) {
-    thread::enter(|l| record(l, key, site, 0, 0));
+    thread::enter(|l| record(l, key, site, 0, 0, None));
 }
 
 impl CallGuard {
@@ -286,7 +291,7 @@ impl CallGuard {
         thread::with(|l| {
             if l.data.serial() != self.serial {
                 // Resumed on another thread: this one's figures say nothing of it.
-                return record(l, self.key, site, elapsed, 0);
+                return record(l, self.key, site, elapsed, 0, Some(elapsed));
             }
             let m = l.counters.mark(&l.data.counters);
             let off_ns = if m.switches != self.mark.switches {
@@ -295,7 +300,7 @@ impl CallGuard {
                 0
             };
             let own = l.claim(self.claimed, elapsed, off_ns);
-            record(l, self.key, site, own.ticks, own.off_ns);
+            record(l, self.key, site, own.ticks, own.off_ns, Some(elapsed));
         });
     }
 }

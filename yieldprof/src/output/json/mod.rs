@@ -340,6 +340,9 @@ pub struct Site {
     pub counters: Counters,
     /// Calls per call site, ordered by line.
     pub calls: Vec<Call>,
+    /// Durations of the timed calls made directly in the function, per kind.
+    #[serde(default)]
+    pub call_durations: Vec<KindDurations>,
     /// It spins on a FALSE or MIXED line (see `sharing`); drawn purple in the flame graph.
     #[serde(default)]
     pub false_sharing: bool,
@@ -361,6 +364,18 @@ pub struct Durations {
     pub p999_ns: Option<u64>,
     /// The longest (exact).
     pub max_ns: Option<u64>,
+}
+
+/// The durations of one kind of timed call at a wait site, e.g. each `yield_now`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct KindDurations {
+    /// [`crate::Kind::name`]: `yield`, `sleep`, `park`, `lock`, ...
+    pub kind: String,
+    /// Calls timed.
+    pub calls: u64,
+    /// Their durations.
+    pub durations: Durations,
 }
 
 /// One call site inside a wait site, as in [`crate::report::CallStats`].
