@@ -259,6 +259,7 @@ impl Profile {
             if let Some(s) = s {
                 s.counters = c.counters();
                 s.time = c.split();
+                s.durations.cap_extremes(s.wall_ns + s.suspended_ns);
             }
         }
         let mut sites: Vec<SiteStats> = by_frame.into_iter().flatten().collect();
