@@ -9,7 +9,8 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::ext::IdentExt;
 use syn::visit_mut::VisitMut;
-use syn::{AttrStyle, Error, Ident, ItemFn};
+use syn::spanned::Spanned;
+use syn::{AttrStyle, Error, Ident, ItemFn, ReturnType};
 
 pub(crate) fn instrument_wait(args: TokenStream, item: TokenStream) -> TokenStream {
     let func = match item::parse(item.clone()) {
@@ -77,9 +78,11 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
     let body = if sig.asyncness.is_some() {
         // The episode spans the polls of the body's future. `return` and `?` in the
         // body now leave the `async move` block, whose output is the fn's output.
+        let edge = return_edge(&sig.output);
         quote! {
             #site
-            #krate::__private::instrument(&__YIELDPROF_EPISODE, async move { #(#stmts)* }).await
+            #krate::__private::instrument(&__YIELDPROF_EPISODE, async move { #edge #(#stmts)* })
+                .await
         }
     } else {
         let guard = Ident::new("__yieldprof_episode", Span::mixed_site());
@@ -95,6 +98,27 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
         #vis #sig {
             #(#inner)*
             #body
+        }
+    }
+}
+
+/// A `return` the compiler sees but never runs, of the fn's declared type: it fixes
+/// the async block's output type, so a body whose value has the wrong type is reported
+/// at the user's tokens rather than at the attribute. Not possible for `impl Trait`,
+/// which a `let` cannot name.
+fn return_edge(output: &ReturnType) -> TokenStream {
+    let ty = match output {
+        ReturnType::Default => return quote!(),
+        ReturnType::Type(_, ty) => ty,
+    };
+    if ty.to_token_stream().into_iter().any(|t| t.to_string() == "impl") {
+        return quote!();
+    }
+    quote_spanned! {ty.span()=>
+        #[allow(unreachable_code, clippy::diverging_sub_expression, clippy::unreachable)]
+        if false {
+            let __yieldprof_return: #ty = loop {};
+            return __yieldprof_return;
         }
     }
 }
