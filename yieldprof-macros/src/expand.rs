@@ -134,7 +134,7 @@ fn return_edge(output: &ReturnType) -> TokenStream {
         return quote!();
     }
     quote_spanned! {ty.span()=>
-        #[allow(unreachable_code, clippy::diverging_sub_expression, clippy::unreachable)]
+        #[allow(unreachable_code, clippy::diverging_sub_expression, clippy::empty_loop)]
         if false {
             let __yieldprof_return: #ty = loop {};
             return __yieldprof_return;
@@ -149,7 +149,9 @@ fn local_spins(krate: &TokenStream, guard: &Ident, spins: &[Span]) -> TokenStrea
         return TokenStream::new();
     }
     let n = spins.len();
-    let sites = spins.iter().map(|&span| call_site(krate, "Spin", span));
+    let sites = spins
+        .iter()
+        .map(|&span| call_site(krate, "Spin", span, false));
     let local = spins_local();
     quote! {
         let #local = {

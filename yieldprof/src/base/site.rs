@@ -157,6 +157,7 @@ pub struct CallSite {
     pub(crate) file: &'static str,
     pub(crate) line: u32,
     pub(crate) column: u32,
+    pub(crate) in_async: bool,
 }
 
 impl CallSite {
@@ -167,6 +168,15 @@ impl CallSite {
             file,
             line,
             column,
+            in_async: false,
+        }
+    }
+
+    /// Called by the macro for a call that blocks its thread from async code.
+    pub const fn in_async(self) -> Self {
+        CallSite {
+            in_async: true,
+            ..self
         }
     }
 }
@@ -214,6 +224,9 @@ pub struct CallInfo {
     pub line: u32,
     /// Column of the call.
     pub column: u32,
+    /// Made without `.await` in async code (an `async fn` or block): a blocking call
+    /// that holds the executor's thread.
+    pub in_async: bool,
 }
 
 /// Ids for frames and call sites, keyed by the address of their static (or of the
@@ -250,6 +263,7 @@ impl Table {
             file: "[overflow]",
             line: 0,
             column: 0,
+            in_async: false,
         });
     }
 }
@@ -348,6 +362,7 @@ impl CallSite {
             file: self.file,
             line: self.line,
             column: self.column,
+            in_async: self.in_async,
         }
     }
 }

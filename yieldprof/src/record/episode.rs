@@ -218,6 +218,7 @@ impl Site {
                 file: loc.file(),
                 line: loc.line(),
                 column: loc.column(),
+                in_async: false,
             },
         }
     }

@@ -152,6 +152,7 @@ impl Profile {
                 calls: c.calls,
                 ns: c.ns,
                 per_episode: share(c.calls, s.episodes),
+                in_async: c.site.in_async,
             });
             Site {
                 spin_ns: s.spin_ns(),

@@ -397,6 +397,9 @@ pub struct Call {
     pub ns: u64,
     /// `calls` per episode of the site.
     pub per_episode: f64,
+    /// Made without `.await` in async code: it blocked the executor's thread.
+    #[serde(default)]
+    pub in_async: bool,
 }
 
 /// One watched line (or 128-B block), as in [`crate::sharing::LineVerdict`].
