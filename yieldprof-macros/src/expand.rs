@@ -88,8 +88,10 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
     } else {
         let guard = Ident::new("__yieldprof_episode", Span::mixed_site());
         let spins = local_spins(&krate, &guard, &rewrite.spins);
+        // The static first, in the body's own block: closures of the body name it too.
         quote! {
-            let #guard = { #site #krate::__private::enter(&__YIELDPROF_EPISODE) };
+            #site
+            let #guard = #krate::__private::enter(&__YIELDPROF_EPISODE);
             #spins
             #(#stmts)*
         }

@@ -72,7 +72,13 @@
 //! when recording is off). Spins in closures and async blocks, which may run after the
 //! episode or on another thread, and every other kind, go through the per-call probe.
 //!
-//! Closures and async blocks in the body are rewritten too. Left alone:
+//! Closures and async blocks in the body are rewritten too, and one that waits is
+//! charged to the site wherever it runs: its body opens the site's frame (counting no
+//! episode) unless its thread is already in it. So a `thread::scope` spawn, a rayon
+//! `for_each`, an iterator adaptor drained after the function returned, or an async
+//! block spawned on an executor shows under the site on the thread that ran it. Not
+//! followed: closures written elsewhere and passed in, function pointers, `async`
+//! closures (`async |x| ..`), and code in macro invocations. Left alone:
 //! - nested items (`fn`, `impl`, `mod`, `trait`, `const`, `static` inside the body):
 //!   they are functions of their own and need their own annotation;
 //! - macro invocations other than `select!` (`assert!(..)`, `my_wait!(..)`): their

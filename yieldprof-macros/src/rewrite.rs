@@ -22,6 +22,8 @@ pub(crate) struct Rewrite<'a> {
     in_async: bool,
     /// The `use` declarations and `Backoff` locals in scope.
     scope: Scope,
+    /// Calls wrapped so far: a closure or async block in which it grew waits.
+    wrapped: usize,
     /// The spans of the spins counted locally, by index.
     pub(crate) spins: Vec<Span>,
 }
@@ -34,6 +36,7 @@ impl<'a> Rewrite<'a> {
             nested: false,
             in_async: is_async,
             scope: Scope::default(),
+            wrapped: 0,
             spins: Vec::new(),
         }
     }
@@ -102,6 +105,7 @@ impl VisitMut for Rewrite<'_> {
                         attrs: std::mem::take(&mut m.attrs),
                         mac: m.mac.clone(),
                     });
+                    self.wrapped += 1;
                     *stmt =
                         Stmt::Expr(timed(self.krate, "Channel", span, mac, self.in_async), semi);
                 }
@@ -115,13 +119,35 @@ impl VisitMut for Rewrite<'_> {
         match expr {
             Expr::Closure(c) => {
                 let is_async = c.asyncness.is_some();
+                let before = self.wrapped;
                 self.nested_in(is_async, |v| visit_mut::visit_expr_closure_mut(v, c));
+                // Its waits are the site's wherever it runs (another thread, later).
+                // An async closure's body is a future: left to its own rules.
+                if self.wrapped > before && !is_async {
+                    let krate = self.krate;
+                    let body = &c.body;
+                    let guard = Ident::new("__yieldprof_nested", Span::mixed_site());
+                    *c.body = parse_quote!({
+                        let #guard = #krate::__private::enter_nested(&__YIELDPROF_EPISODE);
+                        #body
+                    });
+                }
             }
-            Expr::Async(a) => self.nested_in(true, |v| visit_mut::visit_expr_async_mut(v, a)),
+            Expr::Async(a) => {
+                let before = self.wrapped;
+                self.nested_in(true, |v| visit_mut::visit_expr_async_mut(v, a));
+                if self.wrapped > before {
+                    let krate = self.krate;
+                    *expr = parse_quote!(
+                        #krate::__private::nested(&__YIELDPROF_EPISODE, #a)
+                    );
+                }
+            }
             Expr::Await(awaited) => self.awaited(awaited),
             Expr::Call(call) => {
                 visit_mut::visit_expr_call_mut(self, call);
                 if let Some(kind) = self.scope.call_kind(&call.func, false) {
+                    self.wrapped += 1;
                     let span = call.span();
                     let call = take(expr);
                     *expr = if kind == "Spin" && self.local_spins && !self.nested {
@@ -134,6 +160,7 @@ impl VisitMut for Rewrite<'_> {
             Expr::MethodCall(call) => {
                 visit_mut::visit_expr_method_call_mut(self, call);
                 if let Some(kind) = self.scope.method_kind(call, false) {
+                    self.wrapped += 1;
                     // The line and column of the method's name, not of its receiver,
                     // which may start lines above.
                     let span = call.method.span();
@@ -141,6 +168,7 @@ impl VisitMut for Rewrite<'_> {
                 }
             }
             Expr::Macro(m) if self.scope.is_select(&m.mac.path, self.in_async) => {
+                self.wrapped += 1;
                 let span = m.mac.path.span();
                 *expr = timed(self.krate, "Channel", span, take(expr), self.in_async);
             }
@@ -179,6 +207,7 @@ impl Rewrite<'_> {
             _ => return visit_mut::visit_expr_await_mut(self, awaited),
         };
         if let Some(kind) = kind {
+            self.wrapped += 1;
             let span = match &*awaited.base {
                 Expr::MethodCall(call) => call.method.span(),
                 base => base.span(),

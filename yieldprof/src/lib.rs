@@ -311,7 +311,8 @@ pub mod __private {
     pub use crate::base::site::Limit;
     pub use crate::base::site::{CallSite, EpisodeSite, Kind, WorkSite};
     pub use crate::record::episode::{
-        call, count, enter_work, framed, timed, CallGuard, EpisodeGuard, Instrumented,
+        call, count, enter_nested, enter_work, framed, nested, timed, CallGuard, EpisodeGuard,
+        Instrumented,
     };
     #[cfg(not(feature = "tracing"))]
     pub use crate::record::episode::{enter, instrument};

@@ -56,16 +56,26 @@ impl EpisodeGuard {
         if !on() {
             return EpisodeGuard::INACTIVE;
         }
-        EpisodeGuard::open_here(key, wait, info)
+        EpisodeGuard::open_here(key, wait, false, info)
     }
 
     /// Out of line: the annotated function's own stack frame holds only the guard,
     /// not this path's locals, which a deep recursion would pay for at every level.
+    /// `nested`: a closure or async block of the site's body, run wherever: it opens
+    /// the site's frame (counting no episode) unless the thread is in that frame now.
     #[inline(never)]
-    fn open_here(key: usize, wait: bool, info: impl FnOnce() -> FrameInfo) -> EpisodeGuard {
+    fn open_here(
+        key: usize,
+        wait: bool,
+        nested: bool,
+        info: impl FnOnce() -> FrameInfo,
+    ) -> EpisodeGuard {
         // A match, not `unwrap_or`: that would build and drop a second guard.
         let opened = thread::enter(|l| {
             let prev = l.current.get();
+            if nested && l.data.node_key(prev) == key {
+                return EpisodeGuard::INACTIVE;
+            }
             let node = l.data.child(prev, key, info);
             l.data.opened(node);
             l.current.set(node);
@@ -89,7 +99,7 @@ impl EpisodeGuard {
                 prev,
                 node,
                 start: clock::now(),
-                count: true,
+                count: !nested,
                 wait,
                 slot,
                 _not_send: PhantomData,
@@ -172,6 +182,19 @@ impl EpisodeGuard {
 #[cfg_attr(debug_assertions, inline(never))]
 pub fn enter(site: &'static EpisodeSite) -> EpisodeGuard {
     EpisodeGuard::open(site as *const EpisodeSite as usize, true, || site.info())
+}
+
+/// Opens the frame of the site whose body wrote a closure, when the closure runs
+/// outside it (on another thread, or later): its waits are charged to the site.
+#[doc(hidden)]
+#[inline(always)]
+pub fn enter_nested(site: &'static EpisodeSite) -> EpisodeGuard {
+    if !on() {
+        return EpisodeGuard::INACTIVE;
+    }
+    EpisodeGuard::open_here(site as *const EpisodeSite as usize, true, true, || {
+        site.info()
+    })
 }
 
 /// Opens a business frame for `frame!`.
@@ -364,6 +387,8 @@ pub struct Instrumented<F> {
 enum Frame {
     Wait(&'static EpisodeSite),
     Work(&'static WorkSite),
+    /// An async block of a site's body: the site's frame, no episode of its own.
+    Nested(&'static EpisodeSite),
 }
 
 impl<F> Instrumented<F> {
@@ -389,6 +414,12 @@ pub fn framed<F: Future>(site: &'static WorkSite, inner: F) -> Instrumented<F> {
     Instrumented::new(Frame::Work(site), inner)
 }
 
+/// Wraps an async block written in an annotated function's body.
+#[doc(hidden)]
+pub fn nested<F: Future>(site: &'static EpisodeSite, inner: F) -> Instrumented<F> {
+    Instrumented::new(Frame::Nested(site), inner)
+}
+
 impl<F: Future> Future for Instrumented<F> {
     type Output = F::Output;
 
@@ -399,6 +430,7 @@ impl<F: Future> Future for Instrumented<F> {
         let mut guard = match this.frame {
             Frame::Wait(site) => enter(site),
             Frame::Work(site) => enter_work(site),
+            Frame::Nested(site) => enter_nested(site),
         };
         // The episode is counted below, once, with its whole span.
         guard.count = false;
@@ -414,7 +446,7 @@ impl<F: Future> Future for Instrumented<F> {
             this.first = start;
         }
         this.busy += polled;
-        if out.is_ready() {
+        if out.is_ready() && !matches!(this.frame, Frame::Nested(_)) {
             // Polls may run on several threads; the TSC is one clock for all of them.
             let whole = (start + polled).saturating_sub(this.first);
             let suspended = whole.saturating_sub(this.busy);

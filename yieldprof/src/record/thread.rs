@@ -152,6 +152,12 @@ impl ThreadData {
         self.nodes.get(i)
     }
 
+    /// The key (site address) of node `i`'s frame.
+    #[inline]
+    pub(crate) fn node_key(&self, i: u32) -> usize {
+        self.node(i).key.load(Relaxed)
+    }
+
     /// The thread's serial number: 1 for the first thread to record, and so on.
     pub(crate) fn serial(&self) -> u64 {
         self.serial
