@@ -57,8 +57,12 @@
 //! In an `async fn` or block an awaited `.lock()`, `.read()`, `.write()`, `.acquire()`
 //! (lock), `.notified()` (condvar), `.recv()`, `.send(v)`, `.changed()` (channel),
 //! `.wait()` (barrier) is counted, not timed: the task waits, the thread does not (a
-//! `JoinHandle` awaited as `handle.await` is not recognised). A blocking call made in
-//! async code without `.await` is timed: it blocks the worker thread.
+//! `JoinHandle` awaited as `handle.await` is not recognised). Such a future stored in
+//! a local and awaited later (`let f = yield_now(); ...; f.await`) counts where it is
+//! awaited; a local that no later statement awaits holds no future, so `let g =
+//! m.lock();` stays a blocking lock. A blocking call made in async code without
+//! `.await` is timed: it blocks the worker thread, and the `blocking-call-in-async`
+//! finding names it once it held the thread ≥ 1 ms.
 //!
 //! Nested items (`fn`, `impl`, `mod` inside the body) are not rewritten: they are
 //! separate functions and get their own annotation if they wait. Macro invocations
@@ -307,7 +311,8 @@ pub mod __private {
     pub use crate::base::site::Limit;
     pub use crate::base::site::{CallSite, EpisodeSite, Kind, WorkSite};
     pub use crate::record::episode::{
-        call, count, enter_work, framed, timed, CallGuard, EpisodeGuard, Instrumented,
+        call, count, enter_nested, enter_work, framed, nested, timed, CallGuard, EpisodeGuard,
+        Instrumented,
     };
     #[cfg(not(feature = "tracing"))]
     pub use crate::record::episode::{enter, instrument};

@@ -167,6 +167,7 @@ pub struct CallSite {
     pub(crate) file: &'static str,
     pub(crate) line: u32,
     pub(crate) column: u32,
+    pub(crate) in_async: bool,
 }
 
 impl CallSite {
@@ -177,6 +178,15 @@ impl CallSite {
             file,
             line,
             column,
+            in_async: false,
+        }
+    }
+
+    /// Called by the macro for a call that blocks its thread from async code.
+    pub const fn in_async(self) -> Self {
+        CallSite {
+            in_async: true,
+            ..self
         }
     }
 }
@@ -224,6 +234,9 @@ pub struct CallInfo {
     pub line: u32,
     /// Column of the call.
     pub column: u32,
+    /// Made without `.await` in async code (an `async fn` or block): a blocking call
+    /// that holds the executor's thread.
+    pub in_async: bool,
 }
 
 /// Ids for frames and call sites, keyed by the address of their static (or of the
@@ -260,6 +273,7 @@ impl Table {
             file: "[overflow]",
             line: 0,
             column: 0,
+            in_async: false,
         });
     }
 }
@@ -358,6 +372,7 @@ impl CallSite {
             file: self.file,
             line: self.line,
             column: self.column,
+            in_async: self.in_async,
         }
     }
 }

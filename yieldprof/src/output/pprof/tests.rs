@@ -38,6 +38,7 @@ fn sample_profile() -> Profile {
         file: "src/app.rs",
         line,
         column: 9,
+        in_async: false,
     };
     let calls = vec![
         call(Kind::Spin, 0),
