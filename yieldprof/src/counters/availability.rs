@@ -155,7 +155,9 @@ impl fmt::Display for Reason {
             Reason::Busy => "PMU in exclusive use by another tool (EBUSY)".into(),
             Reason::PmuFull => "too few PMU counters for the whole group".into(),
             Reason::Off => "counters turned off (YIELDPROF_COUNTERS_EVERY=off)".into(),
-            Reason::NoDebugRegister => "no free debug register (ENOSPC): a debugger holds them".into(),
+            Reason::NoDebugRegister => {
+                "no free debug register (ENOSPC): a debugger holds them".into()
+            }
             Reason::Other { errno } => format!("perf_event_open failed ({})", e(errno)),
         };
         f.pad(&s)

@@ -128,7 +128,9 @@ fn attr_at(t: Target) -> sys::perf_event_attr {
 }
 
 fn last_error() -> i32 {
-    io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
 }
 
 fn ioctl_result(r: i32) -> Result<(), i32> {
@@ -271,7 +273,9 @@ fn map_ring(fd: &OwnedFd) -> Result<Ring, i32> {
     if p == libc::MAP_FAILED {
         return Err(last_error());
     }
-    NonNull::new(p.cast()).map(|base| Ring { base }).ok_or(libc::EINVAL)
+    NonNull::new(p.cast())
+        .map(|base| Ring { base })
+        .ok_or(libc::EINVAL)
 }
 
 /// `perf_event_header` types read here.

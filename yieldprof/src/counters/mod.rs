@@ -54,7 +54,7 @@ mod userpage;
 mod values;
 
 pub use availability::*;
-pub(crate) use breakpoint::{breakpoint_reason, force_open_error, Hit, Target, Watchpoints};
+pub(crate) use breakpoint::{breakpoint_reason, force_open_error, Hit, Target, Watchpoints, SLOTS};
 pub use events::*;
 pub use exact::SplitMethod;
 pub(crate) use exact::{parse_run_delay, Delta, Exact, Mark};

@@ -68,7 +68,9 @@ mod detector;
 mod ids;
 pub(crate) mod layout;
 mod lines;
+mod plain;
 mod report;
+mod rotation;
 #[cfg(test)]
 mod tests;
 mod verdicts;
@@ -77,6 +79,7 @@ pub(crate) mod watch;
 pub use detector::*;
 pub use layout::SEPARATE_LINE_BYTES;
 pub(crate) use lines::*;
+pub use plain::{watch_plain, watchpoints, PlainWatch, WatchpointState, WatchpointStatus};
 pub use verdicts::*;
 pub use watch::{WatchableAtomic, WatchableBits, WatchableInteger};
 
