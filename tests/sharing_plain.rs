@@ -185,7 +185,7 @@ fn expect_false_on(
     attempt: impl Fn(Duration) -> (usize, Outcome),
 ) {
     for n in 0..ATTEMPTS {
-        let run = Duration::from_millis(1500 << n);
+        let run = Duration::from_millis(2000 << n);
         let (base, outcome) = attempt(run);
         let lines = match outcome {
             Outcome::Thin(why) => {
@@ -236,7 +236,7 @@ fn expect_false_on(
 
 /// Runs the aligned layout: every line must stay quiet (one writer each).
 fn expect_quiet(name: &str, attempt: impl Fn(Duration) -> Outcome) {
-    let run = Duration::from_millis(1500);
+    let run = Duration::from_millis(2000);
     for n in 0..ATTEMPTS {
         match attempt(run) {
             Outcome::Thin(why) => eprintln!("{name}: attempt {n}: {why}"),

@@ -39,8 +39,8 @@ pub(crate) const MAX_SNAPSHOT_INTERVAL: Duration = Duration::from_secs(365 * 86_
 /// overhead table).
 pub(crate) const DEFAULT_WATCH_SAMPLING: u32 = 64;
 /// Hardware watchpoint hits per thread and second on plain data (`watch_plain`): at
-/// ~10 µs a hit, about 1 % of each watched thread's time.
-pub(crate) const DEFAULT_WATCHPOINT_RATE: u32 = 1000;
+/// ~12 µs a hit on the build VM, 0.5 % of each watched thread's time.
+pub(crate) const DEFAULT_WATCHPOINT_RATE: u32 = 400;
 /// Most hits per thread and second: past it the watchpoints would cost more than the
 /// program's own work.
 pub(crate) const MAX_WATCHPOINT_RATE: u32 = 20_000;

@@ -68,8 +68,11 @@ struct Slot {
     /// Where it watches now, and the hits it may still take there.
     target: Target,
     left: u32,
-    /// Its kernel limit ran out: the kernel disabled it for good (a refresh does not
-    /// bring it back), so the next arming opens it anew.
+    /// Enabled since its last parking.
+    armed: bool,
+    /// Its kernel limit ran out. The kernel then marks the breakpoint stopped for good:
+    /// refreshed, it would trap on every write again but record none (measured: a
+    /// thread's writes fell from 40 M/s to 0.05 M/s), so the next arming opens it anew.
     spent: bool,
 }
 
@@ -194,6 +197,7 @@ impl Watchpoints {
             attr,
             target,
             left: 0,
+            armed: false,
             spent: false,
         })
     }
@@ -235,17 +239,30 @@ impl Watchpoints {
         // SAFETY: a plain ioctl on our fd.
         ioctl_result(unsafe { ioctls::REFRESH(s.fd.as_raw_fd(), add as i32) })?;
         s.left = s.left.max(budget);
+        s.armed = true;
         Ok(())
     }
 
     /// Disables every breakpoint and appends the hits written since the last call to
-    /// `hits`, oldest first, counting each against its breakpoint's budget.
+    /// `hits`, oldest first, counting each against its breakpoint's budget. Those whose
+    /// budget the ring shows spent are already off: disabling one of a running thread
+    /// interrupts it, so they are left alone.
     pub(crate) fn park(&mut self, hits: &mut Vec<Hit>) {
-        for s in &self.slots {
-            // SAFETY: a plain ioctl on our fd. Synchronous: once it returns, every hit
-            // of the breakpoint is in the ring.
-            unsafe { ioctls::DISABLE(s.fd.as_raw_fd(), 0) };
+        let from = hits.len();
+        self.take_hits(hits);
+        for s in self.slots.iter_mut().filter(|s| s.armed) {
+            if !s.spent {
+                // SAFETY: a plain ioctl on our fd. Synchronous: once it returns, every
+                // hit of the breakpoint is in the ring.
+                unsafe { ioctls::DISABLE(s.fd.as_raw_fd(), 0) };
+            }
+            s.armed = false;
         }
+        self.take_hits(hits);
+        hits[from..].sort_by_key(|h| h.time_ns);
+    }
+
+    fn take_hits(&mut self, hits: &mut Vec<Hit>) {
         let from = hits.len();
         self.lost += self.ring.read(hits);
         for h in &hits[from..] {

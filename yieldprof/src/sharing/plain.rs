@@ -16,10 +16,11 @@ use std::time::Duration;
 ///
 /// How: each thread of the process (the first 32) gets up to 4 write breakpoints of
 /// 8 B, all watching the same words; a background thread moves them over the region's
-/// lines every few ms, alternating a survey of the lines with a focus on lines two
-/// threads were seen writing, and caps each thread's hits at the rate of
-/// `YIELDPROF_WATCHPOINTS` (1000 per second by default, ~10 µs each). So the cost is
-/// bounded, and a verdict takes a run of a second or more.
+/// lines every 50 ms or more, alternating a survey of the lines with a focus on lines
+/// two threads were seen writing, and caps each thread's hits at the rate of
+/// `YIELDPROF_WATCHPOINTS` (400 per second by default, ~12 µs each on a VM). So the
+/// cost is bounded (a few % of each thread), and a verdict on a region of 100 lines
+/// takes a run of a few seconds (a region of a few lines, well under one).
 ///
 /// Not seen: reads (x86 has no read-only breakpoint; a reader spinning on a line the
 /// others write is not a victim here), writes inside the kernel (`read()` into the

@@ -13,9 +13,15 @@
 //!   [`SLOTS`] of its words at random, so the writes of both land in one history.
 //!
 //! Hits from all threads are merged by time and fed to the detector as writes of their
-//! threads ([`feed`]). A window lasts 20 times what the rotation itself took (so the
-//! rotator uses at most 5 % of one core), 2 to 100 ms; the budget caps the hits of a
-//! thread at the configured rate.
+//! threads ([`feed`]). A window lasts 20 times the CPU time the rotation itself took
+//! (so the rotator uses at most 5 % of one core), 50 to 400 ms; the budget caps the hits
+//! of a thread at the configured rate.
+//!
+//! Costs, measured on the 2-core build VM (`benches/sharing.rs`): a hit ~12 µs of CPU; a
+//! window ~350 µs with two running threads (moving a breakpoint of a running thread
+//! interrupts it to rewrite its debug registers, which a VM makes slow). So windows are
+//! long and budgets large: each window yields up to 20 hits per thread at the default
+//! rate, enough for many invalidations on a line two threads write.
 
 use super::*;
 use crate::base::fork::{ForkMutex, Locked};
@@ -25,7 +31,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Threads given breakpoints at once: each holds 5 fds (4 breakpoints and the ring's).
 pub(crate) const MAX_THREADS: usize = 32;
@@ -34,8 +40,8 @@ pub(crate) const MAX_THREADS: usize = 32;
 pub(super) const TID_SERIAL: u64 = 1 << 48;
 /// Windows between two listings of the process's threads.
 const RESCAN: u64 = 8;
-const MIN_WINDOW: Duration = Duration::from_millis(2);
-const MAX_WINDOW: Duration = Duration::from_millis(100);
+const MIN_WINDOW: Duration = Duration::from_millis(50);
+const MAX_WINDOW: Duration = Duration::from_millis(400);
 /// A window lasts this many times what its rotation took: the rotator's duty cycle.
 const DUTY: u32 = 20;
 
@@ -369,18 +375,29 @@ fn budget(rate: u32, window: Duration) -> u32 {
     (per_window.round() as u32).max(1)
 }
 
+/// This thread's CPU time: what a rotation cost, whatever else the machine runs.
+fn cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 fn run(stop: &AtomicBool) {
     let me = gettid();
     let rate = crate::config::settings().watchpoint_rate.unwrap_or(0);
     let mut hits = Vec::new();
     let mut window = MIN_WINDOW;
     while !stop.load(Relaxed) {
-        let start = Instant::now();
+        let start = cpu_time();
         let on = crate::config::enabled();
         plain().window(me, on, budget(rate, window), &mut hits);
         feed(&hits);
         hits.clear();
-        window = (start.elapsed() * DUTY).clamp(MIN_WINDOW, MAX_WINDOW);
+        window = (cpu_time().saturating_sub(start) * DUTY).clamp(MIN_WINDOW, MAX_WINDOW);
         plain().counts.window = window;
         std::thread::park_timeout(window);
     }
@@ -402,8 +419,8 @@ mod tests {
 
     #[test]
     fn the_budget_follows_the_rate_and_is_never_zero() {
-        assert_eq!(budget(1000, Duration::from_millis(8)), 2);
-        assert_eq!(budget(1000, Duration::from_millis(2)), 1);
-        assert_eq!(budget(1, Duration::from_millis(2)), 1);
+        assert_eq!(budget(400, Duration::from_millis(50)), 5);
+        assert_eq!(budget(400, Duration::from_millis(400)), 40);
+        assert_eq!(budget(1, Duration::from_millis(50)), 1);
     }
 }
