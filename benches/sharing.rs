@@ -221,7 +221,13 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--plain") {
         let (t, cpu, s) = histogram_time(args[i + 1] == "watchpoints", pixels);
         let window = s.window.as_secs_f64() * 1e3;
-        println!("{} {} {} {} {window}", t.as_nanos(), cpu.as_nanos(), s.hits, s.windows);
+        println!(
+            "{} {} {} {} {window}",
+            t.as_nanos(),
+            cpu.as_nanos(),
+            s.hits,
+            s.windows
+        );
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--child") {
@@ -281,7 +287,10 @@ fn plain(exe: &std::path::Path, rounds: usize, pixels: u64) {
                 .expect("run a configuration");
             assert!(out.status.success(), "{mode}: {out:?}");
             let text = String::from_utf8_lossy(&out.stdout);
-            let f: Vec<f64> = text.split_whitespace().map(|f| f.parse().unwrap()).collect();
+            let f: Vec<f64> = text
+                .split_whitespace()
+                .map(|f| f.parse().unwrap())
+                .collect();
             runs[m].push([f[0] / 1e6, f[1] / 1e6, f[2], f[3], f[4]]);
         }
     }

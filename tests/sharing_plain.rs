@@ -177,15 +177,17 @@ fn case(
     (base, Outcome::Verdicts(lines))
 }
 
-/// Runs `attempt` until it gives verdicts on which `expected` (the straddled lines,
-/// as offsets from the region's buffer) is decided; fails on a wrong verdict.
+/// Runs `attempt`, for `first` and then twice as long each time, until it gives
+/// verdicts on which `straddled` (lines, as offsets from the buffer) are decided; fails
+/// on a wrong verdict.
 fn expect_false_on(
     name: &str,
+    first: Duration,
     straddled: &[usize],
     attempt: impl Fn(Duration) -> (usize, Outcome),
 ) {
     for n in 0..ATTEMPTS {
-        let run = Duration::from_millis(2000 << n);
+        let run = first * (1 << n);
         let (base, outcome) = attempt(run);
         let lines = match outcome {
             Outcome::Thin(why) => {
@@ -270,7 +272,8 @@ fn phoenix_histogram_is_false_on_the_line_two_threads_straddle() {
     let straddled: Vec<usize> = (1..THREADS)
         .map(|t| t * HISTOGRAM_STRIDE / LINE * LINE)
         .collect();
-    expect_false_on("histogram", &straddled, |run| {
+    // ~100 lines: a survey of them all comes before the straddled one is watched closely.
+    expect_false_on("histogram", Duration::from_secs(3), &straddled, |run| {
         case(bytes, &starts, HISTOGRAM_STRIDE, run, histogram)
     });
 }
@@ -294,9 +297,12 @@ fn phoenix_linear_regression_is_false_on_the_lines_two_structs_straddle() {
         .collect();
     // Struct t + 1 starts 24 B into the line that struct t ends in.
     let straddled: Vec<usize> = (1..THREADS).map(|t| starts[t] / LINE * LINE).collect();
-    expect_false_on("linear_regression", &straddled, |run| {
-        case(bytes, &starts, REGRESSION_STRUCT, run, regression)
-    });
+    expect_false_on(
+        "linear_regression",
+        Duration::from_secs(2),
+        &straddled,
+        |run| case(bytes, &starts, REGRESSION_STRUCT, run, regression),
+    );
 }
 
 #[test]

@@ -7,8 +7,11 @@
 //! them on the next targets with a budget of hits each. All threads watch the same
 //! targets, so two threads writing one line are seen together. Windows alternate:
 //!
-//! - **survey**: the next [`SLOTS`] lines of the regions, one random word each, round
-//!   robin, until every line has been seen;
+//! - **survey**: [`SLOTS`] lines, one word each, alternating between the halves of a
+//!   line on its visits. Half of them are *boundary* lines when there are any: a line
+//!   seen written by one thread next to a line seen written by another, where per-thread
+//!   blocks meet (Phoenix's layouts), so the line two blocks straddle is found after one
+//!   sweep instead of many; the rest go round robin over all lines;
 //! - **focus**, when some line has been seen written by two threads: one such line,
 //!   [`SLOTS`] of its words at random, so the writes of both land in one history.
 //!
@@ -86,7 +89,10 @@ pub(super) struct Plain {
     pub(super) names: BTreeMap<u64, String>,
     /// Per line, the first two history ids seen writing it: two make it a focus line.
     writers: BTreeMap<usize, [u16; 2]>,
+    /// Survey visits per line: odd ones watch its upper half.
+    visits: BTreeMap<usize, u32>,
     survey: usize,
+    boundary: usize,
     focus: usize,
     rng: u32,
     pub(super) counts: Counts,
@@ -103,7 +109,9 @@ pub(super) fn plain() -> Locked<Plain> {
             reason: None,
             names: BTreeMap::new(),
             writers: BTreeMap::new(),
+            visits: BTreeMap::new(),
             survey: 0,
+            boundary: 0,
             focus: 0,
             rng: 0x9e37_79b9,
             counts: Counts {
@@ -172,6 +180,7 @@ impl Plain {
         self.ranges.retain(|r| r.id != id);
         if self.ranges.is_empty() {
             self.writers.clear();
+            self.visits.clear();
             self.rotator.take()
         } else {
             None
@@ -227,11 +236,11 @@ impl Plain {
         if lines.is_empty() {
             return Vec::new();
         }
-        let focus: Vec<usize> = self
-            .writers
+        let seen = |l: usize| self.writers.get(&l).copied().unwrap_or_default();
+        let focus: Vec<usize> = lines
             .iter()
-            .filter(|(l, w)| w[1] != 0 && lines.iter().any(|(x, _)| x == *l))
-            .map(|(&l, _)| l)
+            .map(|&(l, _)| l)
+            .filter(|&l| seen(l)[1] != 0)
             .collect();
         if self.counts.windows % 2 == 1 && !focus.is_empty() {
             self.focus = (self.focus + 1) % focus.len();
@@ -242,11 +251,41 @@ impl Plain {
                 .map_or(0, |&(_, m)| m);
             return self.pick(line, mask, SLOTS);
         }
+        // Neighbours seen written by different threads, neither by two yet.
+        let mut boundary: Vec<usize> = Vec::new();
+        for pair in lines.windows(2) {
+            let (a, b) = (pair[0].0, pair[1].0);
+            let (wa, wb) = (seen(a), seen(b));
+            if b == a + LINE && wa[0] != 0 && wb[0] != 0 && wa[0] != wb[0] {
+                boundary.extend([a, b].into_iter().filter(|&l| seen(l)[1] == 0));
+            }
+        }
+        boundary.dedup();
+        let mut chosen: Vec<usize> = Vec::new();
+        for k in 0..SLOTS.min(lines.len()) {
+            let line = if k % 2 == 0 && !boundary.is_empty() {
+                self.boundary = (self.boundary + 1) % boundary.len();
+                boundary[self.boundary]
+            } else {
+                self.survey = (self.survey + 1) % lines.len();
+                lines[self.survey].0
+            };
+            if !chosen.contains(&line) {
+                chosen.push(line);
+            }
+        }
         let mut out = Vec::new();
-        for _ in 0..SLOTS.min(lines.len()) {
-            self.survey = (self.survey + 1) % lines.len();
-            let (line, mask) = lines[self.survey];
-            out.extend(self.pick(line, mask, 1));
+        for line in chosen {
+            let mask = lines
+                .iter()
+                .find(|(l, _)| *l == line)
+                .map_or(0, |&(_, m)| m);
+            let visits = self.visits.entry(line).or_default();
+            *visits += 1;
+            let half: u8 = if *visits % 2 == 0 { 0x0f } else { 0xf0 };
+            // A half the region does not cover: the other one.
+            let words = if mask & half != 0 { mask & half } else { mask };
+            out.extend(self.pick(line, words, 1));
         }
         out
     }
