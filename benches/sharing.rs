@@ -309,8 +309,8 @@ fn plain(exe: &std::path::Path, rounds: usize, pixels: u64) {
         );
         if hits > 0.0 {
             print!(
-                "   {hits:.0} writes seen ({:.0}/s), {:.0} windows of {:.1} ms; {:.1} us of \
-                 extra cpu per hit",
+                "   {hits:.0} writes seen ({:.0}/s), {:.0} windows of {:.1} ms; {:.1} us of extra \
+                 cpu per hit, windows included",
                 hits / (wall / 1e3),
                 col(m, 3),
                 col(m, 4),

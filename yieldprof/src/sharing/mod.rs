@@ -4,6 +4,8 @@
 //! [`Watched`](crate::Watched) atomic on a registered 64-byte line is *tracked* (all of
 //! them, or a sample). The rule follows Predator and Sheriff: software that mimics the
 //! coherence protocol, so it works in VMs and containers where `perf c2c` has no PMU.
+//! Plain data, which no `Watched` wraps, is watched by [`watch_plain`]: sampled hardware
+//! watchpoints see its writes and feed them into the same histories.
 //!
 //! ## The rule
 //!

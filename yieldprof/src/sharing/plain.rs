@@ -32,13 +32,16 @@ use std::time::Duration;
 ///
 /// ```
 /// let mut counts = vec![0u64; 64];
-/// let guard = yieldprof::sharing::watch_plain(&counts[..], "counts");
-/// for c in counts.iter_mut() {
-///     *c += 1;
-/// }
-/// drop(guard);
+/// let watch = yieldprof::sharing::watch_plain(&counts[..], "counts");
+/// std::thread::scope(|s| {
+///     for chunk in counts.chunks_mut(32) {
+///         s.spawn(move || chunk.iter_mut().for_each(|c| *c += 1));
+///     }
+/// });
+/// // Its lines are in the report while watched (and after, once a write was seen).
 /// let lines = yieldprof::snapshot().sharing();
 /// assert!(lines.iter().any(|l| l.words.iter().any(|w| w.name.starts_with("counts"))));
+/// drop(watch);
 /// ```
 pub fn watch_plain<T: ?Sized>(value: &T, name: &str) -> PlainWatch {
     let addr = value as *const T as *const u8 as usize;
@@ -96,6 +99,8 @@ pub struct WatchpointStatus {
     pub threads: usize,
     /// Threads given breakpoints so far.
     pub watched: usize,
+    /// Threads left without at the last listing: past the first 32.
+    pub over_cap: usize,
     /// Threads whose breakpoints could not be opened, and why (the first).
     pub refused: usize,
     /// Why the first refused thread was refused.
@@ -136,6 +141,7 @@ pub fn watchpoints() -> WatchpointStatus {
         state,
         threads: c.threads,
         watched: c.watched,
+        over_cap: c.over_cap,
         refused: c.refused,
         refusal: p.reason,
         hits: c.hits,
@@ -169,6 +175,13 @@ impl fmt::Display for WatchpointStatus {
                     self.rate,
                     self.window.as_secs_f64() * 1e3
                 )?;
+                if self.over_cap > 0 {
+                    write!(
+                        f,
+                        "; {} threads past the first 32 not watched",
+                        self.over_cap
+                    )?;
+                }
                 match self.refusal {
                     Some(r) if self.refused > 0 => {
                         write!(f, "; {} threads refused: {r}", self.refused)

@@ -70,6 +70,8 @@ pub(super) struct Counts {
     pub(super) threads: usize,
     /// Threads given breakpoints so far.
     pub(super) watched: usize,
+    /// Threads left without, past [`MAX_THREADS`], at the last listing.
+    pub(super) over_cap: usize,
     pub(super) refused: usize,
     pub(super) hits: u64,
     pub(super) lost: u64,
@@ -117,6 +119,7 @@ pub(super) fn plain() -> Locked<Plain> {
             counts: Counts {
                 threads: 0,
                 watched: 0,
+                over_cap: 0,
                 refused: 0,
                 hits: 0,
                 lost: 0,
@@ -251,16 +254,8 @@ impl Plain {
                 .map_or(0, |&(_, m)| m);
             return self.pick(line, mask, SLOTS);
         }
-        // Neighbours seen written by different threads, neither by two yet.
-        let mut boundary: Vec<usize> = Vec::new();
-        for pair in lines.windows(2) {
-            let (a, b) = (pair[0].0, pair[1].0);
-            let (wa, wb) = (seen(a), seen(b));
-            if b == a + LINE && wa[0] != 0 && wb[0] != 0 && wa[0] != wb[0] {
-                boundary.extend([a, b].into_iter().filter(|&l| seen(l)[1] == 0));
-            }
-        }
-        boundary.dedup();
+        let addrs: Vec<usize> = lines.iter().map(|&(l, _)| l).collect();
+        let boundary = boundary_lines(&addrs, seen);
         let mut chosen: Vec<usize> = Vec::new();
         for k in 0..SLOTS.min(lines.len()) {
             let line = if k % 2 == 0 && !boundary.is_empty() {
@@ -313,9 +308,14 @@ impl Plain {
         }) else {
             return;
         };
+        self.counts.over_cap = 0;
         for tid in tids {
             let known = self.threads.iter().any(|a| a.tid == tid) || self.refused.contains(&tid);
-            if tid == me || known || self.threads.len() >= MAX_THREADS {
+            if tid == me || known {
+                continue;
+            }
+            if self.threads.len() >= MAX_THREADS {
+                self.counts.over_cap += 1;
                 continue;
             }
             match Watchpoints::open(tid, SLOTS, first) {
@@ -392,6 +392,22 @@ impl Plain {
     }
 }
 
+/// Of `lines` (ascending), those next to a line seen written by another thread, and
+/// not yet seen written by two: where per-thread blocks meet. `seen`: the first two
+/// history ids seen writing a line (0: none).
+fn boundary_lines(lines: &[usize], seen: impl Fn(usize) -> [u16; 2]) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    for pair in lines.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        let (wa, wb) = (seen(a), seen(b));
+        if b == a + LINE && wa[0] != 0 && wb[0] != 0 && wa[0] != wb[0] {
+            out.extend([a, b].into_iter().filter(|&l| seen(l)[1] == 0));
+        }
+    }
+    out.dedup();
+    out
+}
+
 /// `comm` of thread `tid`: the name its creator gave it (15 bytes at most).
 fn thread_name(tid: i32) -> String {
     std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
@@ -455,6 +471,23 @@ pub(super) fn stop(rotator: (Arc<AtomicBool>, JoinHandle<()>)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn boundaries_are_the_lines_where_two_threads_blocks_meet() {
+        // Thread 1 wrote lines 0..3, thread 2 lines 3..6; line 7 is not adjacent.
+        let lines: Vec<usize> = [0, 1, 2, 3, 4, 5, 7].iter().map(|l| l * LINE).collect();
+        let seen = |l: usize| match l / LINE {
+            0..=2 => [1, 0],
+            3..=5 => [2, 0],
+            _ => [1, 0],
+        };
+        assert_eq!(boundary_lines(&lines, seen), [2 * LINE, 3 * LINE]);
+        // Seen written by both already: a focus line, no longer a boundary.
+        let both = |l: usize| if l == 2 * LINE { [1, 2] } else { seen(l) };
+        assert_eq!(boundary_lines(&lines, both), [3 * LINE]);
+        // Lines not yet seen written are no evidence either way.
+        assert!(boundary_lines(&lines, |l| if l < 3 * LINE { [0, 0] } else { [2, 0] }).is_empty());
+    }
 
     #[test]
     fn the_budget_follows_the_rate_and_is_never_zero() {
