@@ -157,10 +157,16 @@ fn case(
     }
     let overlap = on_threads(chunks, run, work);
     let status = watchpoints();
+    let summary = yieldprof::snapshot().summary();
     drop(guard);
     if let WatchpointState::Unavailable(r) = status.state {
         return (base, Outcome::Unavailable(r));
     }
+    // The report says how plain data was watched.
+    assert!(
+        summary.contains("plain data: hardware watchpoints on "),
+        "{summary}"
+    );
     if overlap < run / 2 {
         return (
             base,
@@ -299,7 +305,7 @@ fn phoenix_linear_regression_is_false_on_the_lines_two_structs_straddle() {
     let straddled: Vec<usize> = (1..THREADS).map(|t| starts[t] / LINE * LINE).collect();
     expect_false_on(
         "linear_regression",
-        Duration::from_secs(2),
+        Duration::from_secs(3),
         &straddled,
         |run| case(bytes, &starts, REGRESSION_STRUCT, run, regression),
     );

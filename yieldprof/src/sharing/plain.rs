@@ -89,7 +89,8 @@ pub enum WatchpointState {
     Unavailable(Reason),
 }
 
-/// What the hardware watchpoints of [`watch_plain`] did so far.
+/// What the hardware watchpoints of [`watch_plain`] did in the latest session (from a
+/// `watch_plain` while none was live to the drop of the last guard, or now).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WatchpointStatus {
@@ -97,7 +98,7 @@ pub struct WatchpointStatus {
     pub state: WatchpointState,
     /// Threads with breakpoints now.
     pub threads: usize,
-    /// Threads given breakpoints so far.
+    /// Threads given breakpoints in the session.
     pub watched: usize,
     /// Threads left without at the last listing: past the first 32.
     pub over_cap: usize,
@@ -117,7 +118,7 @@ pub struct WatchpointStatus {
     pub rate: u32,
 }
 
-/// What the hardware watchpoints of [`watch_plain`] did so far in this process.
+/// What the hardware watchpoints of [`watch_plain`] did in the latest session.
 ///
 /// ```
 /// use yieldprof::sharing::{watchpoints, WatchpointState};

@@ -5,7 +5,8 @@
 //! Each window, for every thread of the process (listed from `/proc/self/task`, the
 //! first [`MAX_THREADS`]), it parks the thread's breakpoints, reads their hits, and arms
 //! them on the next targets with a budget of hits each. All threads watch the same
-//! targets, so two threads writing one line are seen together. Windows alternate:
+//! targets, so two threads writing one line are seen together. Of four windows, three
+//! focus when there is a line to focus on, and the fourth surveys:
 //!
 //! - **survey**: [`SLOTS`] lines, one word each, alternating between the halves of a
 //!   line on its visits. Half of them are *boundary* lines when there are any: a line
@@ -13,7 +14,10 @@
 //!   blocks meet (Phoenix's layouts), so the line two blocks straddle is found after one
 //!   sweep instead of many; the rest go round robin over all lines;
 //! - **focus**, when some line has been seen written by two threads: one such line,
-//!   [`SLOTS`] of its words at random, so the writes of both land in one history.
+//!   [`SLOTS`] of its words at random, so the writes of both land in one history. A
+//!   thread spends its budget within ~100 µs of being armed, and arming the threads one
+//!   after the other takes longer, so a focus window yields one or two invalidations:
+//!   32 of them take ~2 s of focus.
 //!
 //! Hits from all threads are merged by time and fed to the detector as writes of their
 //! threads ([`feed`]). A window lasts 20 times the CPU time the rotation itself took
@@ -64,11 +68,11 @@ struct Range {
     size: usize,
 }
 
-/// What the rotator did so far, for the report.
+/// What the rotator did in the latest session, for the report.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Counts {
     pub(super) threads: usize,
-    /// Threads given breakpoints so far.
+    /// Threads given breakpoints in the session.
     pub(super) watched: usize,
     /// Threads left without, past [`MAX_THREADS`], at the last listing.
     pub(super) over_cap: usize,
@@ -159,10 +163,14 @@ impl Plain {
         let id = self.next_id;
         self.ranges.push(Range { id, addr, size });
         if self.rotator.is_none() {
-            // A new session: threads refused before are tried again.
+            // A new session: threads refused before are tried again, and the counts
+            // start afresh.
             self.refused.clear();
             self.reason = None;
-            self.counts.refused = 0;
+            self.counts = Counts {
+                window: MIN_WINDOW,
+                ..Counts::default()
+            };
             self.scan(0);
             let stop = Arc::new(AtomicBool::new(false));
             let flag = stop.clone();
@@ -245,7 +253,7 @@ impl Plain {
             .map(|&(l, _)| l)
             .filter(|&l| seen(l)[1] != 0)
             .collect();
-        if self.counts.windows % 2 == 1 && !focus.is_empty() {
+        if self.counts.windows % 4 != 0 && !focus.is_empty() {
             self.focus = (self.focus + 1) % focus.len();
             let line = focus[self.focus];
             let mask = lines
