@@ -222,11 +222,12 @@ fn main() {
         let (t, cpu, s) = histogram_time(args[i + 1] == "watchpoints", pixels);
         let window = s.window.as_secs_f64() * 1e3;
         println!(
-            "{} {} {} {} {window}",
+            "{} {} {} {} {window} {}",
             t.as_nanos(),
             cpu.as_nanos(),
             s.hits,
-            s.windows
+            s.windows,
+            s.lost
         );
         return;
     }

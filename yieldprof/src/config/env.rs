@@ -39,11 +39,11 @@ pub(crate) const MAX_SNAPSHOT_INTERVAL: Duration = Duration::from_secs(365 * 86_
 /// overhead table).
 pub(crate) const DEFAULT_WATCH_SAMPLING: u32 = 64;
 /// Hardware watchpoint hits per thread and second on plain data (`watch_plain`): at
-/// ~12 µs a hit on the build VM, 0.5 % of each watched thread's time.
+/// ~8 µs a hit on the build VM, 0.3 % of each watched thread's time.
 pub(crate) const DEFAULT_WATCHPOINT_RATE: u32 = 400;
-/// Most hits per thread and second: past it the watchpoints would cost more than the
-/// program's own work.
-pub(crate) const MAX_WATCHPOINT_RATE: u32 = 20_000;
+/// Most hits per thread and second: about what a thread's 4 breakpoints can take in
+/// the shortest window (50 ms) with what its ring holds (`counters::MAX_BUDGET`).
+pub(crate) const MAX_WATCHPOINT_RATE: u32 = 5000;
 
 /// What the environment says, each variable parsed once; unset ones hold defaults.
 #[derive(Clone, Debug, PartialEq)]
@@ -305,7 +305,7 @@ impl Settings {
                     Some(DEFAULT_WATCHPOINT_RATE),
                     &DEFAULT_WATCHPOINT_RATE.to_string(),
                 ),
-                "off or hits per thread and second, 1 to 20000",
+                "off or hits per thread and second, 1 to 5000",
                 parse_watchpoint_rate,
             ),
             machine: r.path("YIELDPROF_MACHINE"),

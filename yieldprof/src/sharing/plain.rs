@@ -18,7 +18,7 @@ use std::time::Duration;
 /// 8 B, all watching the same words; a background thread moves them over the region's
 /// lines every 50 ms or more, alternating a survey of the lines with a focus on lines
 /// two threads were seen writing, and caps each thread's hits at the rate of
-/// `YIELDPROF_WATCHPOINTS` (400 per second by default, ~12 µs each on a VM). So the
+/// `YIELDPROF_WATCHPOINTS` (400 per second by default, ~8 µs each on a VM). So the
 /// cost is bounded (a few % of each thread), and a verdict on a region of 100 lines
 /// takes a run of a few seconds (a region of a few lines, well under one).
 ///

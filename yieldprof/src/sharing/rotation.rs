@@ -24,8 +24,8 @@
 //! (so the rotator uses at most 5 % of one core), 50 to 400 ms; the budget caps the hits
 //! of a thread at the configured rate.
 //!
-//! Costs, measured on the 2-core build VM (`benches/sharing.rs`): a hit ~12 µs of CPU; a
-//! window ~350 µs with two running threads (moving a breakpoint of a running thread
+//! Costs, measured on the 2-core build VM (`benches/sharing.rs`): a hit ~8 µs of CPU; a
+//! window ~400 µs with two running threads (moving a breakpoint of a running thread
 //! interrupts it to rewrite its debug registers, which a VM makes slow). So windows are
 //! long and budgets large: each window yields up to 20 hits per thread at the default
 //! rate, enough for many invalidations on a line two threads write.
