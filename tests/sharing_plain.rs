@@ -357,3 +357,27 @@ fn breakpoints_refused_are_reported_with_their_reason() {
         );
     }
 }
+
+#[test]
+fn a_child_made_by_fork_while_watching_watches_nothing_and_exits_cleanly() {
+    let _one = serial();
+    let data = aligned_words(256);
+    let guard = watch_plain(&data[..], "forked");
+    // SAFETY: the child reads yieldprof's state (its locks are reset in a child) and
+    // leaves with `_exit`.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let s = watchpoints();
+        data[0] += 1;
+        let ok = s.threads == 0 && data[0] == 1;
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(i32::from(!ok)) };
+    }
+    assert!(pid > 0, "fork failed");
+    let mut status = 0;
+    // SAFETY: waits for the child just made.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    drop(guard);
+    assert!(libc::WIFEXITED(status), "{status:#x}");
+    assert_eq!(libc::WEXITSTATUS(status), 0);
+}

@@ -148,6 +148,7 @@ fn in_child(p: &mut Plain) {
     p.threads.clear();
     p.refused.clear();
     p.ranges.clear();
+    p.counts.threads = 0;
 }
 
 fn gettid() -> i32 {
