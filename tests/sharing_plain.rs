@@ -331,6 +331,14 @@ fn breakpoints_refused_are_reported_with_their_reason() {
         let data = aligned_words(256);
         let guard = watch_plain(&data[..], "refused");
         let s = watchpoints();
+        // The program's own writes go on undisturbed.
+        for w in data.iter_mut() {
+            *w += 1;
+        }
+        assert!(data.iter().all(|&w| w == 1));
+        let summary = yieldprof::snapshot().summary();
+        drop(guard);
+        // Only now: a thread started meanwhile would have got breakpoints.
         yieldprof::__private::fail_watchpoints(0);
         let reason = match s.state {
             WatchpointState::Unavailable(r) => r,
@@ -340,13 +348,6 @@ fn breakpoints_refused_are_reported_with_their_reason() {
         if errno == libc::ENOSPC {
             assert_eq!(reason, Reason::NoDebugRegister);
         }
-        // The program's own writes go on undisturbed.
-        for w in data.iter_mut() {
-            *w += 1;
-        }
-        assert!(data.iter().all(|&w| w == 1));
-        let summary = yieldprof::snapshot().summary();
-        drop(guard);
         let line = summary
             .lines()
             .find(|l| l.contains("hardware watchpoints unavailable"))

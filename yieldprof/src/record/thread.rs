@@ -480,15 +480,6 @@ impl Registry {
     }
 }
 
-/// The serial of the live thread whose kernel thread id is `tid`, if it has recorded.
-pub(crate) fn serial_of_tid(tid: i32) -> Option<u64> {
-    registry()
-        .live
-        .iter()
-        .find(|t| t.tid == tid)
-        .map(|t| t.serial)
-}
-
 /// This thread's serial number (registering the thread if it has not recorded yet).
 pub(crate) fn current_serial() -> Option<u64> {
     with(|l| l.data.serial)

@@ -194,7 +194,7 @@ impl fmt::Display for WatchpointStatus {
     }
 }
 
-/// The name of a thread that never recorded but was seen by a watchpoint.
+/// The name of a thread a watchpoint saw: its kernel name and thread id.
 pub(super) fn thread_name(serial: u64) -> Option<String> {
     if serial < rotation::TID_SERIAL {
         return None;

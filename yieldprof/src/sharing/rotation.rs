@@ -33,7 +33,6 @@
 use super::*;
 use crate::base::fork::{ForkMutex, Locked};
 use crate::counters::{breakpoint_reason, Hit, Reason, Target, Watchpoints, SLOTS};
-use crate::record::thread;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
@@ -42,7 +41,7 @@ use std::time::Duration;
 
 /// Threads given breakpoints at once: each holds 5 fds (4 breakpoints and the ring's).
 pub(crate) const MAX_THREADS: usize = 32;
-/// The serial of a thread that never recorded is this plus its kernel thread id:
+/// A watched thread's serial in line histories is this plus its kernel thread id:
 /// apart from yieldprof's serials, which count from 1.
 pub(super) const TID_SERIAL: u64 = 1 << 48;
 /// Windows between two listings of the process's threads.
@@ -91,7 +90,7 @@ pub(super) struct Plain {
     refused: Vec<i32>,
     /// Why the first refused thread was refused.
     pub(super) reason: Option<Reason>,
-    /// Names of the threads that never recorded, by their serial.
+    /// Names of the watched threads, by their serial.
     pub(super) names: BTreeMap<u64, String>,
     /// Per line, the first two history ids seen writing it: two make it a focus line.
     writers: BTreeMap<usize, [u16; 2]>,
@@ -329,11 +328,10 @@ impl Plain {
             }
             match Watchpoints::open(tid, SLOTS, first) {
                 Ok(wp) => {
-                    let serial = thread::serial_of_tid(tid).unwrap_or_else(|| {
-                        let serial = TID_SERIAL + tid as u64;
-                        self.names.insert(serial, thread_name(tid));
-                        serial
-                    });
+                    // Named by the kernel's thread id and name, whether or not it
+                    // recorded: the rotator does not wait on the thread registry.
+                    let serial = TID_SERIAL + tid as u64;
+                    self.names.insert(serial, thread_name(tid));
                     let hid = ids::lend();
                     self.counts.watched += 1;
                     self.threads.push(Armed {
