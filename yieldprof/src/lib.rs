@@ -320,6 +320,11 @@ pub mod __private {
     #[cfg(feature = "tracing")]
     pub use crate::record::tracing_bridge::{enter, instrument, TracedEpisode};
     pub use crate::sharing::layout::{assert_separate_lines, size_of_field};
+    /// Makes every later hardware watchpoint open fail with `errno` (0: open them for
+    /// real): the tests' stand-in for a sandbox without breakpoints.
+    pub fn fail_watchpoints(errno: i32) {
+        crate::counters::force_open_error(errno);
+    }
     pub use yieldprof_macros::wait_call;
 
     /// Test hook: every perf group opened from now on fails with `errno`, for the

@@ -26,6 +26,7 @@ use std::time::Duration;
 /// | `YIELDPROF_SNAPSHOT_KEEP` | snapshots kept in `<out>/snapshots/`, 1 or more | 60 |
 /// | `YIELDPROF_WRITE_AT_EXIT` | on: also write the files when the process calls `exit()` (`Options::write_at_exit`) | off |
 /// | `YIELDPROF_WATCH_SAMPLE` | watched accesses: `1` tracks every one, `N` one in N after each thread's first 10 000 | 64 |
+/// | `YIELDPROF_WATCHPOINTS` | plain data (`sharing::watch_plain`): hardware watchpoint hits per thread and second, 1 to 5000; off: no watchpoints | 400 |
 /// | `YIELDPROF_SELF_CHECK` | on: a report that contradicts itself (`report::json::Document::inconsistencies`) is not written; the write returns the contradictions as its error (CI sets it for the tests) | off |
 /// | `YIELDPROF_MACHINE` | a saved probe (`yieldprof probe --save`, or `--example probe -- --save`) whose costs reports on the same host use and cite | `<out>/machine.json` |
 /// | `YIELDPROF_HTTP` | an address and port, e.g. `127.0.0.1:6060`: serve the live view there (feature `http`; `Options::http`) | off |

@@ -459,19 +459,60 @@ pub(super) fn is_wait_frame(frame: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// Where one tracked access landed: its line's slot, word, and the counter set of the
+/// thread that made it, with the access already counted there.
+struct Access {
+    slot: &'static LineSlot,
+    line: usize,
+    word: usize,
+    counts: &'static PerThread,
+    owned: bool,
+}
+
+impl Access {
+    /// `i`: the slot `lookup` found for `addr`'s line.
+    fn count(i: usize, addr: usize, serial: u64, write: bool) -> Access {
+        let line = addr & !(LINE - 1);
+        let slot = &TABLE[i];
+        let word = (addr % LINE) / WORD;
+        let b = slot.block_of(serial);
+        let owned = b < OWNED_THREADS;
+        let counts = &slot.threads[b];
+        add(&counts.rw[word][write as usize], owned);
+        Access {
+            slot,
+            line,
+            word,
+            counts,
+            owned,
+        }
+    }
+
+    /// The 128-B block's history, when both of its lines are watched.
+    fn observe_pair(&self, tid: u16, write: bool) {
+        let partner = self.slot.meta.partner.load(Relaxed);
+        if partner != 0 {
+            let half = (self.line / LINE) & 1;
+            let even = if half == 0 {
+                self.slot
+            } else {
+                &TABLE[partner as usize - 1]
+            };
+            even.pair.observe(tid, half, write);
+        }
+    }
+}
+
 #[inline(never)]
 pub(super) fn track(addr: usize, write: bool) {
-    let line = addr & !(LINE - 1);
-    let Some(i) = lookup(line) else { return };
+    let Some(i) = lookup(addr & !(LINE - 1)) else {
+        return;
+    };
     let Some((serial, frame)) = thread::current_frame() else {
         return;
     };
-    let slot = &TABLE[i];
-    let word = (addr % LINE) / WORD;
-    let b = slot.block_of(serial);
-    let owned = b < OWNED_THREADS;
-    let counts = &slot.threads[b];
-    add(&counts.rw[word][write as usize], owned);
+    let a = Access::count(i, addr, serial, write);
+    let (word, counts, owned) = (a.word, a.counts, a.owned);
     if !write && frame != THREAD_FRAME && is_wait_frame(frame) {
         counts.note_frame(frame, owned);
     }
@@ -495,21 +536,29 @@ pub(super) fn track(addr: usize, write: bool) {
     if !write && owned && counts.rw[word][1].load(Relaxed) > 0 {
         PENDING.set((i as u32 + 1, pending | 1 << word));
     } else {
-        if let Some(inv) = slot.hot.observe_with(tid, 1 << word, write, pending) {
+        if let Some(inv) = a.slot.hot.observe_with(tid, 1 << word, write, pending) {
             counts.tally.count(word, inv, owned);
         }
         PENDING.set((0, 0));
     }
-    let partner = slot.meta.partner.load(Relaxed);
-    if partner != 0 {
-        let half = (line / LINE) & 1;
-        let even = if half == 0 {
-            slot
-        } else {
-            &TABLE[partner as usize - 1]
-        };
-        even.pair.observe(tid, half, write);
+    a.observe_pair(tid, write);
+}
+
+/// A write to `addr` made by another thread, seen by a hardware watchpoint
+/// (`sharing::plain`): that thread's serial and history id are given, since the
+/// calling thread is not the one that wrote.
+pub(super) fn track_write_of(addr: usize, serial: u64, tid: u16) {
+    if !cfg!(feature = "enabled") || !config::enabled() {
+        return;
     }
+    let Some(i) = lookup(addr & !(LINE - 1)) else {
+        return;
+    };
+    let a = Access::count(i, addr, serial, true);
+    if let Some(inv) = a.slot.hot.observe_with(tid, 1 << a.word, true, 0) {
+        a.counts.tally.count(a.word, inv, a.owned);
+    }
+    a.observe_pair(tid, true);
 }
 
 /// Sets the sampling rate of watched accesses: `1` tracks every one, `n` one in `n` on

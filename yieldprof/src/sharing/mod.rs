@@ -4,6 +4,8 @@
 //! [`Watched`](crate::Watched) atomic on a registered 64-byte line is *tracked* (all of
 //! them, or a sample). The rule follows Predator and Sheriff: software that mimics the
 //! coherence protocol, so it works in VMs and containers where `perf c2c` has no PMU.
+//! Plain data, which no `Watched` wraps, is watched by [`watch_plain`]: sampled hardware
+//! watchpoints see its writes and feed them into the same histories.
 //!
 //! ## The rule
 //!
@@ -68,7 +70,9 @@ mod detector;
 mod ids;
 pub(crate) mod layout;
 mod lines;
+mod plain;
 mod report;
+mod rotation;
 #[cfg(test)]
 mod tests;
 mod verdicts;
@@ -77,6 +81,7 @@ pub(crate) mod watch;
 pub use detector::*;
 pub use layout::SEPARATE_LINE_BYTES;
 pub(crate) use lines::*;
+pub use plain::{watch_plain, watchpoints, PlainWatch, WatchpointState, WatchpointStatus};
 pub use verdicts::*;
 pub use watch::{WatchableAtomic, WatchableBits, WatchableInteger};
 

@@ -98,6 +98,10 @@ impl Profile {
             "  rule: FALSE when >= {MIN_INVALIDATIONS} invalidations and >= 1/{SHARE_DIVISOR} \
              of them between different words"
         );
+        let plain = watchpoints();
+        if plain.state != WatchpointState::Unused {
+            let _ = writeln!(s, "{}", wrap(&plain.to_string(), "  ", "    "));
+        }
         let sites = self.site_views();
         // Quiet lines say only that nothing happened there: one line for all of them.
         let quiet: Vec<&LineVerdict> = lines

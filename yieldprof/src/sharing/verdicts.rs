@@ -183,6 +183,7 @@ impl Names<'_> {
             .iter()
             .find(|t| t.serial == serial)
             .map(|t| t.name.clone())
+            .or_else(|| super::plain::thread_name(serial))
             .unwrap_or_else(|| format!("thread-{serial}"))
     }
 
