@@ -6,9 +6,16 @@
 //! no division. A reader copies the newest cells and drops any a write may have
 //! overwritten while it read (seqlock-style, with two counters instead of a sequence
 //! per cell): the copy holds only whole episodes, in the order they closed.
+//!
+//! The protocol is checked with loom (`RUSTFLAGS="--cfg loom" cargo test -p yieldprof
+//! --lib --target-dir target/loom loom_models`): under `cfg(loom)` the atomics and
+//! fences are loom's.
 
-use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
+#[cfg(not(loom))]
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+
+#[cfg(loom)]
+use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 /// One closed wait episode. Times are clock ticks in the ring and in a thread's copy
 /// until a report scales them: then `start` is `CLOCK_MONOTONIC` ns and `duration` ns.
@@ -56,24 +63,8 @@ impl Ring {
     /// nothing. The cells are zeroed pages: untouched ones cost no memory on a system
     /// that maps large allocations lazily.
     pub(crate) fn new(capacity: u32) -> Ring {
-        let cells = if capacity == 0 {
-            Box::default()
-        } else {
-            let n = capacity as usize;
-            let layout = Layout::array::<Cell>(n).expect("a ring of at most 2^20 cells fits");
-            // SAFETY: `layout` has a non-zero size; a `Cell` of zero bytes is a valid
-            // `Cell` (four atomics holding 0); the box frees with the same layout,
-            // `[Cell; n]`'s.
-            unsafe {
-                let p = alloc_zeroed(layout).cast::<Cell>();
-                if p.is_null() {
-                    handle_alloc_error(layout);
-                }
-                Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n))
-            }
-        };
         Ring {
-            cells,
+            cells: zeroed(capacity as usize),
             next: AtomicU32::new(0),
             started: AtomicU64::new(0),
             done: AtomicU64::new(0),
@@ -147,7 +138,75 @@ impl Ring {
     }
 }
 
-#[cfg(test)]
+/// `n` cells of zero bytes: pages the system maps lazily for a large ring.
+#[cfg(not(loom))]
+fn zeroed(n: usize) -> Box<[Cell]> {
+    use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
+    if n == 0 {
+        return Box::default();
+    }
+    let layout = Layout::array::<Cell>(n).expect("a ring of at most 2^20 cells fits");
+    // SAFETY: `layout` has a non-zero size; a `Cell` of zero bytes is a valid `Cell`
+    // (four atomics holding 0); the box frees with the same layout, `[Cell; n]`'s.
+    unsafe {
+        let p = alloc_zeroed(layout).cast::<Cell>();
+        if p.is_null() {
+            handle_alloc_error(layout);
+        }
+        Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n))
+    }
+}
+
+/// Loom's atomics are not plain memory: made one by one.
+#[cfg(loom)]
+fn zeroed(n: usize) -> Box<[Cell]> {
+    (0..n).map(|_| Cell::default()).collect()
+}
+
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::Arc;
+
+    fn episode(i: u64) -> Episode {
+        Episode {
+            start: i,
+            duration: i + 100,
+            frame: i as u32,
+            kinds: 0,
+            calls: i as u32 + 7,
+            switches: 0,
+        }
+    }
+
+    #[test]
+    fn a_reader_racing_the_owner_copies_only_whole_consecutive_episodes() {
+        // Every interleaving of 33 writes and 11 reads is out of reach; three
+        // preemptions cover a read that spans a whole overwrite.
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
+            // Three pushes into two cells: the third overwrites the first.
+            let ring = Arc::new(Ring::new(2));
+            let r = ring.clone();
+            let reader = loom::thread::spawn(move || {
+                let (kept, pushed) = r.read();
+                assert!(kept.len() <= 2 && kept.len() as u64 <= pushed);
+                for (k, e) in kept.iter().enumerate() {
+                    let i = pushed - kept.len() as u64 + k as u64;
+                    assert_eq!(*e, episode(i), "episode {i} of {pushed}");
+                }
+            });
+            for i in 0..3 {
+                ring.push(&episode(i));
+            }
+            reader.join().unwrap();
+            assert_eq!(ring.read(), (vec![episode(1), episode(2)], 3));
+        });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
