@@ -4,8 +4,9 @@
 //! becomes a timed **wait episode**, and the waits in its body (spins, yields, sleeps,
 //! parks, locks, condvars, channels, joins, barriers, backoffs) are counted or timed per
 //! kind and source line. At shutdown the guard returned by [`init`] writes
-//! folded stacks, a flame graph, a pprof profile ([`Profile::write_pprof`]) and a
-//! plain-text summary in which waiting stands apart from the thread's real work
+//! folded stacks, a flame graph, a pprof profile ([`Profile::write_pprof`]), each
+//! thread's last wait episodes as a timeline for Perfetto ([`Profile::write_trace`]) and
+//! a plain-text summary in which waiting stands apart from the thread's real work
 //! (`[work]`); [`Options::snapshot_every`] also writes deltas while the program runs.
 //!
 //! ```
