@@ -101,11 +101,6 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     let pb = path("pb.gz");
     write_atomic(&pb, |w| profile.write_pprof(w))?;
     let mut written = vec![folded, svg, split, pb];
-    if profile.has_timeline() {
-        let trace = path("trace.json");
-        write_atomic(&trace, |w| profile.write_trace(w))?;
-        written.push(trace);
-    }
     for &metric in &opts.views {
         let view = path(&format!("{}.folded", metric.name()));
         let lines = profile.folded(metric);
@@ -141,6 +136,12 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     let summary = profile.summary();
     write_atomic(&txt, |w| w.write_all(summary.as_bytes()))?;
     written.push(txt);
+    // Last: a caller looking for `<name>.json` by its extension finds that first.
+    if profile.has_timeline() {
+        let trace = path("trace.json");
+        write_atomic(&trace, |w| profile.write_trace(w))?;
+        written.push(trace);
+    }
     Ok(written)
 }
 
