@@ -213,7 +213,7 @@ fn write(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
         }
         let mut tid = u64::try_from(t.tid).unwrap_or(0);
         if !tids.insert(tid) {
-            tid = REUSED_TID_BASE + t.serial;
+            tid = REUSED_TID_BASE.saturating_add(t.serial);
         }
         thread_events(p, &texts, t, (pid, tid), &mut events);
     }
@@ -269,5 +269,93 @@ impl Profile {
     /// Whether any thread keeps a timeline (`YIELDPROF_TIMELINE` is not 0).
     pub(crate) fn has_timeline(&self) -> bool {
         self.threads.iter().any(|t| t.timeline.capacity > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::site::{self, EpisodeSite};
+    use crate::model::timeline::Timeline;
+    use serde_json::Value;
+
+    fn thread(serial: u64, tid: i32, episodes: Vec<Episode>, switches: bool) -> ThreadProfile {
+        ThreadProfile {
+            serial,
+            tid,
+            name: format!("t{serial}"),
+            exited: true,
+            overflowed: 0,
+            reentries_skipped: 0,
+            entries_after_exit: 0,
+            nodes: Vec::new(),
+            site_durations: Vec::new(),
+            counters: Default::default(),
+            timeline: Timeline {
+                recorded: episodes.len() as u64 + 5,
+                episodes,
+                capacity: 8,
+                switches_counted: switches,
+            },
+        }
+    }
+
+    fn episode(start: u64, duration: u64, kinds: u16) -> Episode {
+        Episode {
+            start,
+            duration,
+            frame: 2,
+            kinds,
+            calls: 3,
+            switches: 1,
+        }
+    }
+
+    #[test]
+    fn a_reused_tid_gets_its_own_track_and_each_track_is_ordered_by_start() {
+        let mut frames: Vec<_> = site::tables().0[..2].to_vec();
+        frames.push(EpisodeSite::new(None, "app", "wait", "src/app.rs", 10).info());
+        // Closed in order: the nested episode first, then the one around it.
+        let nested = vec![
+            episode(2_000, 500, Kind::Sleep.bit()),
+            episode(1_000, 3_000, 0),
+        ];
+        let profile = Profile::new(
+            vec![
+                thread(1, 7, nested, true),
+                thread(
+                    2,
+                    7,
+                    vec![episode(9_000, 1, Kind::Lock.bit() | Kind::Yield.bit())],
+                    false,
+                ),
+            ],
+            frames,
+            Vec::new(),
+        );
+        let mut out = Vec::new();
+        profile.write_trace(&mut out).unwrap();
+        let trace: Value = serde_json::from_slice(&out).unwrap();
+        let slices: Vec<&Value> = trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .collect();
+        let tids: Vec<u64> = slices.iter().map(|e| e["tid"].as_u64().unwrap()).collect();
+        assert_eq!(tids, [7, 7, REUSED_TID_BASE + 2]);
+        let ts: Vec<f64> = slices.iter().map(|e| e["ts"].as_f64().unwrap()).collect();
+        assert_eq!(ts, [1.0, 2.0, 9.0]);
+        assert_eq!(slices[0]["dur"], 3.0);
+        assert_eq!(slices[0]["args"]["kind"], "none");
+        assert_eq!(slices[1]["cat"], "sleep");
+        assert_eq!(slices[1]["args"]["switches"], 1);
+        assert_eq!(slices[2]["args"]["kind"], "yield,lock");
+        // Not counted exactly on that thread: no figure rather than a 0.
+        assert!(slices[2]["args"].get("switches").is_none());
+        assert_eq!(slices[2]["args"]["site"], "src/app.rs:10");
+        assert_eq!(slices[2]["name"], "app::wait");
+        assert_eq!(trace["otherData"]["episodes_recorded"], "13");
+        assert_eq!(trace["otherData"]["episodes_dropped"], "10");
     }
 }
