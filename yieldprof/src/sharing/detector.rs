@@ -1,6 +1,8 @@
-//! The hot-line table: which thread read and wrote which word of a watched line, recorded without a lock on every tracked access.
+//! The hot-line table: which thread read and wrote which bytes of a watched line, recorded without a lock on every tracked access.
 
+use super::history::{bytes, Entry};
 use super::*;
+use crate::base::clock;
 use crate::base::site::{self, FrameKind, THREAD_FRAME};
 use crate::config;
 use crate::record::thread;
@@ -14,29 +16,30 @@ pub(super) const fn zeros<const N: usize>() -> [AtomicU64; N] {
     [const { AtomicU64::new(0) }; N]
 }
 
-/// Invalidations counted, by kind and by the word (the line, for a block) whose write
-/// caused them.
+/// Invalidations counted, by kind and by the 4-B granule (the line, for a block) where
+/// the write that caused them starts.
 pub(super) struct Tally {
     pub(super) invalidations: AtomicU64,
     pub(super) false_inv: AtomicU64,
     pub(super) contended: AtomicU64,
-    pub(super) by_word: [AtomicU64; WORDS],
+    pub(super) by_granule: [AtomicU64; GRANULES],
 }
 
-/// What an invalidation was: whether a victim needed the written word, and whether one
-/// had written it too.
+/// What an invalidation was: whether a victim needed the written bytes, and whether one
+/// had written them too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Invalidation {
     pub(super) needed: bool,
     pub(super) contended: bool,
 }
 
-/// One history: the threads that touched a line (or block) since its last write. Its
-/// own tally serves blocks; a line's invalidations are tallied by each writer in its
-/// own counters, so counting costs no shared read-modify-write.
+/// One history: the threads that touched a line (or block) since its last write, one
+/// packed [`Entry`] a word. Its own tally serves blocks; a line's invalidations are
+/// tallied by each writer in its own counters, so counting costs no shared
+/// read-modify-write.
 #[repr(C, align(128))]
 pub(crate) struct Hot {
-    pub(super) history: AtomicU64,
+    pub(super) history: [AtomicU64; 2],
     pub(super) tally: Tally,
 }
 
@@ -52,7 +55,12 @@ pub(super) struct Meta {
 /// set), and no other thread's share their 128-B block.
 #[repr(C, align(128))]
 pub(super) struct PerThread {
-    pub(super) rw: [[AtomicU64; 2]; WORDS],
+    /// Tracked reads and writes, by the granule where each access starts.
+    pub(super) rw: [[AtomicU64; 2]; GRANULES],
+    /// Ticks of this thread's first and (to within `TIME_EVERY` accesses) last tracked
+    /// access to the line: how long it overlapped the others.
+    pub(super) first: AtomicU64,
+    pub(super) last: AtomicU64,
     pub(super) frames: [AtomicU32; FRAMES],
     pub(super) frame_reads: [AtomicU64; FRAMES],
     /// Invalidations this thread's writes caused.
@@ -74,19 +82,19 @@ impl Tally {
             invalidations: AtomicU64::new(0),
             false_inv: AtomicU64::new(0),
             contended: AtomicU64::new(0),
-            by_word: zeros(),
+            by_granule: zeros(),
         }
     }
 
     fn all(&self) -> impl Iterator<Item = &AtomicU64> {
         [&self.invalidations, &self.false_inv, &self.contended]
             .into_iter()
-            .chain(&self.by_word)
+            .chain(&self.by_granule)
     }
 
-    fn count(&self, word: usize, i: Invalidation, owned: bool) {
+    pub(super) fn count(&self, granule: usize, i: Invalidation, owned: bool) {
         add(&self.invalidations, owned);
-        add(&self.by_word[word], owned);
+        add(&self.by_granule[granule], owned);
         if !i.needed {
             add(&self.false_inv, owned);
         }
@@ -100,7 +108,7 @@ impl Tally {
             invalidations: self.invalidations.load(Relaxed),
             false_inv: self.false_inv.load(Relaxed),
             contended: self.contended.load(Relaxed),
-            by_word: std::array::from_fn(|i| self.by_word[i].load(Relaxed)),
+            by_granule: std::array::from_fn(|i| self.by_granule[i].load(Relaxed)),
         }
     }
 }
@@ -108,32 +116,41 @@ impl Tally {
 impl Hot {
     pub(crate) const fn new() -> Hot {
         Hot {
-            history: AtomicU64::new(0),
+            history: zeros(),
             tally: Tally::new(),
         }
     }
 
     pub(super) fn reset(&self) {
-        self.history.store(0, Relaxed);
+        for h in &self.history {
+            h.store(0, Relaxed);
+        }
         for a in self.tally.all() {
             a.store(0, Relaxed);
         }
     }
 
-    /// Applies one tracked access by thread `tid` (never 0) to `word` (0..8), counting
-    /// an invalidation in this history's own tally.
-    pub(crate) fn observe(&self, tid: u16, word: usize, write: bool) {
-        if let Some(i) = self.observe_with(tid, 1 << word, write, 0) {
-            self.tally.count(word, i, false);
+    /// Applies one tracked access by thread `tid` (never 0) to "byte" `bit` (below
+    /// `GRANULES`), counting an invalidation in this history's own tally under `bit`. A
+    /// block's history passes its line (0 or 1).
+    pub(crate) fn observe(&self, tid: u16, bit: usize, write: bool) {
+        if let Some(i) = self.observe_with(tid, 1 << bit, write, 0) {
+            self.tally.count(bit, i, false);
         }
     }
 
-    /// The history part of [`Hot::observe`], for the word(s) in `bits` (one bit for a
-    /// write), with `pending`: reads this thread made earlier and has not published.
-    fn observe_with(&self, tid: u16, bits: u8, write: bool, pending: u8) -> Option<Invalidation> {
-        let entries = decode(self.history.load(Relaxed));
+    /// The history part of [`Hot::observe`], for the bytes in `mask`, with `pending`:
+    /// bytes this thread read earlier and has not published.
+    pub(super) fn observe_with(
+        &self,
+        tid: u16,
+        mask: u64,
+        write: bool,
+        pending: u64,
+    ) -> Option<Invalidation> {
+        let words = [self.history[0].load(Relaxed), self.history[1].load(Relaxed)];
+        let entries = words.map(Entry::unpack);
         let own = entries.iter().position(|e| e.tid == tid);
-        let touched = |i: usize| entries[i].read | entries[i].write;
         let mut invalidation = None;
         let next = if write {
             let mut victim = false;
@@ -141,32 +158,32 @@ impl Hot {
             let mut contended = false;
             for e in entries.iter().filter(|e| e.tid != 0 && e.tid != tid) {
                 victim = true;
-                needed |= (e.read | e.write) & bits != 0;
-                contended |= e.write & bits != 0;
+                needed |= e.touched() & mask != 0;
+                contended |= e.write & mask != 0;
             }
             if victim {
                 invalidation = Some(Invalidation { needed, contended });
                 // Reads before this write no longer matter: the history restarts.
-                [Entry::wrote(tid, bits), Entry::EMPTY]
+                [Entry::wrote(tid, mask), Entry::EMPTY]
             } else {
                 let mine = own.map_or(Entry::wrote(tid, 0), |i| entries[i]);
-                if mine.write & bits != 0 && (mine.read | mine.write) & pending == pending {
+                if mine.write & mask == mask && mine.touched() & pending == pending {
                     return None;
                 }
                 let mine = Entry {
                     read: mine.read | pending,
-                    write: mine.write | bits,
+                    write: mine.write | mask,
                     ..mine
                 };
                 [mine, Entry::EMPTY]
             }
         } else {
-            let bits = bits | pending;
+            let mask = mask | pending;
             match own {
-                Some(i) if touched(i) & bits == bits => return None,
+                Some(i) if entries[i].touched() & mask == mask => return None,
                 Some(i) => {
                     let mut next = entries;
-                    next[i].read |= bits;
+                    next[i].read |= mask;
                     next
                 }
                 None => match entries.iter().position(|e| e.tid == 0) {
@@ -174,7 +191,7 @@ impl Hot {
                         let mut next = entries;
                         next[i] = Entry {
                             tid,
-                            read: bits,
+                            read: mask,
                             write: 0,
                         };
                         next
@@ -184,57 +201,20 @@ impl Hot {
                 },
             }
         };
-        // A plain store, not a compare-exchange: a locked instruction would stall this
+        // Plain stores, not a compare-exchange: a locked instruction would stall this
         // thread for the whole transfer of the line, which the program's own plain
         // loads and stores mostly hide. Two threads updating at the same instant may
-        // lose one update; the history is a model of the order, not a lock.
-        self.history.store(encode(next), Relaxed);
+        // lose one update, or leave the two entries of different updates; each entry is
+        // one word, so it is always one thread's own accesses. The history is a model
+        // of the order, not a lock.
+        for (slot, (entry, was)) in self.history.iter().zip(next.iter().zip(words)) {
+            let now = entry.pack();
+            if now != was {
+                slot.store(now, Relaxed);
+            }
+        }
         invalidation
     }
-}
-
-/// One history entry: a thread and the words it read and wrote (bit masks).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Entry {
-    pub(super) tid: u16,
-    pub(super) read: u8,
-    pub(super) write: u8,
-}
-
-impl Entry {
-    const EMPTY: Entry = Entry {
-        tid: 0,
-        read: 0,
-        write: 0,
-    };
-
-    pub(super) fn wrote(tid: u16, bit: u8) -> Entry {
-        Entry {
-            tid,
-            read: 0,
-            write: bit,
-        }
-    }
-
-    fn bits(self) -> u64 {
-        (self.tid as u64) << 16 | (self.write as u64) << 8 | self.read as u64
-    }
-
-    fn from_bits(b: u64) -> Entry {
-        Entry {
-            tid: (b >> 16) as u16,
-            write: (b >> 8) as u8,
-            read: b as u8,
-        }
-    }
-}
-
-pub(super) fn decode(h: u64) -> [Entry; 2] {
-    [Entry::from_bits(h & 0xffff_ffff), Entry::from_bits(h >> 32)]
-}
-
-pub(super) fn encode(e: [Entry; 2]) -> u64 {
-    e[0].bits() | e[1].bits() << 32
 }
 
 impl Meta {
@@ -249,7 +229,9 @@ impl Meta {
 impl PerThread {
     const fn new() -> PerThread {
         PerThread {
-            rw: [const { zeros() }; WORDS],
+            rw: [const { zeros() }; GRANULES],
+            first: AtomicU64::new(0),
+            last: AtomicU64::new(0),
             frames: [const { AtomicU32::new(0) }; FRAMES],
             frame_reads: zeros(),
             tally: Tally::new(),
@@ -257,12 +239,32 @@ impl PerThread {
     }
 
     fn reset(&self) {
+        let times = [&self.first, &self.last];
         let counts = self.rw.iter().flatten().chain(&self.frame_reads);
-        for a in counts.chain(self.tally.all()) {
+        for a in counts.chain(self.tally.all()).chain(times) {
             a.store(0, Relaxed);
         }
         for f in &self.frames {
             f.store(0, Relaxed);
+        }
+    }
+
+    /// Moves this thread's first and last access times on, at its `n`th tracked access
+    /// to a granule: reading the clock on every access would cost more than the rest.
+    #[inline]
+    fn note_time(&self, n: u64, owned: bool) {
+        if n % TIME_EVERY != 1 {
+            return;
+        }
+        let now = clock::now();
+        if owned {
+            if self.first.load(Relaxed) == 0 {
+                self.first.store(now, Relaxed);
+            }
+            self.last.store(now, Relaxed);
+        } else {
+            let _ = self.first.compare_exchange(0, now, Relaxed, Relaxed);
+            self.last.fetch_max(now, Relaxed);
         }
     }
 
@@ -333,13 +335,15 @@ impl LineSlot {
 }
 
 /// A single owner bumps with load+store (exact, no locked instruction); the pooled set
-/// is shared, so it needs the read-modify-write.
+/// is shared, so it needs the read-modify-write. Returns the new count.
 #[inline(always)]
-pub(super) fn add(a: &AtomicU64, owned: bool) {
+pub(super) fn add(a: &AtomicU64, owned: bool) -> u64 {
     if owned {
-        a.store(a.load(Relaxed).wrapping_add(1), Relaxed);
+        let n = a.load(Relaxed).wrapping_add(1);
+        a.store(n, Relaxed);
+        n
     } else {
-        a.fetch_add(1, Relaxed);
+        a.fetch_add(1, Relaxed).wrapping_add(1)
     }
 }
 
@@ -381,8 +385,9 @@ thread_local! {
     static SAMPLER: Sampler = const {
         Sampler { left: Cell::new(0), warm: Cell::new(WARMUP_ACCESSES), rng: Cell::new(0) }
     };
-    /// Own-word reads not yet in a history: slot + 1 (0 = none) and word bits.
-    static PENDING: Cell<(u32, u8)> = const { Cell::new((0, 0)) };
+    /// Reads of granules this thread writes, not yet in a history: slot + 1 (0 = none)
+    /// and the bytes read.
+    static PENDING: Cell<(u32, u64)> = const { Cell::new((0, 0)) };
     /// Which frame ids are wait sites, as far as this thread has needed to know.
     static WAIT_FRAMES: RefCell<Vec<bool>> = const { RefCell::new(Vec::new()) };
 }
@@ -429,14 +434,17 @@ pub(super) fn sampled() -> bool {
         .unwrap_or(false)
 }
 
-/// The hot path: one access through a `Watched` atomic at `addr`.
+/// The hot path: one access of `size` bytes at `addr`, a write or a read. Accesses
+/// through `Watched` atomics come here, and any other source of accesses (hardware
+/// watchpoints) can: sizes are clamped to 1..=16 B, an access that straddles two lines
+/// counts on both.
 #[inline(always)]
-pub(crate) fn record(addr: usize, write: bool) {
+pub(crate) fn record_access(addr: usize, size: usize, write: bool) {
     if !cfg!(feature = "enabled") || !ACTIVE.load(Relaxed) || !config::enabled() {
         return;
     }
     if sampled() {
-        track(addr, write);
+        track(addr, size, write);
     }
 }
 
@@ -460,22 +468,34 @@ pub(super) fn is_wait_frame(frame: u32) -> bool {
 }
 
 #[inline(never)]
-pub(super) fn track(addr: usize, write: bool) {
-    let line = addr & !(LINE - 1);
+pub(super) fn track(addr: usize, size: usize, write: bool) {
+    let size = size.clamp(1, MAX_ACCESS);
+    let offset = addr % LINE;
+    let here = size.min(LINE - offset);
+    track_line(addr - offset, offset, here, write);
+    if here < size {
+        track_line(addr - offset + LINE, 0, size - here, write);
+    }
+}
+
+/// One access to bytes `[offset, offset + len)` of `line`.
+fn track_line(line: usize, offset: usize, len: usize, write: bool) {
     let Some(i) = lookup(line) else { return };
     let Some((serial, frame)) = thread::current_frame() else {
         return;
     };
     let slot = &TABLE[i];
-    let word = (addr % LINE) / WORD;
+    let granule = offset / GRANULE;
     let b = slot.block_of(serial);
     let owned = b < OWNED_THREADS;
     let counts = &slot.threads[b];
-    add(&counts.rw[word][write as usize], owned);
+    let n = add(&counts.rw[granule][write as usize], owned);
+    counts.note_time(n, owned);
     if !write && frame != THREAD_FRAME && is_wait_frame(frame) {
         counts.note_frame(frame, owned);
     }
     let tid = ids::mine();
+    let mask = bytes(offset, len);
     let (pending_slot, pending) = PENDING.get();
     let pending = if pending_slot == i as u32 + 1 {
         pending
@@ -488,15 +508,15 @@ pub(super) fn track(addr: usize, write: bool) {
         }
         0
     };
-    // A read of a word this thread writes is typically followed by its write (a load
-    // and store of its own index, a CAS loop): it waits, unpublished and without
+    // A read of a granule this thread writes is typically followed by its write (a
+    // load and store of its own index, a CAS loop): it waits, unpublished and without
     // touching the shared history, for the thread's next access, which then does one
     // shared write for both.
-    if !write && owned && counts.rw[word][1].load(Relaxed) > 0 {
-        PENDING.set((i as u32 + 1, pending | 1 << word));
+    if !write && owned && counts.rw[granule][1].load(Relaxed) > 0 {
+        PENDING.set((i as u32 + 1, pending | mask));
     } else {
-        if let Some(inv) = slot.hot.observe_with(tid, 1 << word, write, pending) {
-            counts.tally.count(word, inv, owned);
+        if let Some(inv) = slot.hot.observe_with(tid, mask, write, pending) {
+            counts.tally.count(granule, inv, owned);
         }
         PENDING.set((0, 0));
     }

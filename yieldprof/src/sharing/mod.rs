@@ -65,10 +65,13 @@
 //! that thread's follows it, is not published.
 
 mod detector;
+mod fields;
+mod history;
 mod ids;
 pub(crate) mod layout;
 mod lines;
 mod report;
+mod rows;
 #[cfg(test)]
 mod tests;
 mod verdicts;
@@ -84,8 +87,14 @@ pub use watch::{WatchableAtomic, WatchableBits, WatchableInteger};
 pub(crate) const LINE: usize = 64;
 /// Two lines: what the adjacent-line prefetcher moves together.
 pub(crate) const BLOCK: usize = 2 * LINE;
-pub(super) const WORD: usize = 8;
-pub(super) const WORDS: usize = LINE / WORD;
+/// The unit of the per-thread counts and of the history's packing (`history`).
+pub(super) const GRANULE: usize = 4;
+pub(super) const GRANULES: usize = LINE / GRANULE;
+/// The widest access tracked: `u128`, or a 16-B compare-exchange.
+pub(super) const MAX_ACCESS: usize = 16;
+/// A thread's last access time on a line moves on every this many tracked accesses
+/// to one granule (a power of two): often enough for an overlap in ms.
+pub(super) const TIME_EVERY: u64 = 64;
 
 /// Lines watched at once; a `watch` beyond it is refused with a message on stderr.
 pub(crate) const MAX_LINES: usize = 256;
@@ -96,6 +105,12 @@ pub(crate) const MIN_INVALIDATIONS: u64 = 32;
 /// The false (or contended) part must be at least `1 / SHARE_DIVISOR` of all
 /// invalidations: a few stray ones are not worth padding for.
 pub(crate) const SHARE_DIVISOR: u64 = 4;
+/// The least time two threads of a line must both have been using it for a quiet line
+/// to mean "not shared": a loaded machine's scheduler gives each runnable thread slices
+/// of about 3 ms, so threads that overlapped less than a few slices may never have run
+/// at the same time, and a quiet verdict then says nothing. Below it the line is
+/// [`Verdict::Uncertain`].
+pub(crate) const MIN_OVERLAP_NS: u64 = 10_000_000;
 /// Accesses each thread has tracked in full before sampling starts.
 pub(crate) const WARMUP_ACCESSES: u32 = 10_000;
 
