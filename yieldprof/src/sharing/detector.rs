@@ -1,6 +1,6 @@
 //! The hot-line table: which thread read and wrote which bytes of a watched line, recorded without a lock on every tracked access.
 
-use super::history::{bytes, Entry};
+use super::history::{access, Entry};
 use super::*;
 use crate::base::clock;
 use crate::base::site::{self, FrameKind, THREAD_FRAME};
@@ -139,8 +139,54 @@ impl Hot {
         }
     }
 
+    /// Whether [`Hot::observe_with`] would leave the history as it is, in the common
+    /// case, read off the packed words: this thread again, on whole granules it already
+    /// has (with any pending read inside them), and nobody else in. `false` means "maybe
+    /// not".
+    #[inline(always)]
+    fn unchanged(
+        &self,
+        tid: u16,
+        (mask, whole): (u64, u16),
+        write: bool,
+        pending: u64,
+    ) -> bool {
+        if whole == 0 || pending & !mask != 0 {
+            return false;
+        }
+        let (w0, w1) = (self.history[0].load(Relaxed), self.history[1].load(Relaxed));
+        let (t0, t1) = (w0 as u16, w1 as u16);
+        let own = if t0 == tid && t1 == 0 {
+            w0
+        } else if t1 == tid && t0 == 0 {
+            w1
+        } else {
+            return false;
+        };
+        let (read, written) = ((own >> 16) as u16, (own >> 32) as u16);
+        let has = if write { written } else { read | written };
+        has & whole == whole
+    }
+
+    /// One tracked access (`access` from [`access`]): the packed check inline, the full
+    /// one in a call when that says "maybe".
+    #[inline(always)]
+    pub(super) fn apply(
+        &self,
+        tid: u16,
+        access: (u64, u16),
+        write: bool,
+        pending: u64,
+    ) -> Option<Invalidation> {
+        if self.unchanged(tid, access, write, pending) {
+            return None;
+        }
+        self.observe_with(tid, access.0, write, pending)
+    }
+
     /// The history part of [`Hot::observe`], for the bytes in `mask`, with `pending`:
-    /// bytes this thread read earlier and has not published.
+    /// bytes this thread read earlier and has not published. Only the entries it needs
+    /// are unpacked: the thread's own, and other threads' only on an invalidation.
     pub(super) fn observe_with(
         &self,
         tid: u16,
@@ -148,25 +194,34 @@ impl Hot {
         write: bool,
         pending: u64,
     ) -> Option<Invalidation> {
-        let words = [self.history[0].load(Relaxed), self.history[1].load(Relaxed)];
-        let entries = words.map(Entry::unpack);
-        let own = entries.iter().position(|e| e.tid == tid);
+        // Scalars, not arrays and iterators: those went through the stack and stalled
+        // on store forwarding, a third of this function's time.
+        let (w0, w1) = (self.history[0].load(Relaxed), self.history[1].load(Relaxed));
+        let (t0, t1) = (w0 as u16, w1 as u16);
+        let other = |t: u16| t != 0 && t != tid;
         let mut invalidation = None;
-        let next = if write {
-            let mut victim = false;
-            let mut needed = false;
-            let mut contended = false;
-            for e in entries.iter().filter(|e| e.tid != 0 && e.tid != tid) {
-                victim = true;
-                needed |= e.touched() & mask != 0;
-                contended |= e.write & mask != 0;
-            }
-            if victim {
+        let (n0, n1) = if write {
+            if other(t0) || other(t1) {
+                let mut needed = false;
+                let mut contended = false;
+                for w in [w0, w1] {
+                    if other(w as u16) {
+                        let e = Entry::unpack(w);
+                        needed |= e.touched() & mask != 0;
+                        contended |= e.write & mask != 0;
+                    }
+                }
                 invalidation = Some(Invalidation { needed, contended });
                 // Reads before this write no longer matter: the history restarts.
-                [Entry::wrote(tid, mask), Entry::EMPTY]
+                (Entry::wrote(tid, mask).pack(), 0)
             } else {
-                let mine = own.map_or(Entry::wrote(tid, 0), |i| entries[i]);
+                let mine = if t0 == tid {
+                    Entry::unpack(w0)
+                } else if t1 == tid {
+                    Entry::unpack(w1)
+                } else {
+                    Entry::wrote(tid, 0)
+                };
                 if mine.write & mask == mask && mine.touched() & pending == pending {
                     return None;
                 }
@@ -175,30 +230,38 @@ impl Hot {
                     write: mine.write | mask,
                     ..mine
                 };
-                [mine, Entry::EMPTY]
+                (mine.pack(), 0)
             }
         } else {
             let mask = mask | pending;
-            match own {
-                Some(i) if entries[i].touched() & mask == mask => return None,
-                Some(i) => {
-                    let mut next = entries;
-                    next[i].read |= mask;
-                    next
+            // The thread's entry with `mask` read; `None` when it has it already.
+            let read = |w: u64| {
+                let mut mine = Entry::unpack(w);
+                if mine.touched() & mask == mask {
+                    return None;
                 }
-                None => match entries.iter().position(|e| e.tid == 0) {
-                    Some(i) => {
-                        let mut next = entries;
-                        next[i] = Entry {
-                            tid,
-                            read: mask,
-                            write: 0,
-                        };
-                        next
-                    }
-                    // Two other threads are already in: the next write counts anyway.
-                    None => return None,
-                },
+                mine.read |= mask;
+                Some(mine.pack())
+            };
+            let fresh = || {
+                Entry {
+                    tid,
+                    read: mask,
+                    write: 0,
+                }
+                .pack()
+            };
+            if t0 == tid {
+                (read(w0)?, w1)
+            } else if t1 == tid {
+                (w0, read(w1)?)
+            } else if t0 == 0 {
+                (fresh(), w1)
+            } else if t1 == 0 {
+                (w0, fresh())
+            } else {
+                // Two other threads are already in: the next write counts anyway.
+                return None;
             }
         };
         // Plain stores, not a compare-exchange: a locked instruction would stall this
@@ -207,11 +270,11 @@ impl Hot {
         // lose one update, or leave the two entries of different updates; each entry is
         // one word, so it is always one thread's own accesses. The history is a model
         // of the order, not a lock.
-        for (slot, (entry, was)) in self.history.iter().zip(next.iter().zip(words)) {
-            let now = entry.pack();
-            if now != was {
-                slot.store(now, Relaxed);
-            }
+        if n0 != w0 {
+            self.history[0].store(n0, Relaxed);
+        }
+        if n1 != w1 {
+            self.history[1].store(n1, Relaxed);
         }
         invalidation
     }
@@ -361,7 +424,7 @@ pub(super) fn home(line: usize) -> usize {
 }
 
 /// The slot watching `line`, if any: a few loads of a read-mostly array, no lock.
-#[inline]
+#[inline(always)]
 pub(super) fn lookup(line: usize) -> Option<usize> {
     let h = home(line);
     for p in 0..PROBES {
@@ -471,14 +534,23 @@ pub(super) fn is_wait_frame(frame: u32) -> bool {
 pub(super) fn track(addr: usize, size: usize, write: bool) {
     let size = size.clamp(1, MAX_ACCESS);
     let offset = addr % LINE;
-    let here = size.min(LINE - offset);
-    track_line(addr - offset, offset, here, write);
-    if here < size {
-        track_line(addr - offset + LINE, 0, size - here, write);
+    if offset + size <= LINE {
+        track_line(addr - offset, offset, size, write);
+    } else {
+        track_straddling(addr - offset, offset, size, write);
     }
 }
 
+/// An access that starts on `line` and ends on the next (plain data, unaligned).
+#[cold]
+#[inline(never)]
+fn track_straddling(line: usize, offset: usize, size: usize, write: bool) {
+    track_line(line, offset, LINE - offset, write);
+    track_line(line + LINE, 0, offset + size - LINE, write);
+}
+
 /// One access to bytes `[offset, offset + len)` of `line`.
+#[inline(always)]
 fn track_line(line: usize, offset: usize, len: usize, write: bool) {
     let Some(i) = lookup(line) else { return };
     let Some((serial, frame)) = thread::current_frame() else {
@@ -495,7 +567,7 @@ fn track_line(line: usize, offset: usize, len: usize, write: bool) {
         counts.note_frame(frame, owned);
     }
     let tid = ids::mine();
-    let mask = bytes(offset, len);
+    let (mask, whole) = access(offset, len);
     let (pending_slot, pending) = PENDING.get();
     let pending = if pending_slot == i as u32 + 1 {
         pending
@@ -515,7 +587,7 @@ fn track_line(line: usize, offset: usize, len: usize, write: bool) {
     if !write && owned && counts.rw[granule][1].load(Relaxed) > 0 {
         PENDING.set((i as u32 + 1, pending | mask));
     } else {
-        if let Some(inv) = slot.hot.observe_with(tid, mask, write, pending) {
+        if let Some(inv) = slot.hot.apply(tid, (mask, whole), write, pending) {
             counts.tally.count(granule, inv, owned);
         }
         PENDING.set((0, 0));

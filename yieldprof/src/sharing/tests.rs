@@ -1,5 +1,5 @@
 use super::fields::Field;
-use super::history::bytes;
+use super::history::access;
 use super::*;
 use crate::base::text::{wrap, WIDTH};
 use std::cell::Cell;
@@ -116,8 +116,8 @@ fn a_third_reader_waits_for_the_next_write() {
 }
 
 /// Thread `tid` writes (or reads) `len` bytes at `offset`, as `track` does.
-fn access(h: &Hot, tid: u16, offset: usize, len: usize, write: bool) {
-    if let Some(i) = h.observe_with(tid, bytes(offset, len), write, 0) {
+fn touch(h: &Hot, tid: u16, offset: usize, len: usize, write: bool) {
+    if let Some(i) = h.apply(tid, access(offset, len), write, 0) {
         h.tally.count(offset / GRANULE, i, false);
     }
 }
@@ -126,8 +126,8 @@ fn access(h: &Hot, tid: u16, offset: usize, len: usize, write: bool) {
 fn two_four_byte_locks_in_one_word_written_by_their_own_threads_are_false() {
     let h = Hot::new();
     for _ in 0..40 {
-        access(&h, A, 0, 4, true);
-        access(&h, B, 4, 4, true);
+        touch(&h, A, 0, 4, true);
+        touch(&h, B, 4, 4, true);
     }
     assert_eq!(counts(&h), (79, 79, 0));
     assert_eq!(classify(&h.tally.record()), Verdict::False);
@@ -138,8 +138,8 @@ fn two_four_byte_locks_in_one_word_written_by_their_own_threads_are_false() {
 fn writes_to_overlapping_bytes_are_contended_true_sharing() {
     let h = Hot::new();
     for _ in 0..40 {
-        access(&h, A, 0, 4, true);
-        access(&h, B, 2, 2, true);
+        touch(&h, A, 0, 4, true);
+        touch(&h, B, 2, 2, true);
     }
     assert_eq!(counts(&h), (79, 0, 79));
     assert_eq!(classify(&h.tally.record()), Verdict::True);
@@ -150,12 +150,12 @@ fn one_byte_flags_and_a_reader_of_a_neighbouring_byte() {
     // A sets flag 0, B spins on flag 1, then C reads flag 0 (the one A writes).
     let h = Hot::new();
     for _ in 0..40 {
-        access(&h, B, 1, 1, false);
-        access(&h, A, 0, 1, true);
+        touch(&h, B, 1, 1, false);
+        touch(&h, A, 0, 1, true);
     }
     assert_eq!(counts(&h), (40, 40, 0));
-    access(&h, C, 0, 1, false);
-    access(&h, A, 0, 1, true);
+    touch(&h, C, 0, 1, false);
+    touch(&h, A, 0, 1, true);
     assert_eq!(counts(&h), (41, 40, 0));
 }
 
