@@ -240,7 +240,10 @@ fn untracked_ranges_and_writers_that_never_overlapped_say_so_in_the_summary_and_
         "{section}"
     );
     assert!(section.contains("  uncertain     64 B at 0x"), "{section}");
-    assert!(section.contains(&format!("    note: {note}\n")), "{section}");
+    assert!(
+        section.contains(&format!("    note: {note}\n")),
+        "{section}"
+    );
 
     let json = profile.json(&Costs::current());
     let notes: Vec<(&str, Option<&str>)> = json
@@ -255,8 +258,15 @@ fn untracked_ranges_and_writers_that_never_overlapped_say_so_in_the_summary_and_
         .collect();
     assert_eq!(notes.len(), 3, "{notes:?}");
     assert!(notes.contains(&("uncertain", Some(note))), "{notes:?}");
-    let untracked = ("untracked", Some("nothing tracked: 0 accesses through Watched on this range"));
-    assert_eq!(notes.iter().filter(|n| **n == untracked).count(), 2, "{notes:?}");
+    let untracked = (
+        "untracked",
+        Some("nothing tracked: 0 accesses through Watched on this range"),
+    );
+    assert_eq!(
+        notes.iter().filter(|n| **n == untracked).count(),
+        2,
+        "{notes:?}"
+    );
     let text = serde_json::to_string(&json).unwrap();
     assert!(text.contains(&format!("\"note\":\"{note}\"")), "{text}");
 }

@@ -1,6 +1,6 @@
 //! The hot-line table: which thread read and wrote which bytes of a watched line, recorded without a lock on every tracked access.
 
-use super::history::{access, Entry};
+use super::history::{access, has_whole, with_access, Entry};
 use super::*;
 use crate::base::clock;
 use crate::base::site::{self, FrameKind, THREAD_FRAME};
@@ -134,7 +134,7 @@ impl Hot {
     /// `GRANULES`), counting an invalidation in this history's own tally under `bit`. A
     /// block's history passes its line (0 or 1).
     pub(crate) fn observe(&self, tid: u16, bit: usize, write: bool) {
-        if let Some(i) = self.observe_with(tid, 1 << bit, write, 0) {
+        if let Some(i) = self.observe_with(tid, (1 << bit, 0), write, 0) {
             self.tally.count(bit, i, false);
         }
     }
@@ -144,13 +144,7 @@ impl Hot {
     /// has (with any pending read inside them), and nobody else in. `false` means "maybe
     /// not".
     #[inline(always)]
-    fn unchanged(
-        &self,
-        tid: u16,
-        (mask, whole): (u64, u16),
-        write: bool,
-        pending: u64,
-    ) -> bool {
+    fn unchanged(&self, tid: u16, (mask, whole): (u64, u16), write: bool, pending: u64) -> bool {
         if whole == 0 || pending & !mask != 0 {
             return false;
         }
@@ -163,9 +157,7 @@ impl Hot {
         } else {
             return false;
         };
-        let (read, written) = ((own >> 16) as u16, (own >> 32) as u16);
-        let has = if write { written } else { read | written };
-        has & whole == whole
+        has_whole(own, whole, write)
     }
 
     /// One tracked access (`access` from [`access`]): the packed check inline, the full
@@ -181,16 +173,17 @@ impl Hot {
         if self.unchanged(tid, access, write, pending) {
             return None;
         }
-        self.observe_with(tid, access.0, write, pending)
+        self.observe_with(tid, access, write, pending)
     }
 
-    /// The history part of [`Hot::observe`], for the bytes in `mask`, with `pending`:
-    /// bytes this thread read earlier and has not published. Only the entries it needs
-    /// are unpacked: the thread's own, and other threads' only on an invalidation.
+    /// The history part of [`Hot::observe`], for `access` (bytes, whole granules), with
+    /// `pending`: bytes this thread read earlier and has not published. Only the entries
+    /// it needs are unpacked: other threads' on an invalidation, the thread's own when
+    /// the access is not made of whole granules.
     pub(super) fn observe_with(
         &self,
         tid: u16,
-        mask: u64,
+        access: (u64, u16),
         write: bool,
         pending: u64,
     ) -> Option<Invalidation> {
@@ -199,6 +192,13 @@ impl Hot {
         let (w0, w1) = (self.history[0].load(Relaxed), self.history[1].load(Relaxed));
         let (t0, t1) = (w0 as u16, w1 as u16);
         let other = |t: u16| t != 0 && t != tid;
+        let own = if t0 == tid {
+            w0
+        } else if t1 == tid {
+            w1
+        } else {
+            0
+        };
         let mut invalidation = None;
         let (n0, n1) = if write {
             if other(t0) || other(t1) {
@@ -207,62 +207,30 @@ impl Hot {
                 for w in [w0, w1] {
                     if other(w as u16) {
                         let e = Entry::unpack(w);
-                        needed |= e.touched() & mask != 0;
-                        contended |= e.write & mask != 0;
+                        needed |= e.touched() & access.0 != 0;
+                        contended |= e.write & access.0 != 0;
                     }
                 }
                 invalidation = Some(Invalidation { needed, contended });
                 // Reads before this write no longer matter: the history restarts.
-                (Entry::wrote(tid, mask).pack(), 0)
+                (with_access(0, tid, access, true, 0), 0)
             } else {
-                let mine = if t0 == tid {
-                    Entry::unpack(w0)
-                } else if t1 == tid {
-                    Entry::unpack(w1)
-                } else {
-                    Entry::wrote(tid, 0)
-                };
-                if mine.write & mask == mask && mine.touched() & pending == pending {
-                    return None;
-                }
-                let mine = Entry {
-                    read: mine.read | pending,
-                    write: mine.write | mask,
-                    ..mine
-                };
-                (mine.pack(), 0)
+                (with_access(own, tid, access, true, pending), 0)
             }
-        } else {
-            let mask = mask | pending;
-            // The thread's entry with `mask` read; `None` when it has it already.
-            let read = |w: u64| {
-                let mut mine = Entry::unpack(w);
-                if mine.touched() & mask == mask {
-                    return None;
-                }
-                mine.read |= mask;
-                Some(mine.pack())
-            };
-            let fresh = || {
-                Entry {
-                    tid,
-                    read: mask,
-                    write: 0,
-                }
-                .pack()
-            };
+        } else if own != 0 {
+            let mine = with_access(own, tid, access, false, pending);
             if t0 == tid {
-                (read(w0)?, w1)
-            } else if t1 == tid {
-                (w0, read(w1)?)
-            } else if t0 == 0 {
-                (fresh(), w1)
-            } else if t1 == 0 {
-                (w0, fresh())
+                (mine, w1)
             } else {
-                // Two other threads are already in: the next write counts anyway.
-                return None;
+                (w0, mine)
             }
+        } else if t0 == 0 {
+            (with_access(0, tid, access, false, pending), w1)
+        } else if t1 == 0 {
+            (w0, with_access(0, tid, access, false, pending))
+        } else {
+            // Two other threads are already in: the next write counts anyway.
+            return None;
         };
         // Plain stores, not a compare-exchange: a locked instruction would stall this
         // thread for the whole transfer of the line, which the program's own plain
@@ -576,7 +544,7 @@ fn track_line(line: usize, offset: usize, len: usize, write: bool) {
             // A read never invalidates: nothing to count.
             TABLE[pending_slot as usize - 1]
                 .hot
-                .observe_with(tid, 0, false, pending);
+                .observe_with(tid, (0, 0), false, pending);
         }
         0
     };

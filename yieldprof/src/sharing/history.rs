@@ -90,6 +90,57 @@ pub(crate) fn access(offset: usize, len: usize) -> (u64, u16) {
     (bytes(offset, len), whole as u16)
 }
 
+/// Whether the packed entry `own` (0: none) has written, or touched, every granule in
+/// `whole` (not 0), read off the granule bits.
+#[inline(always)]
+pub(crate) fn has_whole(own: u64, whole: u16, write: bool) -> bool {
+    let (read, written) = ((own >> 16) as u16, (own >> 32) as u16);
+    let has = if write { written } else { read | written };
+    own != 0 && has & whole == whole
+}
+
+/// The packed entry `own` of thread `tid` (0: none yet) with `access` read or written
+/// and `pending` read; `own` itself when it has them already. On the packed word when the
+/// access fills whole granules and holds the pending bytes, else unpacked and packed
+/// again.
+pub(crate) fn with_access(
+    own: u64,
+    tid: u16,
+    (mask, whole): (u64, u16),
+    write: bool,
+    pending: u64,
+) -> u64 {
+    if whole != 0 && pending & !mask == 0 {
+        if has_whole(own, whole, write) {
+            return own;
+        }
+        let shift = if write { 32 } else { 16 };
+        return own | u64::from(tid) | u64::from(whole) << shift;
+    }
+    if own != 0 {
+        let e = Entry::unpack(own);
+        let has = if write { e.write } else { e.touched() };
+        if has & mask == mask && e.touched() & pending == pending {
+            return own;
+        }
+    }
+    let mut e = if own == 0 {
+        Entry {
+            tid,
+            ..Entry::EMPTY
+        }
+    } else {
+        Entry::unpack(own)
+    };
+    e.read |= pending;
+    if write {
+        e.write |= mask;
+    } else {
+        e.read |= mask;
+    }
+    e.pack()
+}
+
 /// Granules with every byte set.
 fn full(m: u64) -> u16 {
     gather(m & m >> 1 & m >> 2 & m >> 3 & NIBBLE_LOW)
@@ -149,6 +200,25 @@ mod tests {
         assert_eq!(Entry::unpack(lock.pack()), lock);
         assert_eq!(Entry::unpack(Entry::EMPTY.pack()), Entry::EMPTY);
         assert_eq!(Entry::EMPTY.pack(), 0);
+    }
+
+    #[test]
+    fn adding_whole_granules_on_the_packed_word_equals_unpacking() {
+        let own = Entry {
+            tid: 9,
+            read: bytes(1, 1),
+            write: bytes(8, 8),
+        }
+        .pack();
+        let fast = with_access(own, 9, access(16, 4), true, 0);
+        let slow = with_access(own, 9, (bytes(16, 4), 0), true, 0);
+        assert_eq!(Entry::unpack(fast), Entry::unpack(slow));
+        assert_eq!(Entry::unpack(fast).write, bytes(8, 12));
+        let read = with_access(0, 9, access(4, 2), false, bytes(0, 1));
+        // Two partly read granules: the second is rounded up.
+        assert_eq!(Entry::unpack(read).read, bytes(0, 1) | bytes(4, 4));
+        assert_eq!(with_access(read, 9, access(5, 1), false, 0), read);
+        assert_eq!(with_access(fast, 9, access(8, 4), false, 0), fast);
     }
 
     #[test]

@@ -48,7 +48,12 @@ pub const fn array_of_field<T, E, const N: usize>(_field: fn(&T) -> &[E; N]) -> 
 
 /// The smallest start of the value inside a `unit` block (a multiple of `align`) at
 /// which `[a, a + a_size)` and `[b, b + b_size)` touch one block, if any.
-const fn shared_at(align: usize, unit: usize, a: (usize, usize), b: (usize, usize)) -> Option<usize> {
+const fn shared_at(
+    align: usize,
+    unit: usize,
+    a: (usize, usize),
+    b: (usize, usize),
+) -> Option<usize> {
     // A zero-sized field holds no data to share.
     if a.1 == 0 || b.1 == 0 {
         return None;
@@ -149,7 +154,11 @@ impl Message {
         if let Some(i) = index {
             m = m.str("[").num(i).str("]");
         }
-        m.str("` (offset ").num(offset).str(", ").num(size).str(" B)")
+        m.str("` (offset ")
+            .num(offset)
+            .str(", ")
+            .num(size)
+            .str(" B)")
     }
 }
 
@@ -177,7 +186,10 @@ pub const fn separate_lines_message(
         if f.count >= 2 {
             let second = f.offset + f.size;
             if let Some(start) = shared_at(align, unit, (f.offset, f.size), (second, f.size)) {
-                m = m.str("  ").field(f.name, Some(0), f.offset, f.size).str(" and ");
+                m = m
+                    .str("  ")
+                    .field(f.name, Some(0), f.offset, f.size)
+                    .str(" and ");
                 m = m.field(f.name, Some(1), second, f.size).str(": elements ");
                 m = starting(m.num(f.size).str(" B apart"), ty, align, unit, start);
                 bad = true;
@@ -294,10 +306,7 @@ mod tests {
 
     #[test]
     fn zero_sized_fields_never_collide() {
-        assert_eq!(
-            check("Z", 1, &[field("a", 0, 0), field("b", 0, 8)]),
-            Ok(())
-        );
+        assert_eq!(check("Z", 1, &[field("a", 0, 0), field("b", 0, 8)]), Ok(()));
     }
 
     #[test]
@@ -310,10 +319,15 @@ mod tests {
         };
         let err = check("Table", 4, &[locks]).unwrap_err();
         assert!(
-            err.contains("`locks[0]` (offset 0, 4 B) and `locks[1]` (offset 4, 4 B): elements 4 B apart\n"),
+            err.contains(
+                "`locks[0]` (offset 0, 4 B) and `locks[1]` (offset 4, 4 B): elements 4 B apart\n"
+            ),
             "{err}"
         );
-        assert!(err.ends_with("so that the stride is a multiple of 128 B)"), "{err}");
+        assert!(
+            err.ends_with("so that the stride is a multiple of 128 B)"),
+            "{err}"
+        );
         let padded = FieldLayout { size: 128, ..locks };
         assert_eq!(check("Table", 128, &[padded]), Ok(()));
         let after = field("count", 2048, 8);
@@ -327,7 +341,9 @@ mod tests {
 
     #[test]
     fn a_message_too_long_for_the_buffer_ends_with_an_ellipsis() {
-        let names: Vec<FieldLayout> = (0..200).map(|i| field("a_rather_long_field_name", i * 8, 8)).collect();
+        let names: Vec<FieldLayout> = (0..200)
+            .map(|i| field("a_rather_long_field_name", i * 8, 8))
+            .collect();
         let err = check("Many", 8, &names).unwrap_err();
         assert!(err.ends_with('…'), "{err}");
         assert!(err.len() <= CAPACITY);
