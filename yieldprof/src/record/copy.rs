@@ -20,6 +20,7 @@ impl ThreadData {
                     parent: n.parent.load(Relaxed),
                     episodes: n.episodes.load(Relaxed),
                     wall_ns: n.wall_ns.load(Relaxed),
+                    suspended_ns: n.suspended_ns.load(Relaxed),
                     durations: n.durations.load(),
                     counts: self.counters.node(&n.counts, n.wall_ns.load(Relaxed)),
                     slots: Vec::new(),
@@ -55,7 +56,8 @@ impl ThreadData {
         let site_durations = (0..self.site_durations.len())
             .map(|i| {
                 let d = self.site_durations.get(i);
-                (d.frame.load(Relaxed), d.durations.load())
+                let kind = code_kind(d.kind.load(Relaxed));
+                ((d.frame.load(Relaxed), kind), d.durations.load())
             })
             .collect();
         ThreadProfile {

@@ -124,8 +124,9 @@ impl Drop for EpisodeGuard {
 }
 
 impl EpisodeGuard {
+    /// Closes the frame; its length in ticks.
     #[inline(never)]
-    fn close(&mut self) {
+    fn close(&mut self) -> u64 {
         let end = clock::now();
         let elapsed = end.saturating_sub(self.start);
         thread::with(|l| {
@@ -161,6 +162,7 @@ impl EpisodeGuard {
             l.current
                 .set(l.data.closed(self.node, self.prev, l.current.get()));
         });
+        elapsed
     }
 }
 
@@ -221,8 +223,10 @@ impl Site {
     }
 }
 
+/// Adds one call to the current frame: `ns` of its own time (`off_ns` of them off the
+/// CPU), and its whole length `ticks` to its kind's durations when it was timed.
 #[inline(always)]
-fn record(l: &thread::Local, key: usize, site: Site, ns: u64, off_ns: u64) {
+fn record(l: &thread::Local, key: usize, site: Site, ns: u64, off_ns: u64, ticks: Option<u64>) {
     let d = &l.data;
     let s = d.slot_of(l.current.get(), key, || site.info());
     bump(&s.calls, 1);
@@ -230,12 +234,15 @@ fn record(l: &thread::Local, key: usize, site: Site, ns: u64, off_ns: u64) {
     if off_ns > 0 {
         bump(&s.off_ns, off_ns);
     }
+    if let Some(t) = ticks {
+        d.record_call_duration(s, t);
+    }
 }
 
 /// Counts a call that is not timed.
 #[inline(always)]
 fn record_count(key: usize, site: Site) {
-    thread::enter(|l| record(l, key, site, 0, 0));
+    thread::enter(|l| record(l, key, site, 0, 0, None));
 }
 
 impl CallGuard {
@@ -284,7 +291,7 @@ impl CallGuard {
         thread::with(|l| {
             if l.data.serial() != self.serial {
                 // Resumed on another thread: this one's figures say nothing of it.
-                return record(l, self.key, site, elapsed, 0);
+                return record(l, self.key, site, elapsed, 0, Some(elapsed));
             }
             let m = l.counters.mark(&l.data.counters);
             let off_ns = if m.switches != self.mark.switches {
@@ -293,7 +300,7 @@ impl CallGuard {
                 0
             };
             let own = l.claim(self.claimed, elapsed, off_ns);
-            record(l, self.key, site, own.ticks, own.off_ns);
+            record(l, self.key, site, own.ticks, own.off_ns, Some(elapsed));
         });
     }
 }
@@ -337,13 +344,18 @@ pub(crate) fn call_at(kind: Kind, loc: &'static Location<'static>) -> CallGuard 
     )
 }
 
-/// An `async fn` wait episode, or a business frame over a future: each poll is timed
-/// as part of it (time between polls belongs to whoever runs then), and the frame
-/// counts once, when the future completes. Open only while polled, so other tasks the
-/// thread runs meanwhile are not inside it.
+/// An `async fn` wait episode, or a business frame over a future. The episode spans
+/// first poll to completion: its duration (the histogram's sample) is that whole span.
+/// Only the polls are its wall time, since time between polls belongs to whoever runs
+/// then; the rest is its suspended time. The frame is open only while polled, so other
+/// tasks the thread runs meanwhile are not inside it.
 #[doc(hidden)]
 pub struct Instrumented<F> {
     frame: Frame,
+    /// Tick at which the first recorded poll began; 0 before it.
+    first: u64,
+    /// Ticks spent in recorded polls so far.
+    busy: u64,
     inner: F,
 }
 
@@ -353,22 +365,27 @@ enum Frame {
     Work(&'static WorkSite),
 }
 
+impl<F> Instrumented<F> {
+    fn new(frame: Frame, inner: F) -> Self {
+        Instrumented {
+            frame,
+            first: 0,
+            busy: 0,
+            inner,
+        }
+    }
+}
+
 /// Wraps the body of an `async fn` annotated with `#[instrument_wait]`.
 #[doc(hidden)]
 pub fn instrument<F: Future>(site: &'static EpisodeSite, inner: F) -> Instrumented<F> {
-    Instrumented {
-        frame: Frame::Wait(site),
-        inner,
-    }
+    Instrumented::new(Frame::Wait(site), inner)
 }
 
 /// Wraps the future of `frame!(name, future)`.
 #[doc(hidden)]
 pub fn framed<F: Future>(site: &'static WorkSite, inner: F) -> Instrumented<F> {
-    Instrumented {
-        frame: Frame::Work(site),
-        inner,
-    }
+    Instrumented::new(Frame::Work(site), inner)
 }
 
 impl<F: Future> Future for Instrumented<F> {
@@ -382,10 +399,31 @@ impl<F: Future> Future for Instrumented<F> {
             Frame::Wait(site) => enter(site),
             Frame::Work(site) => enter_work(site),
         };
+        // The episode is counted below, once, with its whole span.
         guard.count = false;
         // SAFETY: see above.
         let out = unsafe { Pin::new_unchecked(&mut this.inner) }.poll(cx);
-        guard.count = out.is_ready();
+        if guard.node == NO_NODE {
+            return out;
+        }
+        let (node, start) = (guard.node, guard.start);
+        let polled = guard.close();
+        guard.node = NO_NODE;
+        if this.first == 0 {
+            this.first = start;
+        }
+        this.busy += polled;
+        if out.is_ready() {
+            // Polls may run on several threads; the TSC is one clock for all of them.
+            let whole = (start + polled).saturating_sub(this.first);
+            let suspended = whole.saturating_sub(this.busy);
+            thread::with(|l| {
+                let n = l.data.node(node);
+                bump(&n.episodes, 1);
+                bump(&n.suspended_ns, suspended);
+                l.data.record_duration(node, whole);
+            });
+        }
         out
     }
 }

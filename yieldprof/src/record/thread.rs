@@ -8,7 +8,9 @@ use crate::base::arena::{bump, Arena, Link};
 use crate::base::clock;
 use crate::base::fork::{ForkMutex, Locked};
 use crate::base::reentry::{self, Inside};
-use crate::base::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
+use crate::base::site::{
+    self, CallInfo, FrameInfo, Kind, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME,
+};
 use crate::base::text::host_name;
 use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters};
 use crate::model::histogram::{AtomicDurations, AtomicHistogram};
@@ -41,6 +43,9 @@ pub(crate) struct Node {
     pub(super) open: AtomicU32,
     pub(crate) episodes: AtomicU64,
     pub(crate) wall_ns: AtomicU64,
+    /// Async episodes only: time between their polls (first poll to completion, minus
+    /// the polls), which `wall_ns` leaves out.
+    pub(crate) suspended_ns: AtomicU64,
     pub(crate) counts: NodeCounts,
     pub(crate) durations: AtomicHistogram,
     /// Index of this node's frame in the thread's `site_durations`; `NO_DURATIONS` for
@@ -50,11 +55,29 @@ pub(crate) struct Node {
 
 const NO_DURATIONS: u32 = u32::MAX;
 
-/// One frame's fine episode durations on this thread, whatever the stack.
+/// One frame's fine durations on this thread, whatever the stack: of its episodes, or
+/// of the timed calls of one kind made directly in it.
 #[derive(Default)]
 pub(super) struct SiteDurations {
     pub(super) frame: AtomicU32,
+    /// `EPISODES`, or 1 + the call kind's index in `Kind::ALL`.
+    pub(super) kind: AtomicU32,
     pub(super) durations: AtomicDurations,
+}
+
+const EPISODES: u32 = 0;
+
+fn kind_code(kind: Kind) -> u32 {
+    Kind::ALL
+        .iter()
+        .position(|k| *k == kind)
+        .map_or(EPISODES, |i| i as u32 + 1)
+}
+
+/// The call kind of a `SiteDurations`; `None` for episodes.
+pub(super) fn code_kind(code: u32) -> Option<Kind> {
+    code.checked_sub(1)
+        .and_then(|i| Kind::ALL.get(i as usize).copied())
 }
 
 #[derive(Default)]
@@ -67,6 +90,9 @@ pub(crate) struct Slot {
     /// Off-CPU time inside the calls, ns (not ticks), where the thread sees switches
     /// on every call.
     pub(crate) off_ns: AtomicU64,
+    /// 1 + the index of the fine durations of its frame's calls of its kind; 0 when
+    /// the kind is not timed (or the table is full).
+    durations: AtomicU32,
 }
 
 /// One thread's recording, shared between the thread and the registry.
@@ -113,7 +139,7 @@ impl ThreadData {
             n.frame.store(THREAD_FRAME, Relaxed);
             n.site_durations.store(NO_DURATIONS, Relaxed);
         });
-        let overflow = data.site_durations_of(OVERFLOW_FRAME);
+        let overflow = data.site_durations_of(OVERFLOW_FRAME, EPISODES);
         data.nodes.push(|n| {
             n.frame.store(OVERFLOW_FRAME, Relaxed);
             n.site_durations.store(overflow, Relaxed);
@@ -157,7 +183,7 @@ impl ThreadData {
     #[cold]
     fn new_child(&self, parent: u32, key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
         let frame = site::frame_id(key, info);
-        let durations = self.site_durations_of(frame);
+        let durations = self.site_durations_of(frame, EPISODES);
         let p = self.node(parent);
         let pushed = self.nodes.push(|n| {
             n.key.store(key, Relaxed);
@@ -178,16 +204,31 @@ impl ThreadData {
         }
     }
 
-    /// Owner only, on a new node: the index of `frame`'s fine durations, added on the
-    /// frame's first node (a thread meets few frames, so a scan is enough).
-    fn site_durations_of(&self, frame: u32) -> u32 {
-        let known = (0..self.site_durations.len())
-            .find(|&i| self.site_durations.get(i).frame.load(Relaxed) == frame);
+    /// Owner only, on a new node or slot: the index of the fine durations of `frame`'s
+    /// episodes or calls of one kind (`code`), added on first use (a thread meets few
+    /// frames, so a scan is enough).
+    fn site_durations_of(&self, frame: u32, code: u32) -> u32 {
+        let known = (0..self.site_durations.len()).find(|&i| {
+            let d = self.site_durations.get(i);
+            d.frame.load(Relaxed) == frame && d.kind.load(Relaxed) == code
+        });
         known.unwrap_or_else(|| {
             self.site_durations
-                .push(|d| d.frame.store(frame, Relaxed))
+                .push(|d| {
+                    d.frame.store(frame, Relaxed);
+                    d.kind.store(code, Relaxed);
+                })
                 .unwrap_or(NO_DURATIONS)
         })
+    }
+
+    /// Owner only: a timed call in `slot` that lasted `ticks`.
+    #[inline(always)]
+    pub(crate) fn record_call_duration(&self, slot: &Slot, ticks: u64) {
+        let at = slot.durations.load(Relaxed);
+        if at != 0 {
+            self.site_durations.get(at - 1).durations.record(ticks);
+        }
     }
 
     /// Owner only: an episode of `node` that lasted `ticks`.
@@ -245,11 +286,24 @@ impl ThreadData {
 
     #[cold]
     fn new_slot(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
-        let call = site::call_id(key, info);
+        let info = info();
+        let call = site::call_id(key, || info);
         let n = self.node(node);
+        let durations = if info.kind.timed() {
+            let frame = n.frame.load(Relaxed);
+            let at = self.site_durations_of(frame, kind_code(info.kind));
+            if at == NO_DURATIONS {
+                0
+            } else {
+                at + 1
+            }
+        } else {
+            0
+        };
         let pushed = self.slots.push(|s| {
             s.key.store(key, Relaxed);
             s.call.store(call, Relaxed);
+            s.durations.store(durations, Relaxed);
             s.next.set(n.first_slot.own());
         });
         match pushed {

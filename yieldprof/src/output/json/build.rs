@@ -2,12 +2,13 @@
 
 use super::{
     Call, Capabilities, Costs, Count, Counters, Document, Durations, EventStatus, Finding,
-    Fragmentation, Line, OwnTime, Run, Site, SpinningSite, Thread, ThreadAccess, TimeSplit, Totals,
-    Word, SCHEMA,
+    Fragmentation, KindDurations, Line, OwnTime, Run, Site, SpinningSite, Thread, ThreadAccess,
+    TimeSplit, Totals, Word, SCHEMA,
 };
 use crate::analysis::costs::Costs as MachineCosts;
 use crate::analysis::findings;
 use crate::counters::{self, CounterEvent};
+use crate::model::histogram::Histogram;
 use crate::model::profile::{totals, Profile};
 use crate::sharing::LineVerdict;
 
@@ -164,14 +165,16 @@ impl Profile {
                     off_cpu_ns: s.own.off_cpu_ns,
                     unexplained_ns: s.own.unexplained_ns,
                 },
-                durations: Durations {
-                    min_ns: h.min(),
-                    median_ns: h.quantile(0.5),
-                    p90_ns: h.quantile(0.9),
-                    p99_ns: h.quantile(0.99),
-                    p999_ns: h.quantile(0.999),
-                    max_ns: h.max(),
-                },
+                durations: durations(h),
+                call_durations: s
+                    .call_durations
+                    .iter()
+                    .map(|(kind, h)| KindDurations {
+                        kind: kind.name().to_string(),
+                        calls: h.count(),
+                        durations: durations(h),
+                    })
+                    .collect(),
                 fragmentation: fragmentation(self.site_fragmentation(s, costs)),
                 counters: counters(&s.counters),
                 calls: calls.collect(),
@@ -181,6 +184,7 @@ impl Profile {
                 episodes: s.episodes,
                 wall_ns: s.wall_ns,
                 self_ns: s.self_ns,
+                suspended_ns: s.suspended_ns,
                 name: s.name.clone(),
                 path: s.path.clone(),
             }
@@ -216,5 +220,16 @@ impl Profile {
             sharing: self.sharing().iter().map(line).collect(),
             capabilities: capabilities(),
         }
+    }
+}
+
+fn durations(h: &Histogram) -> Durations {
+    Durations {
+        min_ns: h.min(),
+        median_ns: h.quantile(0.5),
+        p90_ns: h.quantile(0.9),
+        p99_ns: h.quantile(0.99),
+        p999_ns: h.quantile(0.999),
+        max_ns: h.max(),
     }
 }

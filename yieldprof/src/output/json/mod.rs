@@ -319,6 +319,10 @@ pub struct Site {
     pub wall_ns: u64,
     /// Wall time minus nested frames: the site's own waiting.
     pub self_ns: u64,
+    /// `async fn` sites: time suspended between polls (first poll to completion, minus
+    /// the polls); `wall_ns + suspended_ns` is the episodes' whole span. 0 otherwise.
+    #[serde(default)]
+    pub suspended_ns: u64,
     /// Own time drawn as `[spin]`: on the CPU (or not measured) outside timed calls,
     /// in episodes that counted spin calls.
     pub spin_ns: u64,
@@ -336,6 +340,9 @@ pub struct Site {
     pub counters: Counters,
     /// Calls per call site, ordered by line.
     pub calls: Vec<Call>,
+    /// Durations of the timed calls made directly in the function, per kind.
+    #[serde(default)]
+    pub call_durations: Vec<KindDurations>,
     /// It spins on a FALSE or MIXED line (see `sharing`); drawn purple in the flame graph.
     #[serde(default)]
     pub false_sharing: bool,
@@ -357,6 +364,18 @@ pub struct Durations {
     pub p999_ns: Option<u64>,
     /// The longest (exact).
     pub max_ns: Option<u64>,
+}
+
+/// The durations of one kind of timed call at a wait site, e.g. each `yield_now`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct KindDurations {
+    /// [`crate::Kind::name`]: `yield`, `sleep`, `park`, `lock`, ...
+    pub kind: String,
+    /// Calls timed.
+    pub calls: u64,
+    /// Their durations.
+    pub durations: Durations,
 }
 
 /// One call site inside a wait site, as in [`crate::report::CallStats`].
