@@ -12,7 +12,7 @@
 
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use yieldprof::report::Costs;
 use yieldprof::sharing::{LineVerdict, Verdict};
 use yieldprof::Watched;
@@ -72,12 +72,9 @@ fn two_pinned(step: impl Fn(usize) + Sync) -> bool {
                     .unwrap()
             })
             .collect();
-        let start = Instant::now();
         std::thread::sleep(RUN);
         stop.store(true, Relaxed);
-        let out = threads.into_iter().map(|t| t.join().unwrap()).collect();
-        eprintln!("ran {:?}", start.elapsed());
-        out
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
     });
     eprintln!("on the CPU: {on_cpu:?} ns of {RUN:?}");
     on_cpu.iter().all(|&ns| ns >= RUN.as_nanos() as u64 * 3 / 4)

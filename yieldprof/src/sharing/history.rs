@@ -29,14 +29,6 @@ impl Entry {
         write: 0,
     };
 
-    pub(crate) fn wrote(tid: u16, bytes: u64) -> Entry {
-        Entry {
-            tid,
-            read: 0,
-            write: bytes,
-        }
-    }
-
     pub(crate) fn touched(self) -> u64 {
         self.read | self.write
     }
@@ -196,7 +188,11 @@ mod tests {
             write: bytes(16, 1) | bytes(32, 16),
         };
         assert_eq!(Entry::unpack(e.pack()), e);
-        let lock = Entry::wrote(7, bytes(4, 4));
+        let lock = Entry {
+            tid: 7,
+            read: 0,
+            write: bytes(4, 4),
+        };
         assert_eq!(Entry::unpack(lock.pack()), lock);
         assert_eq!(Entry::unpack(Entry::EMPTY.pack()), Entry::EMPTY);
         assert_eq!(Entry::EMPTY.pack(), 0);
