@@ -115,10 +115,17 @@ impl Profile {
             if folded.is_empty() {
                 continue;
             }
-            let fields: Vec<&str> = folded
-                .iter()
-                .flat_map(|l| l.words.iter().map(|w| w.name.as_str()))
-                .collect();
+            // An array's elements as one name: `plain[..]`, not `plain[0], plain[1], …`.
+            let mut fields: Vec<String> = Vec::new();
+            for w in folded.iter().flat_map(|l| &l.words) {
+                let name = match w.name.split_once('[') {
+                    Some((array, _)) if w.name.ends_with(']') => format!("{array}[..]"),
+                    _ => w.name.clone(),
+                };
+                if !fields.contains(&name) {
+                    fields.push(name);
+                }
+            }
             let _ = writeln!(
                 s,
                 "{}",
