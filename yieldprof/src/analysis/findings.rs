@@ -413,7 +413,7 @@ impl Profile {
                     location: sites.iter().find(|s| s.name == spinner.name).map(site_at),
                     evidence: format!(
                         "spins on the {}-B line at {:#x} ({}), {}: {} invalidations, {} between \
-                         different words; {} reads inside its episodes",
+                         different bytes; {} reads inside its episodes",
                         line.size,
                         line.address,
                         fields.join(", "),

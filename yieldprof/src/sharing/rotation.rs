@@ -46,6 +46,10 @@ pub(crate) const MAX_THREADS: usize = 32;
 pub(super) const TID_SERIAL: u64 = 1 << 48;
 /// Windows between two listings of the process's threads.
 const RESCAN: u64 = 8;
+/// What one watchpoint covers: an aligned 8-B word, the widest x86 debug registers
+/// watch.
+const WORD: usize = 8;
+const WORDS: usize = LINE / WORD;
 const MIN_WINDOW: Duration = Duration::from_millis(50);
 const MAX_WINDOW: Duration = Duration::from_millis(400);
 /// A window lasts this many times what its rotation took: the rotator's duty cycle.
@@ -426,7 +430,7 @@ fn thread_name(tid: i32) -> String {
 /// place watchpoint hits enter the detector.
 fn feed(hits: &[(Hit, u64, u16)]) {
     for &(h, serial, hid) in hits {
-        detector::track_write_of(h.addr, serial, hid);
+        detector::track_write_of(h.addr, WORD, serial, hid);
     }
 }
 

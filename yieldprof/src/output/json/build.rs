@@ -59,6 +59,7 @@ fn share(part: u64, whole: u64) -> f64 {
 fn line(l: &LineVerdict) -> Line {
     let words = l.words.iter().map(|w| Word {
         offset: w.offset as u64,
+        size: w.size as u64,
         name: w.name.clone(),
         invalidations: w.invalidations,
         threads: w
@@ -86,6 +87,7 @@ fn line(l: &LineVerdict) -> Line {
         words: words.collect(),
         wait_sites: wait_sites.collect(),
         fix: l.fix.clone(),
+        note: l.note.clone(),
     }
 }
 

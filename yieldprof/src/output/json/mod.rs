@@ -50,9 +50,9 @@
 //!                             "per_episode" } ], "false_sharing" } ],
 //!   "sharing": [ { "verdict", "address", "size", "invalidations",
 //!                  "false_invalidations", "contended_invalidations", "sample_every",
-//!                  "words": [ { "offset", "name", "invalidations",
+//!                  "words": [ { "offset", "size", "name", "invalidations",
 //!                               "threads": [ { "thread", "reads", "writes" } ] } ],
-//!                  "wait_sites": [ { "name", "reads" } ], "fix" } ],
+//!                  "wait_sites": [ { "name", "reads" } ], "fix", "note" } ],
 //!   "capabilities": { "paranoid", "fd_budget", "fds_in_use",
 //!                     "events": [ { "event", "source", "available", "reason" } ] }
 //! }
@@ -407,7 +407,7 @@ pub struct Call {
 #[non_exhaustive]
 pub struct Line {
     /// [`crate::sharing::Verdict`] as the summary writes it: `FALSE`, `MIXED`, `ADJACENT-RISK`,
-    /// `TRUE` or `quiet`.
+    /// `TRUE`, `quiet`, `uncertain` or `untracked`.
     pub verdict: String,
     /// Start of the line (of the block for `ADJACENT-RISK`).
     pub address: u64,
@@ -415,35 +415,41 @@ pub struct Line {
     pub size: u64,
     /// Tracked writes that took the line from another thread.
     pub invalidations: u64,
-    /// Those of them whose victims had touched only other words.
+    /// Those of them whose victims had touched only other bytes.
     pub false_invalidations: u64,
-    /// Those whose victims had written the same word.
+    /// Those whose victims had written some of the same bytes.
     pub contended_invalidations: u64,
     /// 1 when every access was tracked, else the sampling rate.
     pub sample_every: u32,
-    /// Words that are watched or were accessed, by offset.
+    /// Rows (fields, elements) that are watched or were accessed, by offset.
     pub words: Vec<Word>,
     /// Wait sites that spin on the line, most reads first.
     pub wait_sites: Vec<SpinningSite>,
     /// What to do about it.
     pub fix: String,
+    /// Why the evidence is thin (`uncertain`, `untracked`), else `null`.
+    #[serde(default)]
+    pub note: Option<String>,
 }
 
-/// One 8-B word of a line, as in [`crate::sharing::WordAccess`].
+/// One row of a line (a field, an array element), as in [`crate::sharing::WordAccess`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Word {
     /// Offset from the start of the line (of the block for `ADJACENT-RISK`).
     pub offset: u64,
-    /// The watched field(s) on the word, e.g. `tail`.
+    /// Its bytes on the line (0 in reports written before byte-precise tracking).
+    #[serde(default)]
+    pub size: u64,
+    /// The watched field(s) or element(s) in the row, e.g. `tail` or `locks[3]`.
     pub name: String,
-    /// Invalidations caused by writes to this word.
+    /// Invalidations caused by writes that start in this row.
     pub invalidations: u64,
     /// Per-thread counts, most accesses first.
     pub threads: Vec<ThreadAccess>,
 }
 
-/// One thread's tracked accesses to one word, as in [`crate::sharing::ThreadAccess`].
+/// One thread's tracked accesses to one row, as in [`crate::sharing::ThreadAccess`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ThreadAccess {
