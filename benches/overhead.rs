@@ -163,6 +163,25 @@ fn main() {
         let _g = base.clone().counters(sampling).fd_budget(fds).init();
         std::thread::scope(|s| s.spawn(f).join().expect("bench thread"))
     };
+    // `ring KEPT N`: only N empty episodes on a thread keeping KEPT of them, for
+    // instruction and cache-miss counts under `valgrind --tool=cachegrind`, which a
+    // loaded machine does not blur (README, Cost).
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "ring") {
+        let number = |i: usize| args.get(at + i).and_then(|a| a.parse::<u64>().ok());
+        let (Some(kept), Some(n)) = (number(1), number(2)) else {
+            panic!("usage: overhead ring KEPT N");
+        };
+        let _g = base
+            .clone()
+            .counters(CounterSampling::Off)
+            .timeline(kept as u32)
+            .init();
+        std::thread::scope(|s| s.spawn(|| episodes(n, empty_episode)).join().expect("ring"));
+        // Nothing written: the count is the episodes'.
+        std::mem::forget(_g);
+        return;
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("yieldprof overhead, {cores} cores, best of {ROUNDS}×{ROUNDS} rounds\n");
     println!(
@@ -280,6 +299,31 @@ fn main() {
         let (b, i) = vs_off(sampling, fds);
         row(case, b, i, "");
     }
+    // The timeline ring (the default 4096 episodes per thread) against none, counters
+    // off, each on threads of its own (a thread's ring is sized when it first records).
+    let ring_ns = |kept: u32| {
+        let _g = base
+            .clone()
+            .counters(CounterSampling::Off)
+            .timeline(kept)
+            .init();
+        std::thread::scope(|s| {
+            s.spawn(|| best(n / 4, |n| episodes(n, empty_episode)))
+                .join()
+                .expect("bench thread")
+        })
+    };
+    let (mut off, mut on) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..ROUNDS {
+        off = off.min(ring_ns(0));
+        on = on.min(ring_ns(4096));
+    }
+    row(
+        "   timeline ring (4096) vs off, counters off",
+        off,
+        on,
+        "≤ +3 ns",
+    );
     let sleepy = || {
         pair(
             2_000,

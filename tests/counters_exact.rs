@@ -169,10 +169,13 @@ fn two_thousand_switches_are_counted_exactly_on_every_episode() {
             q.abs_diff(truth_q) as f64 <= 0.1 * truth_q as f64 + 1_000_000.0,
             "queued {q} ns, schedstat {truth_q} ns"
         );
-        // The naps sleep: most of their time off the CPU is blocked, not queued.
+        // The naps sleep: each is blocked for at least the 1 µs it asks for. (How it
+        // compares with the queued time depends on the machine's load: on a loaded
+        // 2-core VM each wake-up can queue longer than the nap slept.)
+        let blocked = outer.time.blocked_ns.value().unwrap();
         assert!(
-            outer.time.blocked_ns.value().unwrap() > q,
-            "{:?}",
+            blocked >= u64::from(NAPS) * 1_000,
+            "blocked {blocked} ns < {NAPS} naps of 1 µs: {:?}",
             outer.time
         );
     }

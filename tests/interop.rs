@@ -7,7 +7,9 @@
 //! - `inferno-flamegraph` renders `<name>.folded` with every count;
 //! - speedscope's own importer (npm `speedscope`, run headless under Node by
 //!   tests/interop/speedscope-import.mjs) loads both files with the same totals;
-//! - continuous-mode `.pb.gz` deltas decode and add up to the run's totals.
+//! - continuous-mode `.pb.gz` deltas decode and add up to the run's totals;
+//! - speedscope's importer loads `<name>.trace.json` (the timeline) as trace events:
+//!   one profile per thread, every episode's site a frame.
 //!
 //! Each test needs an outside tool, so each is `#[ignore]`d with the tool it needs:
 //! `cargo test` lists them as ignored, never as passed. `.ci/run` installs the tools and
@@ -556,6 +558,64 @@ fn speedscope_imports_the_folded_and_pprof_files_with_the_same_totals() {
             assert!(frames.contains_key(frame), "{frame} missing from {r}");
         }
     }
+}
+
+#[yieldprof::instrument_wait]
+fn interop_nap() {
+    std::thread::sleep(Duration::from_millis(1));
+}
+
+#[test]
+#[ignore = "needs node and speedscope (npm ci --prefix tests/interop); .ci/run runs it"]
+fn speedscope_imports_the_timeline_with_a_profile_per_thread_and_every_episode() {
+    let node = tool("node", &["--version"], "apt-get install -y nodejs npm");
+    let script = interop_dir().join("speedscope-import.mjs");
+    if !interop_dir()
+        .join("node_modules/speedscope/package.json")
+        .exists()
+    {
+        panic!("speedscope is not installed: npm ci --prefix tests/interop");
+    }
+    let naps = [("interop-tl-a", 3u64), ("interop-tl-b", 5)];
+    for (name, n) in naps {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || (0..n).for_each(|_| interop_nap()))
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+    let dir = std::env::temp_dir().join(format!("yieldprof-interop-tl-{}", std::process::id()));
+    let written = yieldprof::snapshot().write(&dir, "timeline").unwrap();
+    let trace = dir.join("timeline.trace.json");
+    assert!(written.contains(&trace), "{written:?}");
+    let out = stdout_of(Command::new(node).arg(script).arg(&trace));
+    let result: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    assert_eq!(result["format"], "Importing as Trace Event Format profile");
+    let profiles = result["profiles"].as_array().expect("profiles");
+    for (name, n) in naps {
+        let p = profiles
+            .iter()
+            .find(|p| p["name"].as_str().is_some_and(|s| s.contains(name)))
+            .unwrap_or_else(|| panic!("no profile for {name}: {out}"));
+        // speedscope names a trace event's frame by its name and args, so episodes
+        // with different args are frames of one site.
+        let frames = p["frames"].as_object().expect("frames");
+        assert!(
+            frames
+                .keys()
+                .all(|f| f.starts_with("interop::interop_nap {")
+                    && f.contains(r#""kind":"sleep""#)
+                    && f.contains(r#""calls":1"#)),
+            "{name}: {p}"
+        );
+        // Weights in the trace's µs: each nap sleeps at least 1 ms.
+        let naps: f64 = frames.values().filter_map(|w| w.as_f64()).sum();
+        assert!(naps >= (n * 1000) as f64, "{name}: {p}");
+        assert_eq!(p["unit"], "microseconds", "{name}: {p}");
+        assert!(p["total"].as_f64().unwrap() >= naps, "{name}: {p}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[yieldprof::instrument_wait]

@@ -276,6 +276,86 @@ fn async_fn_counts_awaited_yields_once_per_episode() {
 }
 
 #[yieldprof::instrument_wait]
+async fn stores_futures(n: u32) {
+    // Built here, awaited later: one async yield each, no thread yield.
+    let first = task::yield_now(); // @stored-yield
+    let m = std::sync::Mutex::new(0);
+    let g = m.lock(); // @blocking-lock
+    drop(g);
+    for _ in 0..n {
+        hint::spin_loop(); // @stored-spin
+    }
+    first.await; // @stored-await
+}
+
+#[test]
+fn a_stored_future_counts_where_it_is_awaited_and_a_bound_lock_still_blocks() {
+    block_on(stores_futures(2));
+    block_on(stores_futures(0));
+    let s = site("macro_rewrite::stores_futures");
+    let (await_line, await_col) = at("stored-await", "first");
+    let (lock_line, lock_col) = at("blocking-lock", "lock");
+    let (spin_line, spin_col) = at("stored-spin", "hint::spin_loop");
+    assert_eq!(
+        calls(&s),
+        [
+            (Kind::Lock, lock_line, lock_col, 2),
+            (Kind::Spin, spin_line, spin_col, 2),
+            (Kind::AsyncYield, await_line, await_col, 2),
+        ],
+        "{:?}",
+        s.calls
+    );
+    assert_eq!(s.calls_of(Kind::Yield), 0, "{:?}", s.calls);
+    // The lock blocks its thread from async code; the awaited yield does not.
+    let lock = s.calls.iter().find(|c| c.site.kind == Kind::Lock).unwrap();
+    assert!(lock.site.in_async);
+    let awaited = s
+        .calls
+        .iter()
+        .find(|c| c.site.kind == Kind::AsyncYield)
+        .unwrap();
+    assert!(!awaited.site.in_async);
+}
+
+#[yieldprof::instrument_wait]
+async fn sleeps_in_async() {
+    thread::sleep(Duration::from_millis(2)); // @async-sleep
+}
+
+#[yieldprof::instrument_wait]
+fn sleeps_in_sync() {
+    thread::sleep(Duration::from_millis(2));
+}
+
+#[test]
+fn a_blocking_call_in_async_code_is_a_finding_and_in_sync_code_is_not() {
+    block_on(sleeps_in_async());
+    sleeps_in_sync();
+    let profile = yieldprof::snapshot();
+    let findings = profile.findings(&yieldprof::report::Costs::current());
+    let blocking: Vec<_> = findings
+        .iter()
+        .filter(|f| f.rule.name() == "blocking-call-in-async")
+        .collect();
+    let (line, _) = at("async-sleep", "thread::sleep");
+    assert_eq!(blocking.len(), 1, "{findings:#?}");
+    assert_eq!(blocking[0].subject, "macro_rewrite::sleeps_in_async");
+    assert_eq!(
+        blocking[0].location.as_deref(),
+        Some(format!("tests/macro_rewrite.rs:{line}").as_str())
+    );
+    assert!(blocking[0]
+        .evidence
+        .starts_with("1 sleep calls made from async code"));
+    assert!(
+        blocking[0].fix.contains("tokio::time::sleep"),
+        "{}",
+        blocking[0].fix
+    );
+}
+
+#[yieldprof::instrument_wait]
 fn spins_around_inner(n: u32) {
     hint::spin_loop();
     spins_inner(n);

@@ -2,7 +2,8 @@
 //! vendors its crates. There the nearest `[workspace]` above each crate is the
 //! monorepo's, so a field the crates inherited from this workspace would not resolve.
 //! A dependency on this checkout's own path would not show it: above the crates there,
-//! cargo finds this workspace.
+//! cargo finds this workspace. The client also renames the dependency (`yp = { package =
+//! "yieldprof" }`): the attribute finds it under that name without `crate = ...`.
 
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -18,10 +19,10 @@ publish = false
 [workspace]
 
 [dependencies]
-yieldprof = { path = "vendor/yieldprof" }
+yp = { package = "yieldprof", path = "vendor/yieldprof" }
 "#;
 
-const MAIN: &str = r#"#[yieldprof::instrument_wait]
+const MAIN: &str = r#"#[yp::instrument_wait]
 fn wait_once() {
     std::thread::yield_now();
 }
@@ -32,7 +33,7 @@ fn main() {
 "#;
 
 #[test]
-fn vendored_into_another_workspace_it_builds() {
+fn vendored_into_another_workspace_and_renamed_it_builds() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("path-dependency");
     let client = dir.join("client");

@@ -67,7 +67,7 @@ fn child() {
             let guard = opts.init();
             polls(5);
             let paths = yieldprof::flush().unwrap();
-            assert_eq!(paths.len(), 6, "{paths:?}");
+            assert_eq!(paths.len(), 7, "{paths:?}");
             // Not in the files: after the flush.
             polls(100);
             Some(guard)
@@ -132,7 +132,7 @@ fn flush_before_exit_keeps_what_was_recorded_until_then() {
     let dir = temp_dir("exit-flush");
     host("flush-then-exit", &dir, &[]);
     assert_eq!(yields_written(&dir), 10);
-    assert_eq!(names(&dir).len(), 6);
+    assert_eq!(names(&dir).len(), 7);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -144,7 +144,7 @@ fn the_exit_hook_writes_everything_even_with_a_thread_still_waiting() {
     let hook_lines = exit
         .stderr
         .lines()
-        .filter(|l| l.starts_with("yieldprof: wrote 6 files") && l.ends_with("at exit"))
+        .filter(|l| l.starts_with("yieldprof: wrote 7 files") && l.ends_with("at exit"))
         .count();
     assert_eq!(hook_lines, 1, "{exit:?}");
     std::fs::remove_dir_all(&dir).unwrap();

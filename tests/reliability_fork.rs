@@ -275,8 +275,15 @@ fn a_forked_child_neither_overwrites_nor_doubles_the_parents_profile() {
     // The child's own guard: its 3 polls since the fork, none of the parent's.
     let child = std::fs::read_to_string(dir.join(format!("forked.{child_pid}.folded"))).unwrap();
     assert_eq!(folded_total(&child, "poll;[yield]"), 6, "{child}");
+    // The timelines likewise: the parent's 7 episodes, the child's 3 since the fork.
+    let slices = |name: &str| {
+        let trace = std::fs::read_to_string(dir.join(name)).unwrap();
+        trace.matches(r#""ph":"X""#).count()
+    };
+    assert_eq!(slices("forked.trace.json"), 7);
+    assert_eq!(slices(&format!("forked.{child_pid}.trace.json")), 3);
     let files = names(&dir);
-    assert_eq!(files.len(), 13, "{files:?}"); // 6 + 6 files and snapshots/
+    assert_eq!(files.len(), 15, "{files:?}"); // 7 + 7 files and snapshots/
                                               // One snapshot (the parent's last), none from the child.
     assert_eq!(names(&dir.join("snapshots")).len(), 2);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -146,6 +146,7 @@ fn a_missing_folder_is_created_with_its_parents() {
             "out.pb.gz",
             "out.split.svg",
             "out.svg",
+            "out.trace.json",
             "out.txt"
         ]
     );

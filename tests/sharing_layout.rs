@@ -1,6 +1,6 @@
 //! `assert_separate_lines!`: catches removed padding from the types alone, no threads.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 use yieldprof::Watched;
 
 #[repr(C, align(128))]
@@ -90,4 +90,75 @@ fn a_low_alignment_is_taken_into_account() {
         "{m}"
     );
     assert!(m.contains("align_of::<Unaligned>() = 8 allows it"), "{m}");
+}
+
+/// Two sides of a ring, each a struct of its own.
+#[allow(dead_code)]
+struct Side {
+    head: AtomicU64,
+    cached: u64,
+}
+
+#[allow(dead_code)]
+struct Sides {
+    producer: Side,
+    consumer: Side,
+}
+
+#[allow(dead_code)]
+struct PaddedSides {
+    producer: CachePadded<Side>,
+    consumer: CachePadded<Side>,
+    locks: [CachePadded<AtomicU32>; 4],
+}
+
+#[allow(dead_code)]
+struct Locks {
+    locks: [AtomicU32; 4],
+}
+
+// The same checks as the tests', made by the compiler: this file would not build if the
+// padded layouts shared a line.
+const _: () = yieldprof::assert_separate_lines!(PaddedRing, head, tail);
+const _: () = yieldprof::assert_separate_lines!(PaddedSides, producer.0.head, consumer.0.head);
+const _: () = yieldprof::assert_separate_lines!(PaddedSides, producer, consumer, locks[..]);
+const _: () = yieldprof::assert_separate_lines!([CachePadded<AtomicU32>; 16]);
+
+#[test]
+fn array_elements_a_stride_apart_fail_naming_the_elements() {
+    let m = message(|| yieldprof::assert_separate_lines!(Locks, locks[..]));
+    assert!(
+        m.contains("`locks[0]` (offset 0, 4 B) and `locks[1]` (offset 4, 4 B): elements 4 B apart"),
+        "{m}"
+    );
+    assert!(
+        m.ends_with(
+            "(for an array: on its element type, so that the stride is a multiple of 128 B)"
+        ),
+        "{m}"
+    );
+    let m = message(|| yieldprof::assert_separate_lines!([AtomicU32; 2]));
+    assert!(
+        m.starts_with("assert_separate_lines!([AtomicU32; 2]): fields can share a 128-B line"),
+        "{m}"
+    );
+    assert!(
+        m.contains("`[0]` (offset 0, 4 B) and `[1]` (offset 4, 4 B)"),
+        "{m}"
+    );
+}
+
+#[test]
+fn nested_fields_are_named_by_their_path() {
+    let m = message(|| yieldprof::assert_separate_lines!(Sides, producer.head, consumer.head));
+    let (p, c) = (
+        std::mem::offset_of!(Sides, producer.head),
+        std::mem::offset_of!(Sides, consumer.head),
+    );
+    assert!(
+        m.contains(&format!(
+            "`producer.head` (offset {p}, 8 B) and `consumer.head` (offset {c}, 8 B)"
+        )),
+        "{m}"
+    );
 }

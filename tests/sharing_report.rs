@@ -84,7 +84,8 @@ fn the_summary_and_the_flame_graph_name_the_falsely_shared_line() {
         "+8  flag",
         "spinner",
         &format!("spun on by report::wait_for_flag ({TURNS} reads); cache misses there: "),
-        "fix: pad `counter` and `flag` to 128 B, e.g. `crossbeam_utils::CachePadded`",
+        "fix: pad `counter` (`Watched<AtomicU64>`, 8 B at +0) and `flag` (`Watched<AtomicU64>`, 8 B at",
+        "+8) to 128 B each: `crossbeam_utils::CachePadded` or a `#[repr(align(128))]` wrapper",
     ];
     for e in expected {
         assert!(section.contains(e), "missing {e:?} in\n{section}");

@@ -5,7 +5,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 /// What a profiled run wrote, read back: its summary, two runs compared with CI
-/// thresholds, flame graphs per view, budgets, and the machine probe.
+/// thresholds, flame graphs per view, the timeline, budgets, and the machine probe.
 #[derive(Parser, Debug)]
 #[command(name = "yieldprof", version)]
 #[command(after_help = "\
@@ -27,6 +27,9 @@ pub enum Command {
     Diff(DiffArgs),
     /// A flame graph of one view of a run, drawn from its folded files
     Flamegraph(FlamegraphArgs),
+    /// The run's timeline (`<name>.trace.json`): threads, episodes kept and dropped,
+    /// sites; open the file in Perfetto or speedscope
+    Timeline(TimelineArgs),
     /// Measures this machine's wait primitives (about 5 s) and prints a backoff for it
     Probe(ProbeArgs),
     /// Checks a run against the limits of a TOML budget file
@@ -106,6 +109,16 @@ pub enum View {
     Switches,
     /// `<name>.folded` with a `wait` and a `work` frame under each thread
     Split,
+}
+
+#[derive(Args, Debug)]
+pub struct TimelineArgs {
+    /// The run: `<dir>/<name>.json` or `<dir>/<name>`; reads `<dir>/<name>.trace.json`
+    #[arg(value_name = "RUN")]
+    pub run: PathBuf,
+    /// How many sites to list, by time in their kept episodes
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub top: usize,
 }
 
 #[derive(Args, Debug)]

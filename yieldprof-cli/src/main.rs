@@ -11,6 +11,7 @@ mod probe;
 mod run;
 mod show;
 mod threshold;
+mod timeline;
 
 use clap::Parser;
 use std::io::Write;
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
         cli::Command::Show(a) => show::command(&a, &mut out),
         cli::Command::Diff(a) => diff::command(&a, &mut out),
         cli::Command::Flamegraph(a) => flamegraph::command(&a, &mut out),
+        cli::Command::Timeline(a) => timeline::command(&a, &mut out),
         cli::Command::Probe(a) => probe::command(&a, &mut out),
         cli::Command::Check(a) => budget::command(&a, &mut out),
     };

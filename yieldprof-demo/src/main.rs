@@ -540,7 +540,7 @@ fn demo(run_for: Duration, rounds: usize) -> Result<(), String> {
     });
     match made {
         Ok(()) => println!(
-            "\nfiles: {0}/spsc-*.{{svg,split.svg,folded,json,txt,pb.gz}}\n\
+            "\nfiles: {0}/spsc-*.{{svg,split.svg,folded,json,txt,pb.gz,trace.json}}\n\
              differential flame graph: {1}\n\
              the same table from the files (yieldprof = cargo run --release -p yieldprof-cli --):\n  \
              yieldprof diff {0}/spsc-packed-spin {0}/spsc-padded-spin",

@@ -112,8 +112,19 @@ pub(crate) struct Scope {
     uses: Vec<(String, Vec<String>)>,
     /// `use a::b::*` prefixes.
     globs: Vec<Vec<String>>,
-    /// Locals by name: whether the latest binding is a `Backoff`.
-    locals: Vec<(String, bool)>,
+    /// Locals by name: what the latest binding holds.
+    locals: Vec<(String, Held)>,
+}
+
+/// What a local holds, as far as the call that made it says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Held {
+    Other,
+    /// `Backoff::new()`: its `.spin()` is a backoff.
+    Backoff,
+    /// In async code, the future of a known async wait (`let f = yield_now();`,
+    /// `let g = m.lock();`), counted where it is awaited.
+    Future(Kind),
 }
 
 /// Lengths to truncate a [`Scope`] back to when a block ends.
@@ -166,27 +177,38 @@ impl Scope {
         }
     }
 
-    /// Records `let name = init`: whether `name` is now a `Backoff`.
-    pub(crate) fn bind(&mut self, name: &Ident, init: Option<&Expr>) {
-        let backoff = match init {
-            Some(Expr::Call(call)) => BACKOFF_NEW.iter().any(|p| self.path_is(&call.func, p)),
-            _ => false,
-        };
-        self.locals.push((name.to_string(), backoff));
+    /// What `let name = init` binds, in async code or not.
+    pub(crate) fn held_by(&self, init: Option<&Expr>, in_async: bool) -> Held {
+        let future =
+            |kind: Option<Kind>| kind.filter(|_| in_async).map_or(Held::Other, Held::Future);
+        match init {
+            Some(Expr::Call(call)) if BACKOFF_NEW.iter().any(|p| self.path_is(&call.func, p)) => {
+                Held::Backoff
+            }
+            Some(Expr::Call(call)) => future(self.call_kind(&call.func, true)),
+            Some(Expr::MethodCall(call)) => future(self.method_kind(call, true)),
+            _ => Held::Other,
+        }
     }
 
-    fn is_backoff(&self, receiver: &Expr) -> bool {
-        let Expr::Path(p) = receiver else {
-            return false;
+    /// Records `let name = ...` binding `held`.
+    pub(crate) fn bind(&mut self, name: &Ident, held: Held) {
+        self.locals.push((name.to_string(), held));
+    }
+
+    /// What the local `expr` names holds; `Other` for anything but a local's name.
+    pub(crate) fn held(&self, expr: &Expr) -> Held {
+        let Expr::Path(p) = expr else {
+            return Held::Other;
         };
         let Some(name) = p.path.get_ident() else {
-            return false;
+            return Held::Other;
         };
         self.locals
             .iter()
             .rev()
             .find(|(n, _)| name == n)
-            .is_some_and(|(_, backoff)| *backoff)
+            .map_or(Held::Other, |(_, held)| *held)
     }
 
     /// The paths `path` may stand for: its first segment followed through the `use`
@@ -248,7 +270,7 @@ impl Scope {
         if let Some(&(_, _, kind)) = table.iter().find(|(m, n, _)| *m == name && *n == args) {
             return Some(kind);
         }
-        (!awaited && name == "spin" && args == 0 && self.is_backoff(&call.receiver))
+        (!awaited && name == "spin" && args == 0 && self.held(&call.receiver) == Held::Backoff)
             .then_some("Backoff")
     }
 

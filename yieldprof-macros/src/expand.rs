@@ -6,10 +6,12 @@ use crate::item;
 use crate::parse::combine;
 use crate::rewrite::{call_site, spins_local, Rewrite};
 use proc_macro2::{Span, TokenStream};
+use proc_macro_crate::FoundCrate;
 use quote::{quote, quote_spanned, ToTokens};
 use syn::ext::IdentExt;
+use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
-use syn::{AttrStyle, Error, Ident, ItemFn};
+use syn::{AttrStyle, Error, Ident, ItemFn, ReturnType};
 
 pub(crate) fn instrument_wait(args: TokenStream, item: TokenStream) -> TokenStream {
     let func = match item::parse(item.clone()) {
@@ -35,7 +37,7 @@ fn with_error(item: TokenStream, err: Error) -> TokenStream {
 fn expand(args: &Args, func: ItemFn) -> TokenStream {
     let krate = match &args.krate {
         Some(path) => path.to_token_stream(),
-        None => quote!(::yieldprof),
+        None => default_crate(),
     };
     let ItemFn {
         attrs,
@@ -77,15 +79,19 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
     let body = if sig.asyncness.is_some() {
         // The episode spans the polls of the body's future. `return` and `?` in the
         // body now leave the `async move` block, whose output is the fn's output.
+        let edge = return_edge(&sig.output);
         quote! {
             #site
-            #krate::__private::instrument(&__YIELDPROF_EPISODE, async move { #(#stmts)* }).await
+            #krate::__private::instrument(&__YIELDPROF_EPISODE, async move { #edge #(#stmts)* })
+                .await
         }
     } else {
         let guard = Ident::new("__yieldprof_episode", Span::mixed_site());
         let spins = local_spins(&krate, &guard, &rewrite.spins);
+        // The static first, in the body's own block: closures of the body name it too.
         quote! {
-            let #guard = { #site #krate::__private::enter(&__YIELDPROF_EPISODE) };
+            #site
+            let #guard = #krate::__private::enter(&__YIELDPROF_EPISODE);
             #spins
             #(#stmts)*
         }
@@ -99,6 +105,45 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
     }
 }
 
+/// The calling crate's name for yieldprof: `::yieldprof`, or the key it is renamed
+/// to in that crate's Cargo.toml (`yp = { package = "yieldprof" }`). Read from the
+/// manifest; where none names it (a re-export, a build outside cargo), `::yieldprof`
+/// and `crate = ...` says otherwise.
+fn default_crate() -> TokenStream {
+    match proc_macro_crate::crate_name("yieldprof") {
+        Ok(FoundCrate::Name(name)) if name != "yieldprof" => {
+            let name = Ident::new(&name, Span::call_site());
+            quote!(::#name)
+        }
+        _ => quote!(::yieldprof),
+    }
+}
+
+/// A `return` the compiler sees but never runs, of the fn's declared type: it fixes
+/// the async block's output type, so a body whose value has the wrong type is reported
+/// at the user's tokens rather than at the attribute. Not possible for `impl Trait`,
+/// which a `let` cannot name.
+fn return_edge(output: &ReturnType) -> TokenStream {
+    let ty = match output {
+        ReturnType::Default => return quote!(),
+        ReturnType::Type(_, ty) => ty,
+    };
+    if ty
+        .to_token_stream()
+        .into_iter()
+        .any(|t| t.to_string() == "impl")
+    {
+        return quote!();
+    }
+    quote_spanned! {ty.span()=>
+        #[allow(unreachable_code, clippy::diverging_sub_expression, clippy::empty_loop)]
+        if false {
+            let __yieldprof_return: #ty = loop {};
+            return __yieldprof_return;
+        }
+    }
+}
+
 /// The counters of the spins written directly in the body, one per call site. Declared
 /// after the guard, so they drop (and are added to the episode's node) before it closes.
 fn local_spins(krate: &TokenStream, guard: &Ident, spins: &[Span]) -> TokenStream {
@@ -106,7 +151,9 @@ fn local_spins(krate: &TokenStream, guard: &Ident, spins: &[Span]) -> TokenStrea
         return TokenStream::new();
     }
     let n = spins.len();
-    let sites = spins.iter().map(|&span| call_site(krate, "Spin", span));
+    let sites = spins
+        .iter()
+        .map(|&span| call_site(krate, "Spin", span, false));
     let local = spins_local();
     quote! {
         let #local = {

@@ -1,14 +1,18 @@
 //! The proc-macro behind [`yieldprof`](https://docs.rs/yieldprof): `#[instrument_wait]`.
 //! Use it through `yieldprof::instrument_wait`; the generated code names the runtime
-//! as `::yieldprof` (or the `crate = path` argument).
+//! as `::yieldprof`, or by the key the calling crate's Cargo.toml gives it when renamed
+//! there (`yp = { package = "yieldprof" }`, read with `proc-macro-crate`), or as the
+//! `crate = path` argument.
 //!
 //! ## What an annotated function becomes
 //!
 //! The signature and outer attributes are kept. The body first opens a wait
 //! **episode**, an RAII guard over a per-function `static`, so it closes on return,
-//! on `?` and during a panic. An `async fn` has its body wrapped in a future that
-//! times each poll instead. A plain `fn` returning `impl Future` is a plain function
-//! here: its episode is the building of the future, not its polls.
+//! on `?` and during a panic. An `async fn` has its body wrapped in a future whose
+//! episode spans first poll to completion: the polls are its wall time, the gaps
+//! between them its suspended time, the whole span its duration. A plain `fn`
+//! returning `impl Future` is a plain function here: its episode is the building of
+//! the future, not its polls.
 //!
 //! ```ignore
 //! fn wait_ready(flag: &AtomicBool) {
@@ -68,7 +72,13 @@
 //! when recording is off). Spins in closures and async blocks, which may run after the
 //! episode or on another thread, and every other kind, go through the per-call probe.
 //!
-//! Closures and async blocks in the body are rewritten too. Left alone:
+//! Closures and async blocks in the body are rewritten too, and one that waits is
+//! charged to the site wherever it runs: its body opens the site's frame (counting no
+//! episode) unless its thread is already in it. So a `thread::scope` spawn, a rayon
+//! `for_each`, an iterator adaptor drained after the function returned, or an async
+//! block spawned on an executor shows under the site on the thread that ran it. Not
+//! followed: closures written elsewhere and passed in, function pointers, `async`
+//! closures (`async |x| ..`), and code in macro invocations. Left alone:
 //! - nested items (`fn`, `impl`, `mod`, `trait`, `const`, `static` inside the body):
 //!   they are functions of their own and need their own annotation;
 //! - macro invocations other than `select!` (`assert!(..)`, `my_wait!(..)`): their
@@ -78,8 +88,9 @@
 //! ## Arguments
 //!
 //! - `name = "frame name"`: the episode's frame name, instead of `module::function`;
-//! - `crate = path`: where the runtime is, when `yieldprof` is renamed or re-exported
-//!   (`#[yp::instrument_wait(crate = yp)]`);
+//! - `crate = path`: where the runtime is, when `yieldprof` is re-exported or renamed
+//!   other than in Cargo.toml (`extern crate yieldprof as yp;` then
+//!   `#[yp::instrument_wait(crate = yp)]`);
 //! - `budget(key = value, ...)`: limits the site declares, checked in tests by
 //!   `Profile::check_declared()` (each key at most once, at least one):
 //!

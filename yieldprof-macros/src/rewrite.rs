@@ -1,10 +1,11 @@
 //! Wraps the wait calls in an instrumented body with a per-call-site probe.
 
-use crate::calls::{Kind, Scope};
+use crate::calls::{Held, Kind, Scope};
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
 use syn::visit_mut::{self, VisitMut};
 use syn::{parse_quote, Block, Expr, ExprBlock, ExprCall, ExprMacro, Item, Pat, Stmt};
 
@@ -21,6 +22,8 @@ pub(crate) struct Rewrite<'a> {
     in_async: bool,
     /// The `use` declarations and `Backoff` locals in scope.
     scope: Scope,
+    /// Calls wrapped so far: a closure or async block in which it grew waits.
+    wrapped: usize,
     /// The spans of the spins counted locally, by index.
     pub(crate) spins: Vec<Span>,
 }
@@ -33,6 +36,7 @@ impl<'a> Rewrite<'a> {
             nested: false,
             in_async: is_async,
             scope: Scope::default(),
+            wrapped: 0,
             spins: Vec::new(),
         }
     }
@@ -58,13 +62,34 @@ impl VisitMut for Rewrite<'_> {
             }
         }
         let last = block.stmts.len().saturating_sub(1);
+        // A local can hold a future only if a later statement awaits it: else a
+        // `let g = m.lock();` is a blocking lock, timed as one.
+        let awaited_later: Vec<bool> = (0..block.stmts.len())
+            .map(|i| match &block.stmts[i] {
+                Stmt::Local(l) => {
+                    bound_name(&l.pat).is_some_and(|n| awaits(&block.stmts[i + 1..], n))
+                }
+                _ => false,
+            })
+            .collect();
         for (i, stmt) in block.stmts.iter_mut().enumerate() {
             match stmt {
                 Stmt::Local(local) => {
-                    visit_mut::visit_local_mut(self, local);
                     let init = local.init.as_ref().map(|i| &*i.expr);
+                    let held = self.scope.held_by(init, self.in_async && awaited_later[i]);
+                    match (held, local.init.as_mut().map(|i| &mut *i.expr)) {
+                        // Only a future is built here: its arguments may wait, the
+                        // call does not (it is counted where it is awaited).
+                        (Held::Future(_), Some(Expr::Call(call))) => {
+                            visit_mut::visit_expr_call_mut(self, call)
+                        }
+                        (Held::Future(_), Some(Expr::MethodCall(call))) => {
+                            visit_mut::visit_expr_method_call_mut(self, call)
+                        }
+                        _ => visit_mut::visit_local_mut(self, local),
+                    }
                     if let Some(name) = bound_name(&local.pat) {
-                        self.scope.bind(name, init);
+                        self.scope.bind(name, held);
                     }
                 }
                 Stmt::Macro(m) if self.scope.is_select(&m.mac.path, self.in_async) => {
@@ -80,7 +105,9 @@ impl VisitMut for Rewrite<'_> {
                         attrs: std::mem::take(&mut m.attrs),
                         mac: m.mac.clone(),
                     });
-                    *stmt = Stmt::Expr(timed(self.krate, "Channel", span, mac), semi);
+                    self.wrapped += 1;
+                    *stmt =
+                        Stmt::Expr(timed(self.krate, "Channel", span, mac, self.in_async), semi);
                 }
                 _ => visit_mut::visit_stmt_mut(self, stmt),
             }
@@ -92,34 +119,58 @@ impl VisitMut for Rewrite<'_> {
         match expr {
             Expr::Closure(c) => {
                 let is_async = c.asyncness.is_some();
+                let before = self.wrapped;
                 self.nested_in(is_async, |v| visit_mut::visit_expr_closure_mut(v, c));
+                // Its waits are the site's wherever it runs (another thread, later).
+                // An async closure's body is a future: left to its own rules.
+                if self.wrapped > before && !is_async {
+                    let krate = self.krate;
+                    let body = &c.body;
+                    let guard = Ident::new("__yieldprof_nested", Span::mixed_site());
+                    *c.body = parse_quote!({
+                        let #guard = #krate::__private::enter_nested(&__YIELDPROF_EPISODE);
+                        #body
+                    });
+                }
             }
-            Expr::Async(a) => self.nested_in(true, |v| visit_mut::visit_expr_async_mut(v, a)),
+            Expr::Async(a) => {
+                let before = self.wrapped;
+                self.nested_in(true, |v| visit_mut::visit_expr_async_mut(v, a));
+                if self.wrapped > before {
+                    let krate = self.krate;
+                    *expr = parse_quote!(
+                        #krate::__private::nested(&__YIELDPROF_EPISODE, #a)
+                    );
+                }
+            }
             Expr::Await(awaited) => self.awaited(awaited),
             Expr::Call(call) => {
                 visit_mut::visit_expr_call_mut(self, call);
                 if let Some(kind) = self.scope.call_kind(&call.func, false) {
+                    self.wrapped += 1;
                     let span = call.span();
                     let call = take(expr);
                     *expr = if kind == "Spin" && self.local_spins && !self.nested {
                         self.local_spin(call)
                     } else {
-                        timed(self.krate, kind, span, call)
+                        timed(self.krate, kind, span, call, self.in_async)
                     };
                 }
             }
             Expr::MethodCall(call) => {
                 visit_mut::visit_expr_method_call_mut(self, call);
                 if let Some(kind) = self.scope.method_kind(call, false) {
+                    self.wrapped += 1;
                     // The line and column of the method's name, not of its receiver,
                     // which may start lines above.
                     let span = call.method.span();
-                    *expr = timed(self.krate, kind, span, take(expr));
+                    *expr = timed(self.krate, kind, span, take(expr), self.in_async);
                 }
             }
             Expr::Macro(m) if self.scope.is_select(&m.mac.path, self.in_async) => {
+                self.wrapped += 1;
                 let span = m.mac.path.span();
-                *expr = timed(self.krate, "Channel", span, take(expr));
+                *expr = timed(self.krate, "Channel", span, take(expr), self.in_async);
             }
             _ => visit_mut::visit_expr_mut(self, expr),
         }
@@ -140,6 +191,11 @@ impl Rewrite<'_> {
     /// and the wait belongs to the task, not the thread. A recognised one is counted.
     fn awaited(&mut self, awaited: &mut syn::ExprAwait) {
         let kind = match &mut *awaited.base {
+            // A future stored earlier (`let f = yield_now(); ... f.await`).
+            base @ Expr::Path(_) => match self.scope.held(base) {
+                Held::Future(kind) => Some(kind),
+                _ => None,
+            },
             Expr::Call(call) => {
                 visit_mut::visit_expr_call_mut(self, call);
                 self.scope.call_kind(&call.func, true)
@@ -151,6 +207,7 @@ impl Rewrite<'_> {
             _ => return visit_mut::visit_expr_await_mut(self, awaited),
         };
         if let Some(kind) = kind {
+            self.wrapped += 1;
             let span = match &*awaited.base {
                 Expr::MethodCall(call) => call.method.span(),
                 base => base.span(),
@@ -172,7 +229,7 @@ impl Rewrite<'_> {
     /// `{ { static SITE; count(&SITE) } <base> }`, awaited as before.
     fn counted(&self, kind: Kind, span: Span, base: Expr) -> Expr {
         let krate = self.krate;
-        let site = call_site(krate, kind, span);
+        let site = call_site(krate, kind, span, false);
         let count: Stmt = parse_quote! {
             {
                 static __YIELDPROF_CALL: #krate::__private::CallSite = #site;
@@ -181,6 +238,29 @@ impl Rewrite<'_> {
         };
         block(count, base)
     }
+}
+
+/// Whether `stmts` await the local `name` (`name.await`), closures and async blocks
+/// included.
+fn awaits(stmts: &[Stmt], name: &Ident) -> bool {
+    struct Finder<'a> {
+        name: &'a Ident,
+        found: bool,
+    }
+    impl<'ast> Visit<'ast> for Finder<'_> {
+        fn visit_expr_await(&mut self, e: &'ast syn::ExprAwait) {
+            if let Expr::Path(p) = &*e.base {
+                self.found |= p.path.is_ident(self.name);
+            }
+            visit::visit_expr_await(self, e);
+        }
+        fn visit_item(&mut self, _: &'ast Item) {}
+    }
+    let mut f = Finder { name, found: false };
+    for s in stmts {
+        f.visit_stmt(s);
+    }
+    f.found
 }
 
 /// The single name a `let` binds, if its pattern is one (`x`, `mut x`, `x: T`).
@@ -198,8 +278,14 @@ fn bound_name(pat: &Pat) -> Option<&Ident> {
 /// them at its end under edition 2024). The expression's own attributes (`#[cfg(..)]`
 /// on its statement) move to the wrapper, so a call compiled out takes its probe with
 /// it.
-pub(crate) fn timed(krate: &TokenStream, kind: Kind, span: Span, mut expr: Expr) -> Expr {
-    let site = call_site(krate, kind, span);
+pub(crate) fn timed(
+    krate: &TokenStream,
+    kind: Kind,
+    span: Span,
+    mut expr: Expr,
+    in_async: bool,
+) -> Expr {
+    let site = call_site(krate, kind, span, in_async);
     let guard: Expr = parse_quote! {
         {
             static __YIELDPROF_CALL: #krate::__private::CallSite = #site;
@@ -218,14 +304,25 @@ pub(crate) fn timed(krate: &TokenStream, kind: Kind, span: Span, mut expr: Expr)
     })
 }
 
-/// `CallSite::new(kind, file!(), line!(), column!())` for the call at `span`. Only
+/// `CallSite::new(kind, file!(), line!(), column!())` for the call at `span`, marked
+/// `.in_async()` when it blocks a thread from async code. Only
 /// `file!`/`line!`/`column!` carry the call's span, so they report where the user wrote
 /// the call; the rest stays macro-generated code, which lints (e.g. clippy's
 /// `blocks_in_conditions`) leave alone.
-pub(crate) fn call_site(krate: &TokenStream, kind: Kind, span: Span) -> TokenStream {
+pub(crate) fn call_site(
+    krate: &TokenStream,
+    kind: Kind,
+    span: Span,
+    in_async: bool,
+) -> TokenStream {
     let kind = Ident::new(kind, Span::call_site());
     let location = quote_spanned!(span=> ::core::file!(), ::core::line!(), ::core::column!());
-    quote!(#krate::__private::CallSite::new(#krate::__private::Kind::#kind, #location))
+    let site = quote!(#krate::__private::CallSite::new(#krate::__private::Kind::#kind, #location));
+    if in_async {
+        quote!(#site.in_async())
+    } else {
+        site
+    }
 }
 
 /// `{ first; last }`, left to syn's printer so it adds parentheses where a block

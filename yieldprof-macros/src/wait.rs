@@ -59,5 +59,5 @@ pub(crate) fn wait(input: TokenStream) -> TokenStream {
         Expr::MethodCall(call) => call.method.span(),
         e => e.span(),
     };
-    timed(&krate, kind, span, expr).into_token_stream()
+    timed(&krate, kind, span, expr, false).into_token_stream()
 }

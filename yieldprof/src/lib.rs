@@ -4,8 +4,9 @@
 //! becomes a timed **wait episode**, and the waits in its body (spins, yields, sleeps,
 //! parks, locks, condvars, channels, joins, barriers, backoffs) are counted or timed per
 //! kind and source line. At shutdown the guard returned by [`init`] writes
-//! folded stacks, a flame graph, a pprof profile ([`Profile::write_pprof`]) and a
-//! plain-text summary in which waiting stands apart from the thread's real work
+//! folded stacks, a flame graph, a pprof profile ([`Profile::write_pprof`]), each
+//! thread's last wait episodes as a timeline for Perfetto ([`Profile::write_trace`]) and
+//! a plain-text summary in which waiting stands apart from the thread's real work
 //! (`[work]`); [`Options::snapshot_every`] also writes deltas while the program runs.
 //!
 //! ```
@@ -57,8 +58,12 @@
 //! In an `async fn` or block an awaited `.lock()`, `.read()`, `.write()`, `.acquire()`
 //! (lock), `.notified()` (condvar), `.recv()`, `.send(v)`, `.changed()` (channel),
 //! `.wait()` (barrier) is counted, not timed: the task waits, the thread does not (a
-//! `JoinHandle` awaited as `handle.await` is not recognised). A blocking call made in
-//! async code without `.await` is timed: it blocks the worker thread.
+//! `JoinHandle` awaited as `handle.await` is not recognised). Such a future stored in
+//! a local and awaited later (`let f = yield_now(); ...; f.await`) counts where it is
+//! awaited; a local that no later statement awaits holds no future, so `let g =
+//! m.lock();` stays a blocking lock. A blocking call made in async code without
+//! `.await` is timed: it blocks the worker thread, and the `blocking-call-in-async`
+//! finding names it once it held the thread ≥ 1 ms.
 //!
 //! Nested items (`fn`, `impl`, `mod` inside the body) are not rewritten: they are
 //! separate functions and get their own annotation if they wait. Macro invocations
@@ -219,23 +224,34 @@ macro_rules! assert_budget {
     };
 }
 
-/// Fails (panics) when two of the named fields of `Type` can share a 128-B line
+/// Fails when two of the named fields of `Type` can share a 128-B line
 /// ([`sharing::SEPARATE_LINE_BYTES`]): two 64-B lines, the unit the adjacent-line prefetcher
 /// moves. It reads `core::mem::offset_of!`, the fields' sizes and `Type`'s alignment (a
-/// low alignment lets the value start anywhere in a line), so a test catches removed
-/// padding without running a thread. The message names the fields, their offsets and
-/// sizes, and the line size.
+/// low alignment lets the value start anywhere in a line), so a check needs no thread.
+/// The message names the fields, their offsets and sizes, and the line size.
+///
+/// - A field is a name, a tuple index or a path to a nested field (`a.b`; nested paths
+///   need Rust 1.82).
+/// - `name[..]` is an array field: its neighbouring elements, a stride of `T` apart for
+///   `[T; N]`, must not share a line either, and its whole span counts against the other
+///   fields. `assert_separate_lines!([T; N])` checks the elements of an array type.
+/// - In a test or function it panics; in a `const` it is evaluated by the compiler, and
+///   a layout that shares a line does not build:
+///   `const _: () = yieldprof::assert_separate_lines!(Ring, head, tail);`
 ///
 /// ```
-/// use std::sync::atomic::AtomicU64;
+/// use std::sync::atomic::{AtomicU32, AtomicU64};
 ///
 /// #[repr(align(128))]
-/// struct Padded(AtomicU64);
+/// struct Padded<T>(T);
 ///
 /// struct Ring {
-///     head: Padded,
-///     tail: Padded,
+///     head: Padded<AtomicU64>,
+///     tail: Padded<AtomicU64>,
+///     locks: [Padded<AtomicU32>; 4],
 /// }
+/// const _: () = yieldprof::assert_separate_lines!(Ring, head, tail, locks[..]);
+/// const _: () = yieldprof::assert_separate_lines!([Padded<AtomicU32>; 8]);
 /// yieldprof::assert_separate_lines!(Ring, head, tail);
 /// ```
 ///
@@ -247,18 +263,48 @@ macro_rules! assert_budget {
 /// // panics: `head` (offset 0, 8 B) and `tail` (offset 8, 8 B) share a 128-B line
 /// yieldprof::assert_separate_lines!(Packed, head, tail);
 /// ```
+///
+/// ```compile_fail
+/// // Four locks a stride of 4 B apart: the build fails.
+/// const _: () = yieldprof::assert_separate_lines!([std::sync::atomic::AtomicU32; 4]);
+/// ```
 #[macro_export]
 macro_rules! assert_separate_lines {
-    ($ty:ty, $($field:tt),+ $(,)?) => {
+    ([$elem:ty; $n:expr] $(,)?) => {
+        $crate::__private::assert_separate_lines(
+            ::core::stringify!([$elem; $n]),
+            ::core::mem::align_of::<$elem>(),
+            &[$crate::__private::FieldLayout {
+                name: "",
+                offset: 0,
+                size: ::core::mem::size_of::<$elem>(),
+                count: $n,
+            }],
+        )
+    };
+    ($ty:ty, $($($field:tt).+ $([$($elements:tt)*])?),+ $(,)?) => {
         $crate::__private::assert_separate_lines(
             ::core::stringify!($ty),
             ::core::mem::align_of::<$ty>(),
-            &[$((
-                ::core::stringify!($field),
-                ::core::mem::offset_of!($ty, $field),
-                $crate::__private::size_of_field(|v: &$ty| &v.$field),
-            )),+],
+            &[$($crate::assert_separate_lines!(@field $ty, $($field).+ $([$($elements)*])?)),+],
         )
+    };
+    (@field $ty:ty, $($field:tt).+ [..]) => {{
+        let (size, count) = $crate::__private::array_of_field(|v: &$ty| &v.$($field).+);
+        $crate::__private::FieldLayout {
+            name: ::core::stringify!($($field).+),
+            offset: ::core::mem::offset_of!($ty, $($field).+),
+            size,
+            count,
+        }
+    }};
+    (@field $ty:ty, $($field:tt).+) => {
+        $crate::__private::FieldLayout {
+            name: ::core::stringify!($($field).+),
+            offset: ::core::mem::offset_of!($ty, $($field).+),
+            size: $crate::__private::size_of_field(|v: &$ty| &v.$($field).+),
+            count: 1,
+        }
     };
 }
 
@@ -307,14 +353,22 @@ pub mod __private {
     pub use crate::base::site::Limit;
     pub use crate::base::site::{CallSite, EpisodeSite, Kind, WorkSite};
     pub use crate::record::episode::{
-        call, count, enter_work, framed, timed, CallGuard, EpisodeGuard, Instrumented,
+        call, count, enter_nested, enter_work, framed, nested, timed, CallGuard, EpisodeGuard,
+        Instrumented,
     };
     #[cfg(not(feature = "tracing"))]
     pub use crate::record::episode::{enter, instrument};
     pub use crate::record::spins::SpinCounts;
     #[cfg(feature = "tracing")]
     pub use crate::record::tracing_bridge::{enter, instrument, TracedEpisode};
-    pub use crate::sharing::layout::{assert_separate_lines, size_of_field};
+    pub use crate::sharing::layout::{
+        array_of_field, assert_separate_lines, size_of_field, FieldLayout,
+    };
+    /// Makes every later hardware watchpoint open fail with `errno` (0: open them for
+    /// real): the tests' stand-in for a sandbox without breakpoints.
+    pub fn fail_watchpoints(errno: i32) {
+        crate::counters::force_open_error(errno);
+    }
     pub use yieldprof_macros::wait_call;
 
     /// Test hook: every perf group opened from now on fails with `errno`, for the

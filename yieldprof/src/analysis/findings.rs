@@ -36,6 +36,9 @@ pub enum Rule {
     FalseSharing,
     /// A backoff whose counter is not reset between waits.
     BackoffNeverResets,
+    /// A call that blocks its thread, made from async code without `.await`: every
+    /// task on that executor thread waits with it.
+    BlockingInAsync,
 }
 
 impl Rule {
@@ -50,6 +53,7 @@ impl Rule {
             Rule::SingleCoreSpin => "single-core-spin",
             Rule::FalseSharing => "false-sharing",
             Rule::BackoffNeverResets => "backoff-never-resets",
+            Rule::BlockingInAsync => "blocking-call-in-async",
         }
     }
 }
@@ -100,6 +104,28 @@ const OVERSUBSCRIBED_QUEUE_SHARE: f64 = 0.10;
 /// thread alone on its core sees ~0; three busy threads sharing one core see ~70
 /// each on the build machine (the scheduler's slices are ~13 ms there).
 const OVERSUBSCRIBED_PER_S: f64 = 20.0;
+
+/// Blocking calls from async code that held their thread this long in all are worth
+/// an async replacement: an uncontended `std::sync::Mutex` taken briefly in a task is
+/// fine, and stays below it.
+const BLOCKING_IN_ASYNC_NS: u64 = 1_000_000;
+
+/// The async form of each blocking kind.
+fn async_form(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Sleep => "`tokio::time::sleep(d).await` (or your runtime's timer)",
+        Kind::Yield | Kind::Backoff => "`tokio::task::yield_now().await`",
+        Kind::Lock => {
+            "an async lock (`tokio::sync::Mutex`/`RwLock`, `.lock().await`), or hold std's \
+             lock only briefly and never across contention"
+        }
+        Kind::Condvar => "`tokio::sync::Notify` (`.notified().await`)",
+        Kind::Channel => "an async channel (`tokio::sync::mpsc`, `.recv().await`)",
+        Kind::Join => "`.await` the task's `JoinHandle`, or `spawn_blocking(..).await`",
+        Kind::Barrier => "`tokio::sync::Barrier` (`.wait().await`)",
+        _ => "an awaited future, or `tokio::task::spawn_blocking`",
+    }
+}
 
 fn per_call(ns: u64, calls: u64) -> f64 {
     ns as f64 / calls.max(1) as f64
@@ -156,6 +182,29 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
             }
             _ => {}
         }
+    }
+    let blocking = site
+        .calls
+        .iter()
+        .filter(|c| c.site.in_async && c.site.kind.timed() && c.ns >= BLOCKING_IN_ASYNC_NS);
+    for c in blocking {
+        add(
+            Rule::BlockingInAsync,
+            format!("{}:{}", c.site.file, c.site.line),
+            format!(
+                "{} {} calls made from async code without .await held the executor's \
+                 thread {} in all ({} each): no other task ran on it meanwhile",
+                c.calls,
+                c.site.kind.name(),
+                duration(c.ns),
+                duration(per_call(c.ns, c.calls) as u64)
+            ),
+            format!(
+                "use {} instead, or move the blocking work to \
+                 `tokio::task::spawn_blocking`",
+                async_form(c.site.kind)
+            ),
+        );
     }
     let yields = site.calls_of(Kind::Yield);
     if yields >= MIN_CALLS * 10 {
@@ -364,7 +413,7 @@ impl Profile {
                     location: sites.iter().find(|s| s.name == spinner.name).map(site_at),
                     evidence: format!(
                         "spins on the {}-B line at {:#x} ({}), {}: {} invalidations, {} between \
-                         different words; {} reads inside its episodes",
+                         different bytes; {} reads inside its episodes",
                         line.size,
                         line.address,
                         fields.join(", "),

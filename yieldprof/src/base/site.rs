@@ -88,6 +88,16 @@ impl Kind {
         }
     }
 
+    /// This kind's bit in a set of kinds (`1 << index`): there are fewer than 16.
+    pub(crate) const fn bit(self) -> u16 {
+        1 << self as u16
+    }
+
+    /// The kinds whose bits are set in `set` (see [`Kind::bit`]), in report order.
+    pub(crate) fn in_set(set: u16) -> impl Iterator<Item = Kind> {
+        Kind::ALL.into_iter().filter(move |k| set & k.bit() != 0)
+    }
+
     /// Whether a call of this kind is timed (spins are only counted: a clock read
     /// would cost as much as the PAUSE itself).
     pub(crate) const fn timed(self) -> bool {
@@ -157,6 +167,7 @@ pub struct CallSite {
     pub(crate) file: &'static str,
     pub(crate) line: u32,
     pub(crate) column: u32,
+    pub(crate) in_async: bool,
 }
 
 impl CallSite {
@@ -167,6 +178,15 @@ impl CallSite {
             file,
             line,
             column,
+            in_async: false,
+        }
+    }
+
+    /// Called by the macro for a call that blocks its thread from async code.
+    pub const fn in_async(self) -> Self {
+        CallSite {
+            in_async: true,
+            ..self
         }
     }
 }
@@ -214,6 +234,9 @@ pub struct CallInfo {
     pub line: u32,
     /// Column of the call.
     pub column: u32,
+    /// Made without `.await` in async code (an `async fn` or block): a blocking call
+    /// that holds the executor's thread.
+    pub in_async: bool,
 }
 
 /// Ids for frames and call sites, keyed by the address of their static (or of the
@@ -250,6 +273,7 @@ impl Table {
             file: "[overflow]",
             line: 0,
             column: 0,
+            in_async: false,
         });
     }
 }
@@ -348,6 +372,7 @@ impl CallSite {
             file: self.file,
             line: self.line,
             column: self.column,
+            in_async: self.in_async,
         }
     }
 }

@@ -25,6 +25,12 @@ pub(crate) const MIN_NODES: u32 = 16;
 /// as distinct stacks appear, so this bounds one thread at ~210 MiB (slots ~2× the
 /// nodes in count, each 40 B).
 pub(crate) const MAX_NODES: u32 = 1 << 18;
+/// Default length of each thread's timeline: the last episodes it keeps.
+pub(crate) const DEFAULT_TIMELINE: u32 = 4096;
+/// Longest timeline a thread may keep. An episode takes 32 B, and a thread's ring is
+/// allocated in full (zeroed pages, touched as it fills) when it first records, so
+/// this bounds one thread at 32 MiB.
+pub(crate) const MAX_TIMELINE: u32 = 1 << 20;
 /// Default perf-event fd budget of the process.
 pub(crate) const DEFAULT_FD_BUDGET: usize = 512;
 /// How many snapshots are kept by default.
@@ -38,6 +44,12 @@ pub(crate) const MAX_SNAPSHOT_INTERVAL: Duration = Duration::from_secs(365 * 86_
 /// tracking doubles the coherence traffic of the watched lines (see the README's
 /// overhead table).
 pub(crate) const DEFAULT_WATCH_SAMPLING: u32 = 64;
+/// Hardware watchpoint hits per thread and second on plain data (`watch_plain`): at
+/// ~8 µs a hit on the build VM, 0.3 % of each watched thread's time.
+pub(crate) const DEFAULT_WATCHPOINT_RATE: u32 = 400;
+/// Most hits per thread and second: about what a thread's 4 breakpoints can take in
+/// the shortest window (50 ms) with what its ring holds (`counters::MAX_BUDGET`).
+pub(crate) const MAX_WATCHPOINT_RATE: u32 = 5000;
 
 /// What the environment says, each variable parsed once; unset ones hold defaults.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,12 +59,16 @@ pub(crate) struct Settings {
     pub(crate) metric: Metric,
     pub(crate) views: Vec<Metric>,
     pub(crate) max_nodes: u32,
+    /// Episodes each thread keeps for the timeline; 0: no timeline.
+    pub(crate) timeline: u32,
     pub(crate) counters: CounterSampling,
     pub(crate) fd_budget: usize,
     pub(crate) snapshot_every: Option<Duration>,
     pub(crate) keep_snapshots: usize,
     pub(crate) write_at_exit: bool,
     pub(crate) watch_sample: u32,
+    /// Watchpoint hits per thread and second on plain data; `None`: no watchpoints.
+    pub(crate) watchpoint_rate: Option<u32>,
     /// The saved probe file, when set apart from the output folder.
     pub(crate) machine: Option<PathBuf>,
     /// Refuse to write a report that contradicts itself (CI sets it for the tests).
@@ -207,6 +223,17 @@ impl<W: FnMut(String)> Reader<'_, W> {
     }
 }
 
+/// `off` (or `0`): no watchpoints; else a rate within `1..=MAX_WATCHPOINT_RATE`.
+fn parse_watchpoint_rate(s: &str) -> Option<Option<u32>> {
+    match parse_switch(s) {
+        Some(false) => Some(None),
+        Some(true) if s.trim().parse::<u32>().is_err() => Some(Some(DEFAULT_WATCHPOINT_RATE)),
+        _ => at_least_1(s)
+            .filter(|&n| n <= MAX_WATCHPOINT_RATE)
+            .map(Some),
+    }
+}
+
 fn at_least_1<T: std::str::FromStr + PartialOrd + From<u8>>(s: &str) -> Option<T> {
     s.trim().parse().ok().filter(|n| *n >= T::from(1))
 }
@@ -247,6 +274,12 @@ impl Settings {
                 (MIN_NODES, MAX_NODES),
                 "nodes per thread",
             ),
+            timeline: r.number(
+                "YIELDPROF_TIMELINE",
+                DEFAULT_TIMELINE,
+                (0, MAX_TIMELINE),
+                "episodes per thread",
+            ),
             counters: r.parsed(
                 "YIELDPROF_COUNTERS_EVERY",
                 (CounterSampling::Auto, "auto"),
@@ -279,6 +312,15 @@ impl Settings {
                 (DEFAULT_WATCH_SAMPLING, &DEFAULT_WATCH_SAMPLING.to_string()),
                 "a whole number of accesses, 1 or more",
                 at_least_1,
+            ),
+            watchpoint_rate: r.parsed(
+                "YIELDPROF_WATCHPOINTS",
+                (
+                    Some(DEFAULT_WATCHPOINT_RATE),
+                    &DEFAULT_WATCHPOINT_RATE.to_string(),
+                ),
+                "off or hits per thread and second, 1 to 5000",
+                parse_watchpoint_rate,
             ),
             machine: r.path("YIELDPROF_MACHINE"),
             self_check: r.parsed(

@@ -23,6 +23,9 @@ static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
 /// 0 until set or read from the environment.
 static MAX_NODES_NOW: AtomicU32 = AtomicU32::new(0);
 
+/// `u32::MAX` until set or read from the environment (0 is a setting: no timeline).
+static TIMELINE_NOW: AtomicU32 = AtomicU32::new(u32::MAX);
+
 /// Whether probes record anything: `YIELDPROF=0` (or any off word) turns them off.
 #[inline(always)]
 pub(crate) fn enabled() -> bool {
@@ -85,4 +88,24 @@ pub(crate) fn set_max_nodes(n: u32) {
         bound
     });
     MAX_NODES_NOW.store(n, Ordering::Relaxed);
+}
+
+/// Timeline length for threads that start recording from now on; 0: none.
+pub(crate) fn timeline() -> u32 {
+    match TIMELINE_NOW.load(Ordering::Relaxed) {
+        u32::MAX => settings().timeline,
+        n => n,
+    }
+}
+
+/// Sets the timeline length from code ([`Options::timeline`](crate::Options::timeline)),
+/// within the bounds of `YIELDPROF_TIMELINE`; a value above them is reported.
+pub(crate) fn set_timeline(n: u32) {
+    let n = clamp(n, 0, MAX_TIMELINE).unwrap_or_else(|(bound, side)| {
+        eprintln!(
+            "yieldprof: timeline({n}) is {side} of {bound} episodes per thread; using {bound}"
+        );
+        bound
+    });
+    TIMELINE_NOW.store(n, Ordering::Relaxed);
 }

@@ -29,7 +29,9 @@ fn unset_and_empty_variables_give_the_defaults_silently() {
     assert_eq!(blank, unset);
     assert!(unset.enabled);
     assert_eq!(unset.max_nodes, DEFAULT_MAX_NODES);
+    assert_eq!(unset.timeline, DEFAULT_TIMELINE);
     assert_eq!(unset.watch_sample, DEFAULT_WATCH_SAMPLING);
+    assert_eq!(unset.watchpoint_rate, Some(DEFAULT_WATCHPOINT_RATE));
     assert_eq!(unset.snapshot_every, None);
 }
 
@@ -83,6 +85,66 @@ fn numbers_out_of_range_are_clamped_or_defaulted_and_reported() {
     let (s, lines) = read(&[("YIELDPROF_MAX_NODES", "0")]);
     assert_eq!(s.max_nodes, MIN_NODES);
     assert_eq!(lines.len(), 1, "{lines:?}");
+}
+
+#[test]
+fn a_timeline_is_0_for_none_up_to_a_million_episodes() {
+    let (s, lines) = read(&[("YIELDPROF_TIMELINE", "0")]);
+    assert_eq!((s.timeline, lines.len()), (0, 0), "{lines:?}");
+    let (s, lines) = read(&[("YIELDPROF_TIMELINE", "16")]);
+    assert_eq!((s.timeline, lines.len()), (16, 0), "{lines:?}");
+    let (s, lines) = read(&[("YIELDPROF_TIMELINE", "2000000")]);
+    assert_eq!(s.timeline, MAX_TIMELINE);
+    assert_eq!(
+        lines,
+        [
+            r#"yieldprof: YIELDPROF_TIMELINE="2000000" is above the maximum of 1048576 episodes per thread; using 1048576"#
+        ]
+    );
+    let (s, lines) = read(&[("YIELDPROF_TIMELINE", "-1")]);
+    assert_eq!(s.timeline, DEFAULT_TIMELINE);
+    assert_eq!(
+        lines,
+        [
+            r#"yieldprof: YIELDPROF_TIMELINE="-1" is not a whole number of episodes per thread; using 4096"#
+        ]
+    );
+}
+
+#[test]
+fn watchpoints_take_off_on_or_a_rate_and_a_bad_rate_is_named() {
+    let rate = |v: &str| read(&[("YIELDPROF_WATCHPOINTS", v)]);
+    for (value, expected) in [
+        ("off", None),
+        ("0", None),
+        ("on", Some(DEFAULT_WATCHPOINT_RATE)),
+        ("1", Some(1)),
+        ("2500", Some(2500)),
+        ("5000", Some(MAX_WATCHPOINT_RATE)),
+    ] {
+        assert_eq!(
+            rate(value),
+            (
+                Settings {
+                    watchpoint_rate: expected,
+                    ..rate("").0
+                },
+                vec![]
+            ),
+            "{value}"
+        );
+    }
+    for bad in ["5001", "-3", "fast"] {
+        let (s, lines) = rate(bad);
+        assert_eq!(s.watchpoint_rate, Some(DEFAULT_WATCHPOINT_RATE));
+        assert_eq!(
+            lines,
+            [format!(
+                "yieldprof: YIELDPROF_WATCHPOINTS={bad:?} is not off or hits per thread and \
+                 second, 1 to 5000; using 400"
+            )]
+        );
+    }
 }
 
 #[test]
@@ -179,7 +241,7 @@ fn names_in(text: &str, prefix: &str) -> BTreeSet<String> {
 #[test]
 fn the_options_and_readme_tables_are_one_table_of_every_variable_read() {
     let read = names_read();
-    assert_eq!(read.len(), 15, "{read:?}");
+    assert_eq!(read.len(), 17, "{read:?}");
     let options: Vec<&str> = include_str!("../output/options.rs")
         .lines()
         .filter_map(|l| l.strip_prefix("/// |"))
@@ -235,6 +297,7 @@ proptest! {
             prop_assert!(named && l.contains("; using ") && !l.contains('\n'), "{}", l);
         }
         prop_assert!((MIN_NODES..=MAX_NODES).contains(&s.max_nodes));
+        prop_assert!(s.timeline <= MAX_TIMELINE);
         prop_assert!(s.watch_sample >= 1 && s.keep_snapshots >= 1);
         if let Some(every) = s.snapshot_every {
             prop_assert!((MIN_SNAPSHOT_INTERVAL..=MAX_SNAPSHOT_INTERVAL).contains(&every));

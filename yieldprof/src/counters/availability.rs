@@ -48,6 +48,9 @@ pub enum Reason {
     PmuFull,
     /// Counters are turned off.
     Off,
+    /// Every debug register of the thread is taken (a debugger or another tool holds
+    /// them): no hardware watchpoint fits.
+    NoDebugRegister,
     /// Anything else `perf_event_open` said.
     Other {
         /// The errno.
@@ -71,6 +74,7 @@ impl Reason {
             | Reason::Other { errno } => Some(errno),
             Reason::NoSyscall => Some(libc::ENOSYS),
             Reason::Busy => Some(libc::EBUSY),
+            Reason::NoDebugRegister => Some(libc::ENOSPC),
             Reason::FdBudget { .. } | Reason::Off | Reason::PmuFull => None,
         }
     }
@@ -112,6 +116,7 @@ pub(super) fn errno_name(errno: i32) -> String {
         libc::E2BIG => "E2BIG",
         libc::ENOSYS => "ENOSYS",
         libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ENOSPC => "ENOSPC",
         _ => return format!("errno {errno}"),
     };
     name.to_string()
@@ -150,6 +155,9 @@ impl fmt::Display for Reason {
             Reason::Busy => "PMU in exclusive use by another tool (EBUSY)".into(),
             Reason::PmuFull => "too few PMU counters for the whole group".into(),
             Reason::Off => "counters turned off (YIELDPROF_COUNTERS_EVERY=off)".into(),
+            Reason::NoDebugRegister => {
+                "no free debug register (ENOSPC): a debugger holds them".into()
+            }
             Reason::Other { errno } => format!("perf_event_open failed ({})", e(errno)),
         };
         f.pad(&s)

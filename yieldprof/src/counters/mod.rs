@@ -39,6 +39,7 @@
 pub(crate) const N: usize = 10;
 
 mod availability;
+mod breakpoint;
 mod events;
 mod exact;
 mod fds;
@@ -53,6 +54,7 @@ mod userpage;
 mod values;
 
 pub use availability::*;
+pub(crate) use breakpoint::{breakpoint_reason, force_open_error, Hit, Target, Watchpoints, SLOTS};
 pub use events::*;
 pub use exact::SplitMethod;
 pub(crate) use exact::{parse_run_delay, Delta, Exact, Mark};

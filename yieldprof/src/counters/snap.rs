@@ -35,6 +35,12 @@ impl ThreadCounters {
         self.setup.get().map_or(0, |s| s.mask)
     }
 
+    /// Whether every wait episode's context switches are counted (the exact page).
+    pub(crate) fn switches_exact(&self) -> bool {
+        let bit = CounterEvent::ContextSwitches.bit();
+        self.setup.get().is_some_and(|s| s.exact & bit != 0)
+    }
+
     /// How the thread's time split is measured; `None` when it is not.
     pub(crate) fn split_method(&self) -> Option<SplitMethod> {
         self.setup.get().and_then(|s| s.split)

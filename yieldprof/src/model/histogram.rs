@@ -153,7 +153,8 @@ struct Bucket {
 /// A copy of a site's episode durations: only the non-empty buckets, in nanoseconds once
 /// a report has scaled it. Quantiles are within 1.6 % of the exact ones; `min` and `max` are exact,
 /// except in a difference of two copies (a [`Session`](crate::Session)) whose extreme did
-/// not change, where they are the midpoint of the extreme bucket, kept within the range.
+/// not change, where they are the midpoint of the extreme bucket, kept within the range
+/// and, for a site's, within the time its episodes took together.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Histogram {
     coarse: Vec<Bucket>,
@@ -273,9 +274,21 @@ impl Histogram {
         ((low + high) as f64 / 2.0 * self.ns_per_tick) as u64
     }
 
-    /// Episodes recorded.
+    /// Keeps a midpoint extreme (of a difference, see `minus`) within `span`, the time
+    /// all the episodes took together: no episode is longer than that.
+    pub(crate) fn cap_extremes(&mut self, span: u64) {
+        if !self.fine.is_empty() {
+            self.max = self.max.min(span);
+            self.min = self.min.min(self.max);
+        }
+    }
+
+    /// Episodes (or calls) recorded.
     pub fn count(&self) -> u64 {
-        self.coarse.iter().map(|b| b.count).sum()
+        // A call kind's histogram is fine only; a site's has both, with the same count
+        // unless its thread's fine tables ran out.
+        let coarse: u64 = self.coarse.iter().map(|b| b.count).sum();
+        coarse.max(self.fine.iter().map(|f| f.1).sum())
     }
 
     /// The duration below which a share `q` (0..=1) of episodes fall (the episode of

@@ -57,10 +57,18 @@ pub struct SiteStats {
     pub wall_ns: u64,
     /// Wall time minus nested frames: the site's own waiting.
     pub self_ns: u64,
-    /// Episode durations (nested frames included).
+    /// `async fn` sites: time their episodes spent suspended between polls. An async
+    /// episode lasts from its first poll to its completion; only the polls are wall
+    /// time, so `wall_ns + suspended_ns` is the episodes' whole span. 0 for other sites.
+    pub suspended_ns: u64,
+    /// Episode durations (nested frames included); an async episode's is its whole
+    /// span.
     pub durations: Histogram,
     /// Calls per call site, ordered by line.
     pub calls: Vec<CallStats>,
+    /// Durations of the timed calls (yield, sleep, lock, ...) made directly in the
+    /// function, one histogram per kind, in [`Kind::ALL`] order.
+    pub call_durations: Vec<(Kind, Histogram)>,
     /// Context switches and other counters over the episodes (nested frames included);
     /// `Scaled` where estimated from sampled episodes, `NotAvailable` where not counted.
     pub counters: Counters,
@@ -199,8 +207,10 @@ impl Profile {
                     episodes: 0,
                     wall_ns: 0,
                     self_ns: 0,
+                    suspended_ns: 0,
                     durations: Histogram::default(),
                     calls: Vec::new(),
+                    call_durations: Vec::new(),
                     counters: Counters::default(),
                     time: TimeSplit::default(),
                     own: OwnTime::default(),
@@ -212,6 +222,7 @@ impl Profile {
                 s.durations.add(&n.durations);
                 s.episodes += n.episodes;
                 s.wall_ns += n.wall_ns;
+                s.suspended_ns += n.suspended_ns;
                 s.self_ns += n.wall_ns.saturating_sub(child_wall[i]);
                 for slot in &n.slots {
                     let info = self.calls[slot.call as usize];
@@ -230,9 +241,17 @@ impl Profile {
             }
         }
         for t in &self.threads {
-            for (frame, h) in &t.site_durations {
-                if let Some(Some(s)) = by_frame.get_mut(*frame as usize) {
+            for ((frame, kind), h) in &t.site_durations {
+                let Some(Some(s)) = by_frame.get_mut(*frame as usize) else {
+                    continue;
+                };
+                let Some(kind) = kind else {
                     s.durations.add(h);
+                    continue;
+                };
+                match s.call_durations.iter_mut().find(|(k, _)| k == kind) {
+                    Some((_, mine)) => mine.add(h),
+                    None => s.call_durations.push((*kind, h.clone())),
                 }
             }
         }
@@ -240,12 +259,14 @@ impl Profile {
             if let Some(s) = s {
                 s.counters = c.counters();
                 s.time = c.split();
+                s.durations.cap_extremes(s.wall_ns + s.suspended_ns);
             }
         }
         let mut sites: Vec<SiteStats> = by_frame.into_iter().flatten().collect();
         for s in &mut sites {
             s.calls
                 .sort_by_key(|c| (c.site.line, c.site.column, c.site.kind));
+            s.call_durations.sort_by_key(|(k, _)| *k);
         }
         sites.sort_by(|a, b| b.wall_ns.cmp(&a.wall_ns).then(a.name.cmp(&b.name)));
         sites
@@ -266,9 +287,11 @@ impl Profile {
     }
 
     /// Every thread that recorded, in the order they started recording. The first
-    /// 10 000 threads to exit are kept one by one (~1 KiB each); later ones are merged
-    /// per name (up to 256 names; unnamed threads and the rest as `[exited threads]`),
-    /// so a program that starts a thread per request keeps bounded memory.
+    /// 10 000 threads to exit are kept one by one (~1 KiB each, plus their timelines:
+    /// 32 B an episode, 2^20 episodes over all exited threads, the oldest threads'
+    /// dropped first); later ones are merged per name (up to 256 names; unnamed threads
+    /// and the rest as `[exited threads]`, without timelines), so a program that starts
+    /// a thread per request keeps bounded memory.
     pub fn threads(&self) -> Vec<ThreadStats> {
         self.thread_views().to_vec()
     }

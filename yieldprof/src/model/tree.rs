@@ -2,9 +2,10 @@
 //! slots, merged, subtracted and walked by the views.
 
 use crate::base::clock;
-use crate::base::site::{FrameInfo, FrameKind};
+use crate::base::site::{FrameInfo, FrameKind, Kind};
 use crate::counters::{Acc, Count, CounterEvent, Counters, NodeSnap, ThreadSnap, TimeSplit};
 use crate::model::histogram::Histogram;
+use crate::model::timeline::Timeline;
 use std::collections::HashMap;
 
 /// One calling-context-tree node as copied out of a thread.
@@ -14,6 +15,8 @@ pub(crate) struct NodeStats {
     pub(crate) parent: u32,
     pub(crate) episodes: u64,
     pub(crate) wall_ns: u64,
+    /// Async episodes: time between polls, outside `wall_ns` (see `record::episode`).
+    pub(crate) suspended_ns: u64,
     pub(crate) durations: Histogram,
     pub(crate) counts: NodeSnap,
     pub(crate) slots: Vec<SlotStats>,
@@ -42,10 +45,13 @@ pub(crate) struct ThreadProfile {
     /// Entries made after the thread's state was torn down, not recorded.
     pub(crate) entries_after_exit: u64,
     pub(crate) nodes: Vec<NodeStats>,
-    /// Fine episode durations per frame id, whatever the stack: what site quantiles
-    /// are read from (nodes keep only coarse durations).
-    pub(crate) site_durations: Vec<(u32, Histogram)>,
+    /// Fine durations per frame id, whatever the stack: of its episodes (kind `None`),
+    /// what site quantiles are read from (nodes keep only coarse durations), and of the
+    /// timed calls of each kind made directly in it.
+    pub(crate) site_durations: Vec<((u32, Option<Kind>), Histogram)>,
     pub(crate) counters: ThreadSnap,
+    /// Its last wait episodes.
+    pub(crate) timeline: Timeline,
 }
 
 impl NodeStats {
@@ -119,6 +125,7 @@ impl ThreadProfile {
             let m = &mut self.nodes[mine as usize];
             m.episodes += n.episodes;
             m.wall_ns += n.wall_ns;
+            m.suspended_ns += n.suspended_ns;
             m.durations.add(&n.durations);
             m.counts = m.counts.plus(&n.counts);
             for s in &n.slots {
@@ -132,16 +139,18 @@ impl ThreadProfile {
                 }
             }
         }
-        for (frame, h) in &other.site_durations {
-            match self.site_durations.iter_mut().find(|(f, _)| f == frame) {
+        for (key, h) in &other.site_durations {
+            match self.site_durations.iter_mut().find(|(k, _)| k == key) {
                 Some((_, mine)) => mine.add(h),
-                None => self.site_durations.push((*frame, h.clone())),
+                None => self.site_durations.push((*key, h.clone())),
             }
         }
         self.overflowed += other.overflowed;
         self.reentries_skipped += other.reentries_skipped;
         self.entries_after_exit += other.entries_after_exit;
         self.counters = self.counters.plus(&other.counters);
+        // One thread's timeline cannot hold another's episodes: theirs count as dropped.
+        self.timeline.recorded += other.timeline.recorded;
         self.tid = other.tid;
     }
 
@@ -188,6 +197,7 @@ impl ThreadProfile {
     pub(crate) fn scale_to_ns(&mut self, scale: clock::Scale) {
         for n in &mut self.nodes {
             n.wall_ns = scale.ns(n.wall_ns);
+            n.suspended_ns = scale.ns(n.suspended_ns);
             n.durations.scale_to_ns(scale);
             n.counts.scale_to_ns(scale);
             for s in &mut n.slots {
@@ -198,6 +208,7 @@ impl ThreadProfile {
             h.scale_to_ns(scale);
         }
         self.counters.scale_to_ns(scale);
+        self.timeline.scale_to_ns(scale);
     }
 
     /// Wall time of each node's children, by node.
@@ -270,6 +281,7 @@ impl NodeStats {
             parent: self.parent,
             episodes: self.episodes.saturating_sub(earlier.episodes),
             wall_ns: self.wall_ns.saturating_sub(earlier.wall_ns),
+            suspended_ns: self.suspended_ns.saturating_sub(earlier.suspended_ns),
             durations: self.durations.minus(&earlier.durations),
             counts: self.counts.minus(&earlier.counts),
             slots,
@@ -294,9 +306,9 @@ impl ThreadProfile {
             site_durations: self
                 .site_durations
                 .iter()
-                .map(|(frame, h)| {
-                    let old = earlier.site_durations.iter().find(|(f, _)| f == frame);
-                    (*frame, old.map_or_else(|| h.clone(), |(_, o)| h.minus(o)))
+                .map(|(key, h)| {
+                    let old = earlier.site_durations.iter().find(|(k, _)| k == key);
+                    (*key, old.map_or_else(|| h.clone(), |(_, o)| h.minus(o)))
                 })
                 .collect(),
             overflowed: self.overflowed.saturating_sub(earlier.overflowed),
@@ -307,6 +319,7 @@ impl ThreadProfile {
                 .entries_after_exit
                 .saturating_sub(earlier.entries_after_exit),
             counters: self.counters.minus(&earlier.counters),
+            timeline: self.timeline.since(&earlier.timeline),
             ..self.clone()
         }
     }

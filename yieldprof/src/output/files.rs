@@ -61,7 +61,8 @@ pub(crate) fn write_folded(path: &Path, lines: &[String]) -> Result<(), WriteErr
 }
 
 /// Writes `<name>.folded`, `<name>.svg`, `<name>.split.svg`, `<name>.pb.gz` (pprof),
-/// `<name>.txt` and the requested metric views for `profile`.
+/// `<name>.trace.json` (the timeline, unless off), `<name>.json`, `<name>.txt` and the
+/// requested metric views for `profile`.
 pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<PathBuf>, WriteError> {
     let dir = &opts.out_dir;
     std::fs::create_dir_all(dir).map_err(|source| WriteError {
@@ -135,11 +136,18 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     let summary = profile.summary();
     write_atomic(&txt, |w| w.write_all(summary.as_bytes()))?;
     written.push(txt);
+    // Last: a caller looking for `<name>.json` by its extension finds that first.
+    if profile.has_timeline() {
+        let trace = path("trace.json");
+        write_atomic(&trace, |w| profile.write_trace(w))?;
+        written.push(trace);
+    }
     Ok(written)
 }
 
 impl Profile {
-    /// Writes `<dir>/<name>.{folded,svg,split.svg,json,txt,pb.gz}` for this report.
+    /// Writes `<dir>/<name>.{folded,svg,split.svg,json,txt,pb.gz}` for this report, and
+    /// `<dir>/<name>.trace.json` ([`Profile::write_trace`]) unless the timeline is off.
     pub fn write(&self, dir: impl Into<PathBuf>, name: &str) -> Result<Vec<PathBuf>, WriteError> {
         write_profile(self, &Options::from_env().out_dir(dir).name(name))
     }

@@ -18,7 +18,7 @@ use std::time::Duration;
 /// ```no_run
 /// let _guard = yieldprof::init();
 /// // ... the program ...
-/// drop(_guard); // target/yieldprof/<exe>.{folded,svg,split.svg,json,txt,pb.gz} are written here
+/// drop(_guard); // target/yieldprof/<exe>.{folded,svg,split.svg,json,txt,pb.gz,trace.json} are written here
 /// ```
 pub fn init() -> Guard {
     Options::from_env().init()
@@ -118,6 +118,7 @@ impl Options {
         crate::base::fork::install_handlers();
         self.name = name_here(self.name);
         config::set_max_nodes(self.max_nodes);
+        config::set_timeline(self.timeline);
         counters::set_sampling(self.counters);
         counters::set_fd_budget(self.fd_budget);
         // The calling thread is not registered here: a thread shows in the profile

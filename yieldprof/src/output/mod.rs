@@ -1,6 +1,6 @@
 //! The top floor: `init` and its guard, files written atomically, folded stacks, flame
-//! graphs, diff, pprof, JSON, the text summary, snapshots, the exit flush and the live
-//! view (feature `http`).
+//! graphs, diff, pprof, JSON, the timeline's trace events, the text summary, snapshots,
+//! the exit flush and the live view (feature `http`).
 
 pub(crate) mod compare;
 pub(crate) mod diff;
@@ -16,3 +16,4 @@ pub(crate) mod options;
 pub(crate) mod pprof;
 pub(crate) mod snapshots;
 pub(crate) mod summary;
+pub(crate) mod trace;

@@ -19,12 +19,14 @@ use std::time::Duration;
 /// | `YIELDPROF_METRIC` | `wall` (ns), `calls` or `switches` (context switches): the value of the folded stacks and flame graph | `wall` |
 /// | `YIELDPROF_VIEWS` | extra folded files, one per metric: `calls,switches` writes `<name>.calls.folded` and `<name>.switches.folded` | none |
 /// | `YIELDPROF_MAX_NODES` | calling-context nodes per thread, 16 to 262 144, allocated as stacks appear; past it entries fold into `[overflow]` | 4096 |
+/// | `YIELDPROF_TIMELINE` | episodes each thread keeps for the timeline (`<name>.trace.json`, Chrome trace events), 0 to 1 048 576; the oldest give way; 0: no timeline | 4096 |
 /// | `YIELDPROF_COUNTERS_EVERY` | `auto`: read counters while they cost ≤ 2 % of wait time; `N`: 1 of N wait episodes; off (or `0`): none | `auto` |
 /// | `YIELDPROF_FD_BUDGET` | perf-event fds for the whole process (≤ ¼ of `ulimit -n`); threads past it use getrusage | 512 |
 /// | `YIELDPROF_SNAPSHOT_EVERY` | seconds between delta snapshots (continuous mode), 0.01 to 31 536 000 (a year); off: none | off |
 /// | `YIELDPROF_SNAPSHOT_KEEP` | snapshots kept in `<out>/snapshots/`, 1 or more | 60 |
 /// | `YIELDPROF_WRITE_AT_EXIT` | on: also write the files when the process calls `exit()` (`Options::write_at_exit`) | off |
 /// | `YIELDPROF_WATCH_SAMPLE` | watched accesses: `1` tracks every one, `N` one in N after each thread's first 10 000 | 64 |
+/// | `YIELDPROF_WATCHPOINTS` | plain data (`sharing::watch_plain`): hardware watchpoint hits per thread and second, 1 to 5000; off: no watchpoints | 400 |
 /// | `YIELDPROF_SELF_CHECK` | on: a report that contradicts itself (`report::json::Document::inconsistencies`) is not written; the write returns the contradictions as its error (CI sets it for the tests) | off |
 /// | `YIELDPROF_MACHINE` | a saved probe (`yieldprof probe --save`, or `--example probe -- --save`) whose costs reports on the same host use and cite | `<out>/machine.json` |
 /// | `YIELDPROF_HTTP` | an address and port, e.g. `127.0.0.1:6060`: serve the live view there (feature `http`; `Options::http`) | off |
@@ -47,6 +49,8 @@ pub struct Options {
     pub metric: Metric,
     /// Cap on calling-context nodes per thread; past it entries fold into `[overflow]`.
     pub max_nodes: u32,
+    /// Episodes each thread keeps for the timeline ([`Options::timeline`]).
+    pub timeline: u32,
     /// Extra folded files, one per metric: `<name>.<metric>.folded`.
     pub views: Vec<Metric>,
     /// Which wait episodes have their counters read (context switches, perf events).
@@ -75,6 +79,7 @@ impl Options {
             name: default_name(),
             metric: env.metric,
             max_nodes: env.max_nodes,
+            timeline: env.timeline,
             views: env.views.clone(),
             counters: env.counters,
             fd_budget: env.fd_budget,
@@ -113,6 +118,17 @@ impl Options {
     /// Sets the per-thread node cap (for threads that start recording afterwards).
     pub fn max_nodes(mut self, n: u32) -> Self {
         self.max_nodes = n;
+        self
+    }
+
+    /// Sets how many of its last wait episodes each thread keeps for the timeline (for
+    /// threads that start recording afterwards): start, duration, kinds of wait, calls
+    /// and context switches of each, written as `<name>.trace.json`
+    /// ([`Profile::write_trace`](crate::Profile::write_trace)). 0 keeps none; at most
+    /// 1 048 576; default 4096, `YIELDPROF_TIMELINE` from the environment. A thread's
+    /// ring takes 32 B per episode, reserved when it first records.
+    pub fn timeline(mut self, episodes: u32) -> Self {
+        self.timeline = episodes;
         self
     }
 

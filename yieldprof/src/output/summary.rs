@@ -144,6 +144,17 @@ impl Profile {
                 duration(site.wall_ns),
                 duration(site.wall_ns / site.episodes.max(1)),
             );
+            if site.suspended_ns > 0 {
+                let span = site.wall_ns + site.suspended_ns;
+                let _ = writeln!(
+                    s,
+                    "    async: {} polled, {} suspended between polls ({:.1}% of the \
+                     episodes' span, first poll to completion)",
+                    duration(site.wall_ns),
+                    duration(site.suspended_ns),
+                    percent(site.suspended_ns, span),
+                );
+            }
             let _ = writeln!(s, "    time: {}", time_split(&site.time));
             let own: Vec<String> = site
                 .own
@@ -175,6 +186,19 @@ impl Profile {
                 q(h.quantile(0.999)),
                 q(h.max())
             );
+            for (kind, h) in &site.call_durations {
+                let _ = writeln!(
+                    s,
+                    "    each {}: min {}, p50 {}, p90 {}, p99 {}, max {} ({} timed)",
+                    kind.name(),
+                    q(h.min()),
+                    q(h.quantile(0.5)),
+                    q(h.quantile(0.9)),
+                    q(h.quantile(0.99)),
+                    q(h.max()),
+                    count(h.count(), "call")
+                );
+            }
             for c in &site.calls {
                 let line = format!(
                     "    {:<12} {:>28}:{:<5} {:>10} calls {:>8.1}/episode {:>11}",

@@ -4,6 +4,7 @@ use super::thread::*;
 use crate::base::clock;
 use crate::base::site::OVERFLOW_CALL;
 use crate::counters::{self, ThreadSnap};
+use crate::model::timeline::Timeline;
 use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -20,6 +21,7 @@ impl ThreadData {
                     parent: n.parent.load(Relaxed),
                     episodes: n.episodes.load(Relaxed),
                     wall_ns: n.wall_ns.load(Relaxed),
+                    suspended_ns: n.suspended_ns.load(Relaxed),
                     durations: n.durations.load(),
                     counts: self.counters.node(&n.counts, n.wall_ns.load(Relaxed)),
                     slots: Vec::new(),
@@ -55,9 +57,11 @@ impl ThreadData {
         let site_durations = (0..self.site_durations.len())
             .map(|i| {
                 let d = self.site_durations.get(i);
-                (d.frame.load(Relaxed), d.durations.load())
+                let kind = code_kind(d.kind.load(Relaxed));
+                ((d.frame.load(Relaxed), kind), d.durations.load())
             })
             .collect();
+        let (episodes, recorded) = self.timeline.read();
         ThreadProfile {
             serial: self.serial,
             tid: self.tid,
@@ -73,6 +77,12 @@ impl ThreadData {
                     .zip(self.run_queue_start)
                     .map(|(now, start)| now.saturating_sub(start)),
                 ..self.counters.snapshot()
+            },
+            timeline: Timeline {
+                episodes,
+                recorded,
+                capacity: self.timeline.capacity(),
+                switches_counted: self.counters.switches_exact(),
             },
         }
     }

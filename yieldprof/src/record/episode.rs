@@ -5,15 +5,17 @@
 
 use crate::base::arena::bump;
 use crate::base::clock;
+use crate::base::ring::Episode;
 use crate::base::site::{CallInfo, CallSite, EpisodeSite, FrameInfo, Kind, WorkSite};
 use crate::config;
 use crate::counters::Mark;
-use crate::record::open::{Claimed, Opened};
+use crate::record::open::{Claimed, Opened, Tally};
 use crate::record::thread;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::Location;
 use std::pin::Pin;
+use std::sync::atomic::Ordering::Relaxed;
 use std::task::{Context, Poll};
 
 #[inline(always)]
@@ -56,16 +58,26 @@ impl EpisodeGuard {
         if !on() {
             return EpisodeGuard::INACTIVE;
         }
-        EpisodeGuard::open_here(key, wait, info)
+        EpisodeGuard::open_here(key, wait, false, info)
     }
 
     /// Out of line: the annotated function's own stack frame holds only the guard,
     /// not this path's locals, which a deep recursion would pay for at every level.
+    /// `nested`: a closure or async block of the site's body, run wherever: it opens
+    /// the site's frame (counting no episode) unless the thread is in that frame now.
     #[inline(never)]
-    fn open_here(key: usize, wait: bool, info: impl FnOnce() -> FrameInfo) -> EpisodeGuard {
+    fn open_here(
+        key: usize,
+        wait: bool,
+        nested: bool,
+        info: impl FnOnce() -> FrameInfo,
+    ) -> EpisodeGuard {
         // A match, not `unwrap_or`: that would build and drop a second guard.
         let opened = thread::enter(|l| {
             let prev = l.current.get();
+            if nested && l.data.node_key(prev) == key {
+                return EpisodeGuard::INACTIVE;
+            }
             let node = l.data.child(prev, key, info);
             l.data.opened(node);
             l.current.set(node);
@@ -80,16 +92,24 @@ impl EpisodeGuard {
             } else {
                 Mark::ZERO
             };
+            // A wait frame tallies its own calls; a business frame's count in the
+            // wait frame around it.
+            let tally = if wait {
+                l.tally.replace(Tally::ZERO)
+            } else {
+                Tally::ZERO
+            };
             let slot = l.open.push(Opened {
                 mark,
                 claimed: l.claimed.get(),
                 sample,
+                tally,
             });
             EpisodeGuard {
                 prev,
                 node,
                 start: clock::now(),
-                count: true,
+                count: !nested,
                 wait,
                 slot,
                 _not_send: PhantomData,
@@ -124,8 +144,9 @@ impl Drop for EpisodeGuard {
 }
 
 impl EpisodeGuard {
+    /// Closes the frame; its length in ticks.
     #[inline(never)]
-    fn close(&mut self) {
+    fn close(&mut self) -> u64 {
         let end = clock::now();
         let elapsed = end.saturating_sub(self.start);
         thread::with(|l| {
@@ -136,6 +157,7 @@ impl EpisodeGuard {
                 mark: Mark::ZERO,
                 claimed: l.claimed.get(),
                 sample: NO_SAMPLE,
+                tally: Tally::ZERO,
             });
             let mut off_ns = 0;
             if self.wait {
@@ -145,6 +167,17 @@ impl EpisodeGuard {
                     l.counters.add(&n.counts, &d);
                     off_ns = d.off_ns;
                 }
+                // Every poll of an `async fn` episode is one stretch of the timeline.
+                let mine = l.tally.get();
+                l.tally.set(opened.tally.plus(mine));
+                l.data.timeline.push(&Episode {
+                    start: self.start,
+                    duration: elapsed,
+                    frame: n.frame.load(Relaxed),
+                    kinds: mine.kinds,
+                    calls: mine.calls,
+                    switches: m.switches.wrapping_sub(opened.mark.switches),
+                });
             }
             l.claim(opened.claimed, elapsed, off_ns);
             if self.count {
@@ -161,6 +194,7 @@ impl EpisodeGuard {
             l.current
                 .set(l.data.closed(self.node, self.prev, l.current.get()));
         });
+        elapsed
     }
 }
 
@@ -170,6 +204,19 @@ impl EpisodeGuard {
 #[cfg_attr(debug_assertions, inline(never))]
 pub fn enter(site: &'static EpisodeSite) -> EpisodeGuard {
     EpisodeGuard::open(site as *const EpisodeSite as usize, true, || site.info())
+}
+
+/// Opens the frame of the site whose body wrote a closure, when the closure runs
+/// outside it (on another thread, or later): its waits are charged to the site.
+#[doc(hidden)]
+#[inline(always)]
+pub fn enter_nested(site: &'static EpisodeSite) -> EpisodeGuard {
+    if !on() {
+        return EpisodeGuard::INACTIVE;
+    }
+    EpisodeGuard::open_here(site as *const EpisodeSite as usize, true, true, || {
+        site.info()
+    })
 }
 
 /// Opens a business frame for `frame!`.
@@ -208,6 +255,14 @@ enum Site {
 }
 
 impl Site {
+    #[inline(always)]
+    fn kind(self) -> Kind {
+        match self {
+            Site::Static(s) => s.kind,
+            Site::Caller(kind, _) => kind,
+        }
+    }
+
     fn info(self) -> CallInfo {
         match self {
             Site::Static(s) => s.info(),
@@ -216,13 +271,21 @@ impl Site {
                 file: loc.file(),
                 line: loc.line(),
                 column: loc.column(),
+                in_async: false,
             },
         }
     }
 }
 
+/// Adds one call to the current frame: `ns` of its own time (`off_ns` of them off the
+/// CPU), and its whole length `ticks` to its kind's durations when it was timed.
 #[inline(always)]
-fn record(l: &thread::Local, key: usize, site: Site, ns: u64, off_ns: u64) {
+fn record(l: &thread::Local, key: usize, site: Site, ns: u64, off_ns: u64, ticks: Option<u64>) {
+    let t = l.tally.get();
+    l.tally.set(Tally {
+        calls: t.calls.saturating_add(1),
+        kinds: t.kinds | site.kind().bit(),
+    });
     let d = &l.data;
     let s = d.slot_of(l.current.get(), key, || site.info());
     bump(&s.calls, 1);
@@ -230,12 +293,15 @@ fn record(l: &thread::Local, key: usize, site: Site, ns: u64, off_ns: u64) {
     if off_ns > 0 {
         bump(&s.off_ns, off_ns);
     }
+    if let Some(t) = ticks {
+        d.record_call_duration(s, t);
+    }
 }
 
 /// Counts a call that is not timed.
 #[inline(always)]
 fn record_count(key: usize, site: Site) {
-    thread::enter(|l| record(l, key, site, 0, 0));
+    thread::enter(|l| record(l, key, site, 0, 0, None));
 }
 
 impl CallGuard {
@@ -284,7 +350,7 @@ impl CallGuard {
         thread::with(|l| {
             if l.data.serial() != self.serial {
                 // Resumed on another thread: this one's figures say nothing of it.
-                return record(l, self.key, site, elapsed, 0);
+                return record(l, self.key, site, elapsed, 0, Some(elapsed));
             }
             let m = l.counters.mark(&l.data.counters);
             let off_ns = if m.switches != self.mark.switches {
@@ -293,7 +359,7 @@ impl CallGuard {
                 0
             };
             let own = l.claim(self.claimed, elapsed, off_ns);
-            record(l, self.key, site, own.ticks, own.off_ns);
+            record(l, self.key, site, own.ticks, own.off_ns, Some(elapsed));
         });
     }
 }
@@ -337,13 +403,18 @@ pub(crate) fn call_at(kind: Kind, loc: &'static Location<'static>) -> CallGuard 
     )
 }
 
-/// An `async fn` wait episode, or a business frame over a future: each poll is timed
-/// as part of it (time between polls belongs to whoever runs then), and the frame
-/// counts once, when the future completes. Open only while polled, so other tasks the
-/// thread runs meanwhile are not inside it.
+/// An `async fn` wait episode, or a business frame over a future. The episode spans
+/// first poll to completion: its duration (the histogram's sample) is that whole span.
+/// Only the polls are its wall time, since time between polls belongs to whoever runs
+/// then; the rest is its suspended time. The frame is open only while polled, so other
+/// tasks the thread runs meanwhile are not inside it.
 #[doc(hidden)]
 pub struct Instrumented<F> {
     frame: Frame,
+    /// Tick at which the first recorded poll began; 0 before it.
+    first: u64,
+    /// Ticks spent in recorded polls so far.
+    busy: u64,
     inner: F,
 }
 
@@ -351,24 +422,37 @@ pub struct Instrumented<F> {
 enum Frame {
     Wait(&'static EpisodeSite),
     Work(&'static WorkSite),
+    /// An async block of a site's body: the site's frame, no episode of its own.
+    Nested(&'static EpisodeSite),
+}
+
+impl<F> Instrumented<F> {
+    fn new(frame: Frame, inner: F) -> Self {
+        Instrumented {
+            frame,
+            first: 0,
+            busy: 0,
+            inner,
+        }
+    }
 }
 
 /// Wraps the body of an `async fn` annotated with `#[instrument_wait]`.
 #[doc(hidden)]
 pub fn instrument<F: Future>(site: &'static EpisodeSite, inner: F) -> Instrumented<F> {
-    Instrumented {
-        frame: Frame::Wait(site),
-        inner,
-    }
+    Instrumented::new(Frame::Wait(site), inner)
 }
 
 /// Wraps the future of `frame!(name, future)`.
 #[doc(hidden)]
 pub fn framed<F: Future>(site: &'static WorkSite, inner: F) -> Instrumented<F> {
-    Instrumented {
-        frame: Frame::Work(site),
-        inner,
-    }
+    Instrumented::new(Frame::Work(site), inner)
+}
+
+/// Wraps an async block written in an annotated function's body.
+#[doc(hidden)]
+pub fn nested<F: Future>(site: &'static EpisodeSite, inner: F) -> Instrumented<F> {
+    Instrumented::new(Frame::Nested(site), inner)
 }
 
 impl<F: Future> Future for Instrumented<F> {
@@ -381,11 +465,33 @@ impl<F: Future> Future for Instrumented<F> {
         let mut guard = match this.frame {
             Frame::Wait(site) => enter(site),
             Frame::Work(site) => enter_work(site),
+            Frame::Nested(site) => enter_nested(site),
         };
+        // The episode is counted below, once, with its whole span.
         guard.count = false;
         // SAFETY: see above.
         let out = unsafe { Pin::new_unchecked(&mut this.inner) }.poll(cx);
-        guard.count = out.is_ready();
+        if guard.node == NO_NODE {
+            return out;
+        }
+        let (node, start) = (guard.node, guard.start);
+        let polled = guard.close();
+        guard.node = NO_NODE;
+        if this.first == 0 {
+            this.first = start;
+        }
+        this.busy += polled;
+        if out.is_ready() && !matches!(this.frame, Frame::Nested(_)) {
+            // Polls may run on several threads; the TSC is one clock for all of them.
+            let whole = (start + polled).saturating_sub(this.first);
+            let suspended = whole.saturating_sub(this.busy);
+            thread::with(|l| {
+                let n = l.data.node(node);
+                bump(&n.episodes, 1);
+                bump(&n.suspended_ns, suspended);
+                l.data.record_duration(node, whole);
+            });
+        }
         out
     }
 }

@@ -1,11 +1,12 @@
-//! The hot path: per-thread trees, the registry that keeps them after a thread exits,
-//! episode guards, counted spins and the public wait helpers.
+//! The hot path: per-thread trees, the registry that keeps them after a thread exits
+//! (`exited`: how), episode guards, counted spins and the public wait helpers.
 //! Takes no lock after a thread's first episode at a site and never formats text.
 
 // Without the `enabled` feature the hot path is a set of no-ops with the same names.
 mod copy;
 #[cfg_attr(not(feature = "enabled"), path = "noop.rs")]
 pub(crate) mod episode;
+mod exited;
 pub(crate) mod open;
 pub(crate) mod spins;
 pub(crate) mod thread;

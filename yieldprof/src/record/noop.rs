@@ -30,6 +30,12 @@ pub fn enter_work(_: &'static WorkSite) -> EpisodeGuard {
     EpisodeGuard
 }
 
+#[doc(hidden)]
+#[inline(always)]
+pub fn enter_nested(_: &'static EpisodeSite) -> EpisodeGuard {
+    EpisodeGuard
+}
+
 #[cfg(feature = "tracing")]
 pub(crate) fn open_frame(
     _: usize,
@@ -68,5 +74,11 @@ pub fn instrument<F: Future>(_: &'static EpisodeSite, inner: F) -> Instrumented<
 #[doc(hidden)]
 #[inline(always)]
 pub fn framed<F: Future>(_: &'static WorkSite, inner: F) -> Instrumented<F> {
+    inner
+}
+
+#[doc(hidden)]
+#[inline(always)]
+pub fn nested<F: Future>(_: &'static EpisodeSite, inner: F) -> Instrumented<F> {
     inner
 }

@@ -22,6 +22,29 @@ impl Claimed {
     };
 }
 
+/// The wait calls made on this thread since the innermost open wait frame opened: a
+/// closing wait frame's calls and kinds of wait, for its timeline entry. Nested
+/// frames' calls count in the frames around them too.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Tally {
+    pub(crate) calls: u32,
+    /// Bit per kind (`Kind::bit`).
+    pub(crate) kinds: u16,
+}
+
+impl Tally {
+    pub(crate) const ZERO: Tally = Tally { calls: 0, kinds: 0 };
+
+    /// Both tallies together.
+    #[inline(always)]
+    pub(crate) fn plus(self, other: Tally) -> Tally {
+        Tally {
+            calls: self.calls.saturating_add(other.calls),
+            kinds: self.kinds | other.kinds,
+        }
+    }
+}
+
 /// One open frame's state.
 #[derive(Clone, Copy)]
 pub(crate) struct Opened {
@@ -31,6 +54,9 @@ pub(crate) struct Opened {
     pub(crate) claimed: Claimed,
     /// Its opening counter reading, when it is sampled.
     pub(crate) sample: u32,
+    /// The thread's tally when it opened (wait frames, which start their own at
+    /// zero; `Tally::ZERO` else).
+    pub(crate) tally: Tally,
 }
 
 /// This thread's open frames in the order they opened, each with whether it closed.

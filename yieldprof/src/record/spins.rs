@@ -18,6 +18,7 @@ mod counting {
     use crate::base::arena::bump;
     use crate::base::site::CallSite;
     use crate::record::episode::EpisodeGuard;
+    use crate::record::open::Tally;
     use crate::record::thread;
     use std::cell::Cell;
     use std::marker::PhantomData;
@@ -78,6 +79,13 @@ mod counting {
             let d = &l.data;
             let key = site as *const CallSite as usize;
             bump(&d.slot_of(node, key, || site.info()).calls, n);
+            // Before the episode closes (this drops first), so its timeline entry
+            // counts them.
+            let t = l.tally.get();
+            l.tally.set(t.plus(Tally {
+                calls: u32::try_from(n).unwrap_or(u32::MAX),
+                kinds: site.kind.bit(),
+            }));
         });
     }
 }

@@ -8,13 +8,17 @@ use crate::base::arena::{bump, Arena, Link};
 use crate::base::clock;
 use crate::base::fork::{ForkMutex, Locked};
 use crate::base::reentry::{self, Inside};
-use crate::base::site::{self, CallInfo, FrameInfo, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
+use crate::base::ring::Ring;
+use crate::base::site::{
+    self, CallInfo, FrameInfo, Kind, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME,
+};
 use crate::base::text::host_name;
 use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters};
 use crate::model::histogram::{AtomicDurations, AtomicHistogram};
 use crate::model::profile::Profile;
 use crate::model::tree::ThreadProfile;
-use crate::record::open::{Claimed, OpenFrames};
+use crate::record::exited::Exited;
+use crate::record::open::{Claimed, OpenFrames, Tally};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -41,6 +45,9 @@ pub(crate) struct Node {
     pub(super) open: AtomicU32,
     pub(crate) episodes: AtomicU64,
     pub(crate) wall_ns: AtomicU64,
+    /// Async episodes only: time between their polls (first poll to completion, minus
+    /// the polls), which `wall_ns` leaves out.
+    pub(crate) suspended_ns: AtomicU64,
     pub(crate) counts: NodeCounts,
     pub(crate) durations: AtomicHistogram,
     /// Index of this node's frame in the thread's `site_durations`; `NO_DURATIONS` for
@@ -50,11 +57,29 @@ pub(crate) struct Node {
 
 const NO_DURATIONS: u32 = u32::MAX;
 
-/// One frame's fine episode durations on this thread, whatever the stack.
+/// One frame's fine durations on this thread, whatever the stack: of its episodes, or
+/// of the timed calls of one kind made directly in it.
 #[derive(Default)]
 pub(super) struct SiteDurations {
     pub(super) frame: AtomicU32,
+    /// `EPISODES`, or 1 + the call kind's index in `Kind::ALL`.
+    pub(super) kind: AtomicU32,
     pub(super) durations: AtomicDurations,
+}
+
+const EPISODES: u32 = 0;
+
+fn kind_code(kind: Kind) -> u32 {
+    Kind::ALL
+        .iter()
+        .position(|k| *k == kind)
+        .map_or(EPISODES, |i| i as u32 + 1)
+}
+
+/// The call kind of a `SiteDurations`; `None` for episodes.
+pub(super) fn code_kind(code: u32) -> Option<Kind> {
+    code.checked_sub(1)
+        .and_then(|i| Kind::ALL.get(i as usize).copied())
 }
 
 #[derive(Default)]
@@ -67,6 +92,9 @@ pub(crate) struct Slot {
     /// Off-CPU time inside the calls, ns (not ticks), where the thread sees switches
     /// on every call.
     pub(crate) off_ns: AtomicU64,
+    /// 1 + the index of the fine durations of its frame's calls of its kind; 0 when
+    /// the kind is not timed (or the table is full).
+    durations: AtomicU32,
 }
 
 /// One thread's recording, shared between the thread and the registry.
@@ -85,10 +113,12 @@ pub(crate) struct ThreadData {
     /// handler): the thread's running total, published by the thread itself.
     pub(super) reentries_skipped: AtomicU64,
     pub(crate) counters: ThreadCounters,
+    /// The last wait episodes, for the timeline.
+    pub(crate) timeline: Ring,
 }
 
 impl ThreadData {
-    fn new(serial: u64, max_nodes: u32) -> Self {
+    fn new(serial: u64, max_nodes: u32, timeline: u32) -> Self {
         let name = std::thread::current()
             .name()
             .and_then(host_name)
@@ -108,12 +138,13 @@ impl ThreadData {
             overflowed: AtomicU64::new(0),
             reentries_skipped: AtomicU64::new(0),
             counters: ThreadCounters::default(),
+            timeline: Ring::new(timeline),
         };
         data.nodes.push(|n| {
             n.frame.store(THREAD_FRAME, Relaxed);
             n.site_durations.store(NO_DURATIONS, Relaxed);
         });
-        let overflow = data.site_durations_of(OVERFLOW_FRAME);
+        let overflow = data.site_durations_of(OVERFLOW_FRAME, EPISODES);
         data.nodes.push(|n| {
             n.frame.store(OVERFLOW_FRAME, Relaxed);
             n.site_durations.store(overflow, Relaxed);
@@ -124,6 +155,12 @@ impl ThreadData {
 
     pub(crate) fn node(&self, i: u32) -> &Node {
         self.nodes.get(i)
+    }
+
+    /// The key (site address) of node `i`'s frame.
+    #[inline]
+    pub(crate) fn node_key(&self, i: u32) -> usize {
+        self.node(i).key.load(Relaxed)
     }
 
     /// The thread's serial number: 1 for the first thread to record, and so on.
@@ -157,7 +194,7 @@ impl ThreadData {
     #[cold]
     fn new_child(&self, parent: u32, key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
         let frame = site::frame_id(key, info);
-        let durations = self.site_durations_of(frame);
+        let durations = self.site_durations_of(frame, EPISODES);
         let p = self.node(parent);
         let pushed = self.nodes.push(|n| {
             n.key.store(key, Relaxed);
@@ -178,16 +215,31 @@ impl ThreadData {
         }
     }
 
-    /// Owner only, on a new node: the index of `frame`'s fine durations, added on the
-    /// frame's first node (a thread meets few frames, so a scan is enough).
-    fn site_durations_of(&self, frame: u32) -> u32 {
-        let known = (0..self.site_durations.len())
-            .find(|&i| self.site_durations.get(i).frame.load(Relaxed) == frame);
+    /// Owner only, on a new node or slot: the index of the fine durations of `frame`'s
+    /// episodes or calls of one kind (`code`), added on first use (a thread meets few
+    /// frames, so a scan is enough).
+    fn site_durations_of(&self, frame: u32, code: u32) -> u32 {
+        let known = (0..self.site_durations.len()).find(|&i| {
+            let d = self.site_durations.get(i);
+            d.frame.load(Relaxed) == frame && d.kind.load(Relaxed) == code
+        });
         known.unwrap_or_else(|| {
             self.site_durations
-                .push(|d| d.frame.store(frame, Relaxed))
+                .push(|d| {
+                    d.frame.store(frame, Relaxed);
+                    d.kind.store(code, Relaxed);
+                })
                 .unwrap_or(NO_DURATIONS)
         })
+    }
+
+    /// Owner only: a timed call in `slot` that lasted `ticks`.
+    #[inline(always)]
+    pub(crate) fn record_call_duration(&self, slot: &Slot, ticks: u64) {
+        let at = slot.durations.load(Relaxed);
+        if at != 0 {
+            self.site_durations.get(at - 1).durations.record(ticks);
+        }
     }
 
     /// Owner only: an episode of `node` that lasted `ticks`.
@@ -245,11 +297,24 @@ impl ThreadData {
 
     #[cold]
     fn new_slot(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
-        let call = site::call_id(key, info);
+        let info = info();
+        let call = site::call_id(key, || info);
         let n = self.node(node);
+        let durations = if info.kind.timed() {
+            let frame = n.frame.load(Relaxed);
+            let at = self.site_durations_of(frame, kind_code(info.kind));
+            if at == NO_DURATIONS {
+                0
+            } else {
+                at + 1
+            }
+        } else {
+            0
+        };
         let pushed = self.slots.push(|s| {
             s.key.store(key, Relaxed);
             s.call.store(call, Relaxed);
+            s.durations.store(durations, Relaxed);
             s.next.set(n.first_slot.own());
         });
         match pushed {
@@ -289,6 +354,7 @@ pub(crate) struct Local {
     pub(crate) current: Cell<u32>,
     pub(crate) counters: LocalCounters,
     pub(crate) claimed: Cell<Claimed>,
+    pub(crate) tally: Cell<Tally>,
     pub(crate) open: OpenFrames,
 }
 
@@ -299,7 +365,7 @@ impl Drop for Local {
         let done = self.data.snapshot(true);
         let mut r = registry();
         r.live.retain(|t| !Arc::ptr_eq(t, &self.data));
-        r.keep(done);
+        r.exited.keep(done);
     }
 }
 
@@ -316,7 +382,8 @@ fn register() -> Local {
     let data = {
         let mut r = registry();
         r.next_serial += 1;
-        let data = Arc::new(ThreadData::new(r.next_serial, crate::config::max_nodes()));
+        let (nodes, timeline) = (crate::config::max_nodes(), crate::config::timeline());
+        let data = Arc::new(ThreadData::new(r.next_serial, nodes, timeline));
         r.live.push(data.clone());
         data
     };
@@ -328,6 +395,7 @@ fn register() -> Local {
         current: Cell::new(ROOT),
         counters,
         claimed: Cell::new(Claimed::ZERO),
+        tally: Cell::new(Tally::ZERO),
         open: OpenFrames::default(),
     }
 }
@@ -391,8 +459,7 @@ fn publish_skipped(data: &ThreadData) {
 fn after_exit() {
     let serial = SERIAL.get();
     let mut r = registry();
-    // Threads kept merged per name (past `MAX_EXITED_THREADS`) have no serial left.
-    if let Some(t) = r.exited.iter_mut().rev().find(|t| t.serial == serial) {
+    if let Some(t) = r.exited.by_serial(serial) {
         t.entries_after_exit += 1;
     }
 }
@@ -401,54 +468,10 @@ fn after_exit() {
 pub(crate) struct Registry {
     next_serial: u64,
     live: Vec<Arc<ThreadData>>,
-    exited: Vec<ThreadProfile>,
-    /// Threads that exited after `exited` was full, merged per name (see `keep`).
-    merged: Vec<ThreadProfile>,
+    exited: Exited,
     /// In a forked child: the forking thread as it was at the fork, which reports
     /// subtract so the child shows only its own recording.
     fork_base: Option<ThreadProfile>,
-}
-
-/// Exited threads kept one by one (~1 KiB each); later ones are merged per name (up
-/// to 256 names, unnamed threads and the rest as `[exited threads]`), so a program
-/// that starts a thread per request keeps bounded memory.
-pub(crate) const MAX_EXITED_THREADS: usize = 10_000;
-/// Names kept apart once merging starts; the rest share one profile.
-const MAX_MERGED_NAMES: usize = 256;
-const MERGED_UNNAMED: &str = "[exited threads]";
-
-impl Registry {
-    /// Keeps an exited thread's profile: as it is while there is room, else added into
-    /// the merged profile of its name (unnamed threads, and names past the cap, share
-    /// one). A session spanning the merge counts the merged thread's earlier
-    /// recording again; `MAX_EXITED_THREADS` exits have to come first.
-    fn keep(&mut self, done: ThreadProfile) {
-        if self.exited.len() < MAX_EXITED_THREADS {
-            self.exited.push(done);
-            return;
-        }
-        let unnamed = done.name == format!("thread-{}", done.serial);
-        let mut name = if unnamed {
-            MERGED_UNNAMED
-        } else {
-            done.name.as_str()
-        };
-        if self.merged.len() >= MAX_MERGED_NAMES && !self.merged.iter().any(|m| m.name == name) {
-            name = MERGED_UNNAMED;
-        }
-        match self.merged.iter_mut().find(|m| m.name == name) {
-            Some(m) => m.absorb(&done),
-            None => {
-                // Serials count up from 1; merged profiles take the top of the range.
-                let serial = u64::MAX - self.merged.len() as u64;
-                self.merged.push(ThreadProfile {
-                    serial,
-                    name: name.to_string(),
-                    ..done
-                });
-            }
-        }
-    }
 }
 
 fn registry() -> Locked<Registry> {
@@ -456,8 +479,7 @@ fn registry() -> Locked<Registry> {
         Registry {
             next_serial: 0,
             live: Vec::new(),
-            exited: Vec::new(),
-            merged: Vec::new(),
+            exited: Exited::new(),
             fork_base: None,
         },
         Registry::in_forked_child,
@@ -474,8 +496,7 @@ impl Registry {
         counters::forget_pages_after_fork();
         let me = SERIAL.try_with(Cell::get).unwrap_or(0);
         self.live.retain(|t| t.serial == me);
-        self.exited.clear();
-        self.merged.clear();
+        self.exited = Exited::new();
         self.fork_base = self.live.first().map(|t| t.snapshot(false));
     }
 }
@@ -504,8 +525,7 @@ pub(crate) fn all_threads() -> Vec<ThreadProfile> {
     }
     let (live, mut out, base) = {
         let r = registry();
-        let mut kept = r.exited.clone();
-        kept.extend(r.merged.iter().cloned());
+        let kept = r.exited.all();
         (r.live.clone(), kept, r.fork_base.clone())
     };
     // Read live threads outside the lock so thread start/exit never waits on a report.

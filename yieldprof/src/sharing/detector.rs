@@ -1,6 +1,8 @@
-//! The hot-line table: which thread read and wrote which word of a watched line, recorded without a lock on every tracked access.
+//! The hot-line table: which thread read and wrote which bytes of a watched line, recorded without a lock on every tracked access.
 
+use super::history::{access, has_whole, with_access, Entry};
 use super::*;
+use crate::base::clock;
 use crate::base::site::{self, FrameKind, THREAD_FRAME};
 use crate::config;
 use crate::record::thread;
@@ -14,29 +16,30 @@ pub(super) const fn zeros<const N: usize>() -> [AtomicU64; N] {
     [const { AtomicU64::new(0) }; N]
 }
 
-/// Invalidations counted, by kind and by the word (the line, for a block) whose write
-/// caused them.
+/// Invalidations counted, by kind and by the 4-B granule (the line, for a block) where
+/// the write that caused them starts.
 pub(super) struct Tally {
     pub(super) invalidations: AtomicU64,
     pub(super) false_inv: AtomicU64,
     pub(super) contended: AtomicU64,
-    pub(super) by_word: [AtomicU64; WORDS],
+    pub(super) by_granule: [AtomicU64; GRANULES],
 }
 
-/// What an invalidation was: whether a victim needed the written word, and whether one
-/// had written it too.
+/// What an invalidation was: whether a victim needed the written bytes, and whether one
+/// had written them too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Invalidation {
     pub(super) needed: bool,
     pub(super) contended: bool,
 }
 
-/// One history: the threads that touched a line (or block) since its last write. Its
-/// own tally serves blocks; a line's invalidations are tallied by each writer in its
-/// own counters, so counting costs no shared read-modify-write.
+/// One history: the threads that touched a line (or block) since its last write, one
+/// packed [`Entry`] a word. Its own tally serves blocks; a line's invalidations are
+/// tallied by each writer in its own counters, so counting costs no shared
+/// read-modify-write.
 #[repr(C, align(128))]
 pub(crate) struct Hot {
-    pub(super) history: AtomicU64,
+    pub(super) history: [AtomicU64; 2],
     pub(super) tally: Tally,
 }
 
@@ -52,7 +55,12 @@ pub(super) struct Meta {
 /// set), and no other thread's share their 128-B block.
 #[repr(C, align(128))]
 pub(super) struct PerThread {
-    pub(super) rw: [[AtomicU64; 2]; WORDS],
+    /// Tracked reads and writes, by the granule where each access starts.
+    pub(super) rw: [[AtomicU64; 2]; GRANULES],
+    /// Ticks of this thread's first and (to within `TIME_EVERY` accesses) last tracked
+    /// access to the line: how long it overlapped the others.
+    pub(super) first: AtomicU64,
+    pub(super) last: AtomicU64,
     pub(super) frames: [AtomicU32; FRAMES],
     pub(super) frame_reads: [AtomicU64; FRAMES],
     /// Invalidations this thread's writes caused.
@@ -74,19 +82,19 @@ impl Tally {
             invalidations: AtomicU64::new(0),
             false_inv: AtomicU64::new(0),
             contended: AtomicU64::new(0),
-            by_word: zeros(),
+            by_granule: zeros(),
         }
     }
 
     fn all(&self) -> impl Iterator<Item = &AtomicU64> {
         [&self.invalidations, &self.false_inv, &self.contended]
             .into_iter()
-            .chain(&self.by_word)
+            .chain(&self.by_granule)
     }
 
-    fn count(&self, word: usize, i: Invalidation, owned: bool) {
+    pub(super) fn count(&self, granule: usize, i: Invalidation, owned: bool) {
         add(&self.invalidations, owned);
-        add(&self.by_word[word], owned);
+        add(&self.by_granule[granule], owned);
         if !i.needed {
             add(&self.false_inv, owned);
         }
@@ -100,7 +108,7 @@ impl Tally {
             invalidations: self.invalidations.load(Relaxed),
             false_inv: self.false_inv.load(Relaxed),
             contended: self.contended.load(Relaxed),
-            by_word: std::array::from_fn(|i| self.by_word[i].load(Relaxed)),
+            by_granule: std::array::from_fn(|i| self.by_granule[i].load(Relaxed)),
         }
     }
 }
@@ -108,133 +116,136 @@ impl Tally {
 impl Hot {
     pub(crate) const fn new() -> Hot {
         Hot {
-            history: AtomicU64::new(0),
+            history: zeros(),
             tally: Tally::new(),
         }
     }
 
     pub(super) fn reset(&self) {
-        self.history.store(0, Relaxed);
+        for h in &self.history {
+            h.store(0, Relaxed);
+        }
         for a in self.tally.all() {
             a.store(0, Relaxed);
         }
     }
 
-    /// Applies one tracked access by thread `tid` (never 0) to `word` (0..8), counting
-    /// an invalidation in this history's own tally.
-    pub(crate) fn observe(&self, tid: u16, word: usize, write: bool) {
-        if let Some(i) = self.observe_with(tid, 1 << word, write, 0) {
-            self.tally.count(word, i, false);
+    /// Applies one tracked access by thread `tid` (never 0) to "byte" `bit` (below
+    /// `GRANULES`), counting an invalidation in this history's own tally under `bit`. A
+    /// block's history passes its line (0 or 1).
+    pub(crate) fn observe(&self, tid: u16, bit: usize, write: bool) {
+        if let Some(i) = self.observe_with(tid, (1 << bit, 0), write, 0) {
+            self.tally.count(bit, i, false);
         }
     }
 
-    /// The history part of [`Hot::observe`], for the word(s) in `bits` (one bit for a
-    /// write), with `pending`: reads this thread made earlier and has not published.
-    fn observe_with(&self, tid: u16, bits: u8, write: bool, pending: u8) -> Option<Invalidation> {
-        let entries = decode(self.history.load(Relaxed));
-        let own = entries.iter().position(|e| e.tid == tid);
-        let touched = |i: usize| entries[i].read | entries[i].write;
+    /// Whether [`Hot::observe_with`] would leave the history as it is, in the common
+    /// case, read off the packed words: this thread again, on whole granules it already
+    /// has (with any pending read inside them), and nobody else in. `false` means "maybe
+    /// not".
+    #[inline(always)]
+    fn unchanged(&self, tid: u16, (mask, whole): (u64, u16), write: bool, pending: u64) -> bool {
+        if whole == 0 || pending & !mask != 0 {
+            return false;
+        }
+        let (w0, w1) = (self.history[0].load(Relaxed), self.history[1].load(Relaxed));
+        let (t0, t1) = (w0 as u16, w1 as u16);
+        let own = if t0 == tid && t1 == 0 {
+            w0
+        } else if t1 == tid && t0 == 0 {
+            w1
+        } else {
+            return false;
+        };
+        has_whole(own, whole, write)
+    }
+
+    /// One tracked access (`access` from [`access`]): the packed check inline, the full
+    /// one in a call when that says "maybe".
+    #[inline(always)]
+    pub(super) fn apply(
+        &self,
+        tid: u16,
+        access: (u64, u16),
+        write: bool,
+        pending: u64,
+    ) -> Option<Invalidation> {
+        if self.unchanged(tid, access, write, pending) {
+            return None;
+        }
+        self.observe_with(tid, access, write, pending)
+    }
+
+    /// The history part of [`Hot::observe`], for `access` (bytes, whole granules), with
+    /// `pending`: bytes this thread read earlier and has not published. Only the entries
+    /// it needs are unpacked: other threads' on an invalidation, the thread's own when
+    /// the access is not made of whole granules.
+    pub(super) fn observe_with(
+        &self,
+        tid: u16,
+        access: (u64, u16),
+        write: bool,
+        pending: u64,
+    ) -> Option<Invalidation> {
+        // Scalars, not arrays and iterators: those went through the stack and stalled
+        // on store forwarding, a third of this function's time.
+        let (w0, w1) = (self.history[0].load(Relaxed), self.history[1].load(Relaxed));
+        let (t0, t1) = (w0 as u16, w1 as u16);
+        let other = |t: u16| t != 0 && t != tid;
+        let own = if t0 == tid {
+            w0
+        } else if t1 == tid {
+            w1
+        } else {
+            0
+        };
         let mut invalidation = None;
-        let next = if write {
-            let mut victim = false;
-            let mut needed = false;
-            let mut contended = false;
-            for e in entries.iter().filter(|e| e.tid != 0 && e.tid != tid) {
-                victim = true;
-                needed |= (e.read | e.write) & bits != 0;
-                contended |= e.write & bits != 0;
-            }
-            if victim {
+        let (n0, n1) = if write {
+            if other(t0) || other(t1) {
+                let mut needed = false;
+                let mut contended = false;
+                for w in [w0, w1] {
+                    if other(w as u16) {
+                        let e = Entry::unpack(w);
+                        needed |= e.touched() & access.0 != 0;
+                        contended |= e.write & access.0 != 0;
+                    }
+                }
                 invalidation = Some(Invalidation { needed, contended });
                 // Reads before this write no longer matter: the history restarts.
-                [Entry::wrote(tid, bits), Entry::EMPTY]
+                (with_access(0, tid, access, true, 0), 0)
             } else {
-                let mine = own.map_or(Entry::wrote(tid, 0), |i| entries[i]);
-                if mine.write & bits != 0 && (mine.read | mine.write) & pending == pending {
-                    return None;
-                }
-                let mine = Entry {
-                    read: mine.read | pending,
-                    write: mine.write | bits,
-                    ..mine
-                };
-                [mine, Entry::EMPTY]
+                (with_access(own, tid, access, true, pending), 0)
             }
+        } else if own != 0 {
+            let mine = with_access(own, tid, access, false, pending);
+            if t0 == tid {
+                (mine, w1)
+            } else {
+                (w0, mine)
+            }
+        } else if t0 == 0 {
+            (with_access(0, tid, access, false, pending), w1)
+        } else if t1 == 0 {
+            (w0, with_access(0, tid, access, false, pending))
         } else {
-            let bits = bits | pending;
-            match own {
-                Some(i) if touched(i) & bits == bits => return None,
-                Some(i) => {
-                    let mut next = entries;
-                    next[i].read |= bits;
-                    next
-                }
-                None => match entries.iter().position(|e| e.tid == 0) {
-                    Some(i) => {
-                        let mut next = entries;
-                        next[i] = Entry {
-                            tid,
-                            read: bits,
-                            write: 0,
-                        };
-                        next
-                    }
-                    // Two other threads are already in: the next write counts anyway.
-                    None => return None,
-                },
-            }
+            // Two other threads are already in: the next write counts anyway.
+            return None;
         };
-        // A plain store, not a compare-exchange: a locked instruction would stall this
+        // Plain stores, not a compare-exchange: a locked instruction would stall this
         // thread for the whole transfer of the line, which the program's own plain
         // loads and stores mostly hide. Two threads updating at the same instant may
-        // lose one update; the history is a model of the order, not a lock.
-        self.history.store(encode(next), Relaxed);
+        // lose one update, or leave the two entries of different updates; each entry is
+        // one word, so it is always one thread's own accesses. The history is a model
+        // of the order, not a lock.
+        if n0 != w0 {
+            self.history[0].store(n0, Relaxed);
+        }
+        if n1 != w1 {
+            self.history[1].store(n1, Relaxed);
+        }
         invalidation
     }
-}
-
-/// One history entry: a thread and the words it read and wrote (bit masks).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Entry {
-    pub(super) tid: u16,
-    pub(super) read: u8,
-    pub(super) write: u8,
-}
-
-impl Entry {
-    const EMPTY: Entry = Entry {
-        tid: 0,
-        read: 0,
-        write: 0,
-    };
-
-    pub(super) fn wrote(tid: u16, bit: u8) -> Entry {
-        Entry {
-            tid,
-            read: 0,
-            write: bit,
-        }
-    }
-
-    fn bits(self) -> u64 {
-        (self.tid as u64) << 16 | (self.write as u64) << 8 | self.read as u64
-    }
-
-    fn from_bits(b: u64) -> Entry {
-        Entry {
-            tid: (b >> 16) as u16,
-            write: (b >> 8) as u8,
-            read: b as u8,
-        }
-    }
-}
-
-pub(super) fn decode(h: u64) -> [Entry; 2] {
-    [Entry::from_bits(h & 0xffff_ffff), Entry::from_bits(h >> 32)]
-}
-
-pub(super) fn encode(e: [Entry; 2]) -> u64 {
-    e[0].bits() | e[1].bits() << 32
 }
 
 impl Meta {
@@ -249,7 +260,9 @@ impl Meta {
 impl PerThread {
     const fn new() -> PerThread {
         PerThread {
-            rw: [const { zeros() }; WORDS],
+            rw: [const { zeros() }; GRANULES],
+            first: AtomicU64::new(0),
+            last: AtomicU64::new(0),
             frames: [const { AtomicU32::new(0) }; FRAMES],
             frame_reads: zeros(),
             tally: Tally::new(),
@@ -257,12 +270,32 @@ impl PerThread {
     }
 
     fn reset(&self) {
+        let times = [&self.first, &self.last];
         let counts = self.rw.iter().flatten().chain(&self.frame_reads);
-        for a in counts.chain(self.tally.all()) {
+        for a in counts.chain(self.tally.all()).chain(times) {
             a.store(0, Relaxed);
         }
         for f in &self.frames {
             f.store(0, Relaxed);
+        }
+    }
+
+    /// Moves this thread's first and last access times on, at its `n`th tracked access
+    /// to a granule: reading the clock on every access would cost more than the rest.
+    #[inline]
+    fn note_time(&self, n: u64, owned: bool) {
+        if n % TIME_EVERY != 1 {
+            return;
+        }
+        let now = clock::now();
+        if owned {
+            if self.first.load(Relaxed) == 0 {
+                self.first.store(now, Relaxed);
+            }
+            self.last.store(now, Relaxed);
+        } else {
+            let _ = self.first.compare_exchange(0, now, Relaxed, Relaxed);
+            self.last.fetch_max(now, Relaxed);
         }
     }
 
@@ -333,13 +366,15 @@ impl LineSlot {
 }
 
 /// A single owner bumps with load+store (exact, no locked instruction); the pooled set
-/// is shared, so it needs the read-modify-write.
+/// is shared, so it needs the read-modify-write. Returns the new count.
 #[inline(always)]
-pub(super) fn add(a: &AtomicU64, owned: bool) {
+pub(super) fn add(a: &AtomicU64, owned: bool) -> u64 {
     if owned {
-        a.store(a.load(Relaxed).wrapping_add(1), Relaxed);
+        let n = a.load(Relaxed).wrapping_add(1);
+        a.store(n, Relaxed);
+        n
     } else {
-        a.fetch_add(1, Relaxed);
+        a.fetch_add(1, Relaxed).wrapping_add(1)
     }
 }
 
@@ -349,15 +384,12 @@ pub(super) static KEYS: [AtomicUsize; MAX_LINES] =
 pub(super) static TABLE: [LineSlot; MAX_LINES] = [const { LineSlot::new() }; MAX_LINES];
 /// Set by the first `watch`: until then every access returns after one load.
 pub(super) static ACTIVE: AtomicBool = AtomicBool::new(false);
-/// 0 until read from `YIELDPROF_WATCH_SAMPLE`; 1 tracks every access.
-pub(super) static SAMPLE_EVERY: AtomicU32 = AtomicU32::new(0);
-
 pub(super) fn home(line: usize) -> usize {
     ((line / LINE) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) as usize >> 32 & (MAX_LINES - 1)
 }
 
 /// The slot watching `line`, if any: a few loads of a read-mostly array, no lock.
-#[inline]
+#[inline(always)]
 pub(super) fn lookup(line: usize) -> Option<usize> {
     let h = home(line);
     for p in 0..PROBES {
@@ -371,72 +403,25 @@ pub(super) fn lookup(line: usize) -> Option<usize> {
     None
 }
 
-pub(super) struct Sampler {
-    pub(super) left: Cell<u32>,
-    pub(super) warm: Cell<u32>,
-    pub(super) rng: Cell<u32>,
-}
-
 thread_local! {
-    static SAMPLER: Sampler = const {
-        Sampler { left: Cell::new(0), warm: Cell::new(WARMUP_ACCESSES), rng: Cell::new(0) }
-    };
-    /// Own-word reads not yet in a history: slot + 1 (0 = none) and word bits.
-    static PENDING: Cell<(u32, u8)> = const { Cell::new((0, 0)) };
+    /// Reads of granules this thread writes, not yet in a history: slot + 1 (0 = none)
+    /// and the bytes read.
+    static PENDING: Cell<(u32, u64)> = const { Cell::new((0, 0)) };
     /// Which frame ids are wait sites, as far as this thread has needed to know.
     static WAIT_FRAMES: RefCell<Vec<bool>> = const { RefCell::new(Vec::new()) };
 }
 
-impl Sampler {
-    /// Accesses until the next tracked one: 1 during warm-up, then uniform in
-    /// 1..=2n-1 (mean n).
-    pub(super) fn gap(&self, every: u32) -> u32 {
-        let warm = self.warm.get();
-        if warm > 0 {
-            self.warm.set(warm - 1);
-            return 1;
-        }
-        let mut x = self.rng.get();
-        if x == 0 {
-            // Any non-zero per-thread seed will do: the address of this thread's state.
-            x = (self as *const Sampler as usize as u32) | 1;
-        }
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        self.rng.set(x);
-        1 + x % (2 * every - 1)
-    }
-}
-
+/// The hot path: one access of `size` bytes at `addr`, a write or a read. Accesses
+/// through `Watched` atomics come here, and any other source of accesses (hardware
+/// watchpoints) can: sizes are clamped to 1..=16 B, an access that straddles two lines
+/// counts on both.
 #[inline(always)]
-pub(super) fn sampled() -> bool {
-    let every = SAMPLE_EVERY.load(Relaxed);
-    if every <= 1 {
-        return true;
-    }
-    SAMPLER
-        .try_with(|s| {
-            let left = s.left.get();
-            if left > 1 {
-                s.left.set(left - 1);
-                false
-            } else {
-                s.left.set(s.gap(every));
-                true
-            }
-        })
-        .unwrap_or(false)
-}
-
-/// The hot path: one access through a `Watched` atomic at `addr`.
-#[inline(always)]
-pub(crate) fn record(addr: usize, write: bool) {
+pub(crate) fn record_access(addr: usize, size: usize, write: bool) {
     if !cfg!(feature = "enabled") || !ACTIVE.load(Relaxed) || !config::enabled() {
         return;
     }
     if sampled() {
-        track(addr, write);
+        track(addr, size, write);
     }
 }
 
@@ -460,22 +445,43 @@ pub(super) fn is_wait_frame(frame: u32) -> bool {
 }
 
 #[inline(never)]
-pub(super) fn track(addr: usize, write: bool) {
-    let line = addr & !(LINE - 1);
+pub(super) fn track(addr: usize, size: usize, write: bool) {
+    let size = size.clamp(1, MAX_ACCESS);
+    let offset = addr % LINE;
+    if offset + size <= LINE {
+        track_line(addr - offset, offset, size, write);
+    } else {
+        track_straddling(addr - offset, offset, size, write);
+    }
+}
+
+/// An access that starts on `line` and ends on the next (plain data, unaligned).
+#[cold]
+#[inline(never)]
+fn track_straddling(line: usize, offset: usize, size: usize, write: bool) {
+    track_line(line, offset, LINE - offset, write);
+    track_line(line + LINE, 0, offset + size - LINE, write);
+}
+
+/// One access to bytes `[offset, offset + len)` of `line`.
+#[inline(always)]
+fn track_line(line: usize, offset: usize, len: usize, write: bool) {
     let Some(i) = lookup(line) else { return };
     let Some((serial, frame)) = thread::current_frame() else {
         return;
     };
     let slot = &TABLE[i];
-    let word = (addr % LINE) / WORD;
+    let granule = offset / GRANULE;
     let b = slot.block_of(serial);
     let owned = b < OWNED_THREADS;
     let counts = &slot.threads[b];
-    add(&counts.rw[word][write as usize], owned);
+    let n = add(&counts.rw[granule][write as usize], owned);
+    counts.note_time(n, owned);
     if !write && frame != THREAD_FRAME && is_wait_frame(frame) {
         counts.note_frame(frame, owned);
     }
     let tid = ids::mine();
+    let (mask, whole) = access(offset, len);
     let (pending_slot, pending) = PENDING.get();
     let pending = if pending_slot == i as u32 + 1 {
         pending
@@ -484,22 +490,28 @@ pub(super) fn track(addr: usize, write: bool) {
             // A read never invalidates: nothing to count.
             TABLE[pending_slot as usize - 1]
                 .hot
-                .observe_with(tid, 0, false, pending);
+                .observe_with(tid, (0, 0), false, pending);
         }
         0
     };
-    // A read of a word this thread writes is typically followed by its write (a load
-    // and store of its own index, a CAS loop): it waits, unpublished and without
+    // A read of a granule this thread writes is typically followed by its write (a
+    // load and store of its own index, a CAS loop): it waits, unpublished and without
     // touching the shared history, for the thread's next access, which then does one
     // shared write for both.
-    if !write && owned && counts.rw[word][1].load(Relaxed) > 0 {
-        PENDING.set((i as u32 + 1, pending | 1 << word));
+    if !write && owned && counts.rw[granule][1].load(Relaxed) > 0 {
+        PENDING.set((i as u32 + 1, pending | mask));
     } else {
-        if let Some(inv) = slot.hot.observe_with(tid, 1 << word, write, pending) {
-            counts.tally.count(word, inv, owned);
+        if let Some(inv) = slot.hot.apply(tid, (mask, whole), write, pending) {
+            counts.tally.count(granule, inv, owned);
         }
         PENDING.set((0, 0));
     }
+    observe_pair(slot, line, tid, write);
+}
+
+/// The 128-B block's history, when both of its lines are watched.
+#[inline(always)]
+fn observe_pair(slot: &LineSlot, line: usize, tid: u16, write: bool) {
     let partner = slot.meta.partner.load(Relaxed);
     if partner != 0 {
         let half = (line / LINE) & 1;
@@ -512,21 +524,25 @@ pub(super) fn track(addr: usize, write: bool) {
     }
 }
 
-/// Sets the sampling rate of watched accesses: `1` tracks every one, `n` one in `n` on
-/// average after each thread's first 10 000 (default
-/// 64, or `YIELDPROF_WATCH_SAMPLE=n`, read at the first
-/// [`watch`](crate::watch)). Bounds of the rule apply to tracked events, so a lower
-/// rate needs a longer run for a verdict.
-///
-/// ```
-/// yieldprof::sharing::set_watch_sampling(16);
-/// yieldprof::sharing::set_watch_sampling(1);
-/// ```
-pub fn set_watch_sampling(every: u32) {
-    SAMPLE_EVERY.store(every.max(1), Relaxed);
-}
-
-/// The sampling rate in force: 1 = every access.
-pub(crate) fn sample_every() -> u32 {
-    SAMPLE_EVERY.load(Relaxed).max(1)
+/// A write of `len` bytes at `addr` made by another thread, seen by a hardware
+/// watchpoint (`sharing::plain`): that thread's serial and history id are given, since
+/// the calling thread is not the one that wrote. Its counters are updated with atomic
+/// adds: the writer may track `Watched` accesses of its own at the same time.
+pub(super) fn track_write_of(addr: usize, len: usize, serial: u64, tid: u16) {
+    if !cfg!(feature = "enabled") || !config::enabled() {
+        return;
+    }
+    let offset = addr % LINE;
+    let line = addr - offset;
+    let Some(i) = lookup(line) else { return };
+    let slot = &TABLE[i];
+    let granule = offset / GRANULE;
+    let counts = &slot.threads[slot.block_of(serial)];
+    let n = add(&counts.rw[granule][1], false);
+    counts.note_time(n, false);
+    let len = len.clamp(1, LINE - offset);
+    if let Some(inv) = slot.hot.apply(tid, access(offset, len), true, 0) {
+        counts.tally.count(granule, inv, false);
+    }
+    observe_pair(slot, line, tid, true);
 }

@@ -46,11 +46,17 @@ pub(super) fn mine() -> u16 {
 
 #[cold]
 fn borrow() -> u16 {
-    let id = take().unwrap_or(SHARED);
+    let id = lend();
     MINE.set(id);
     // Registers the destructor; a thread already exiting keeps its id for good.
     let _ = LEASE.try_with(|_| ());
     id
+}
+
+/// An id for a thread other than the caller (one that hardware watchpoints see);
+/// [`give_back`] it when that thread is gone.
+pub(super) fn lend() -> u16 {
+    take().unwrap_or(SHARED)
 }
 
 /// A free id, marked lent.
@@ -79,7 +85,8 @@ fn reserved(w: usize) -> u64 {
     u64::from(w == 0) | u64::from(w == WORDS - 1) << 63
 }
 
-fn give_back(id: u16) {
+/// Ends the loan of `id` (a no-op for the reserved ones).
+pub(super) fn give_back(id: u16) {
     if id != 0 && id != SHARED {
         LENT[id as usize / 64].fetch_and(!(1 << (id % 64)), Relaxed);
     }

@@ -1,30 +1,16 @@
 //! Watched lines: the registered ranges and their names, and the records of lines no longer watched.
 
+use super::fields::Field;
 use super::*;
 use crate::base::fork::{ForkMutex, Locked};
 use std::sync::atomic::Ordering::{Relaxed, Release};
-
-#[derive(Clone, Debug)]
-pub(super) struct Field {
-    pub(super) addr: usize,
-    pub(super) size: usize,
-    pub(super) name: String,
-    /// Its value was dropped; the name stays while a line it was on is live.
-    pub(super) gone: bool,
-}
-
-impl Field {
-    pub(super) fn overlaps(&self, addr: usize, size: usize) -> bool {
-        self.addr < addr + size && addr < self.addr + self.size
-    }
-}
 
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct HotRecord {
     pub(super) invalidations: u64,
     pub(super) false_inv: u64,
     pub(super) contended: u64,
-    pub(super) by_word: [u64; WORDS],
+    pub(super) by_granule: [u64; GRANULES],
 }
 
 /// A line's counters copied out of its slot, live or retired.
@@ -35,7 +21,10 @@ pub(super) struct LineRecord {
     pub(super) until: u64,
     pub(super) fields: Vec<Field>,
     pub(super) owners: [u64; OWNED_THREADS],
-    pub(super) rw: [[[u64; 2]; WORDS]; BLOCKS],
+    /// Tracked reads and writes by thread block and granule.
+    pub(super) rw: [[[u64; 2]; GRANULES]; BLOCKS],
+    /// Ticks of each block's first and last tracked access (0: none).
+    pub(super) times: [(u64, u64); BLOCKS],
     pub(super) frames: Vec<(u32, u64)>,
     pub(super) hot: HotRecord,
     pub(super) pair: HotRecord,
@@ -104,6 +93,10 @@ impl WatchedLines {
                     std::array::from_fn(|op| s.threads[b].rw[w][op].load(Relaxed))
                 })
             }),
+            times: std::array::from_fn(|b| {
+                let t = &s.threads[b];
+                (t.first.load(Relaxed), t.last.load(Relaxed))
+            }),
             frames,
             hot: s
                 .threads
@@ -113,7 +106,7 @@ impl WatchedLines {
                     invalidations: a.invalidations + b.invalidations,
                     false_inv: a.false_inv + b.false_inv,
                     contended: a.contended + b.contended,
-                    by_word: std::array::from_fn(|w| a.by_word[w] + b.by_word[w]),
+                    by_granule: std::array::from_fn(|g| a.by_granule[g] + b.by_granule[g]),
                 }),
             pair: s.pair.tally.record(),
             sample_every: sample_every(),
@@ -206,9 +199,9 @@ impl WatchedLines {
     }
 }
 
-/// Registers `[addr, addr + size)` under `name`. A range overlapping an earlier one
-/// replaces it: that memory now holds a new object.
-pub(crate) fn register(addr: usize, size: usize, name: &str) {
+/// Registers `[addr, addr + size)` under `name`, a value of type `type_name`. A range
+/// overlapping an earlier one replaces it: that memory now holds a new object.
+pub(crate) fn register(addr: usize, size: usize, name: &str, type_name: &str) {
     if !cfg!(feature = "enabled") {
         return;
     }
@@ -224,12 +217,7 @@ pub(crate) fn register(addr: usize, size: usize, name: &str) {
     }
     r.fields.retain(|f| !f.overlaps(addr, size));
     r.prune();
-    r.fields.push(Field {
-        addr,
-        size,
-        name: name.to_string(),
-        gone: false,
-    });
+    r.fields.push(Field::new(addr, size, name, type_name));
     let inserted = lines.iter().all(|&l| r.insert_line(l));
     if !inserted && !r.warned_full {
         r.warned_full = true;

@@ -4,51 +4,68 @@
 //! [`Watched`](crate::Watched) atomic on a registered 64-byte line is *tracked* (all of
 //! them, or a sample). The rule follows Predator and Sheriff: software that mimics the
 //! coherence protocol, so it works in VMs and containers where `perf c2c` has no PMU.
+//! Plain data, which no `Watched` wraps, is watched by [`watch_plain`]: sampled hardware
+//! watchpoints see its writes and feed them into the same histories.
 //!
 //! ## The rule
 //!
 //! Each watched 64-B line keeps a two-entry history of the threads that touched it since
-//! its last write, with the 8-B words each read or wrote. A tracked write by thread `T`
-//! to word `w` is an **invalidation** when the history holds another thread `U`: on real
-//! hardware that write takes the line away from `U`'s core. It is then classified:
+//! its last write, with the bytes each read or wrote (an access keeps its offset and
+//! size, 1 to 16 B: a `Watched<AtomicU32>` is 4 B, a `Watched<AtomicU8>` 1 B). A tracked
+//! write by thread `T` to bytes `w` is an **invalidation** when the history holds
+//! another thread `U`: on real hardware that write takes the line away from `U`'s core.
+//! It is then classified:
 //!
-//! - **false** when no such `U` touched `w`: `U` loses a line for words that did not
-//!   change, and the miss would not exist were `w` on its own line. A single writer and
-//!   a reader spinning on a *different* word counts here: the spinning reader is the
-//!   victim.
-//! - **true** otherwise: `U` needs the new value of `w` (communication, which no layout
-//!   removes). It is also **contended** when `U` *wrote* `w` itself (several writers of
-//!   one word, like a shared `fetch_add` counter).
+//! - **false** when no such `U` touched a byte of `w`: `U` loses a line for bytes that
+//!   did not change, and the miss would not exist were `w` on its own line. Two 4-byte
+//!   locks in one 8-byte word, each taken by its own thread, count here; so does a single
+//!   writer with a reader spinning on *other* bytes: the spinning reader is the victim.
+//! - **true** otherwise: `U` needs the new value (communication, which no layout
+//!   removes). It is also **contended** when `U` *wrote* some of those bytes itself
+//!   (several writers of one value, like a shared `fetch_add` counter).
 //!
-//! Per word and per thread the line also counts tracked reads and writes, and per thread
-//! the wait sites (`#[instrument_wait]` episodes) in which the line was read: the sites
-//! that spin on it.
+//! Per 4-B granule and per thread the line also counts tracked reads and writes (the
+//! report's rows: each watched field or array element, named), per thread the time of
+//! its first and last tracked access, and the wait sites (`#[instrument_wait]` episodes)
+//! in which the line was read: the sites that spin on it.
 //!
 //! A line's verdict, with `N` its invalidations:
 //!
 //! | verdict | when |
 //! |---|---|
-//! | quiet | `N` < 32 |
+//! | untracked | no access to the line was tracked |
+//! | uncertain | `N` < 32, and a writer and another thread used the line at the same time for less than 10 ms |
+//! | quiet | `N` < 32 otherwise |
 //! | FALSE | false ≥ 32 and false ≥ `N` / 4, not contended |
 //! | MIXED | the FALSE condition, and contended ≥ both bounds too |
 //! | TRUE | `N` ≥ 32, the false part below the bounds |
 //!
+//! Untracked and uncertain lines carry a note that says why ("nothing tracked: 0
+//! accesses through Watched on this range", "verdict uncertain: the two writers
+//! overlapped 3.00 ms"), in the summary and the JSON: a quiet line then means that the
+//! threads did run together and did not share it.
+//!
 //! The adjacent-line prefetcher of current x86 and aarch64 cores fetches 64-B lines in
 //! aligned pairs, which makes 128 B the unit that ping-pongs. When both lines of a pair
-//! `2i`/`2i+1` are watched, the pair keeps the same history with the line as the "word":
+//! `2i`/`2i+1` are watched, the pair keeps the same history with the line as the "byte":
 //! a block whose false part passes the same bounds, while neither line is FALSE or
-//! MIXED itself, is **ADJACENT-RISK**.
+//! MIXED itself, is **ADJACENT-RISK**. The fix a report gives names the fields or array
+//! elements, their type and stride, and the padding (`CachePadded` or
+//! `#[repr(align(128))]`, 128 B for that prefetcher).
 //!
 //! ## Costs and limits
 //!
-//! The history is one word per line, written with a plain store (a locked instruction
-//! would stall the thread for the whole line transfer, which the program's own plain
-//! accesses mostly hide) and only when it changes: a thread re-reading what it already
-//! read only loads it, and a read of a word the thread itself writes is published with
+//! The history is two words per line, one per entry: the thread id, one bit per 4-B
+//! granule read and written, and the bytes of one partly used granule (`history`). Each
+//! is written with a plain store (a locked instruction would stall the thread for the
+//! whole line transfer, which the program's own plain accesses mostly hide) and only
+//! when it changes: a thread re-reading what it already read only loads it, checked on
+//! the packed words, and a read of a granule the thread itself writes is published with
 //! its next access. So it ping-pongs about as often as the real line: tracking every
 //! access roughly doubles the coherence traffic of a watched line. Two threads updating
-//! it at the same instant may lose one update; the history models the order, it does
-//! not serialize it.
+//! it at the same instant may lose one update, or leave entries of two updates; each
+//! entry is one word, so it always holds one thread's own accesses. The history models
+//! the order, it does not serialize it.
 //! Counters each thread writes sit in its own 128-B block of the line's slot, and slots
 //! never share a block, so the profiler adds no false sharing of its own. The table is
 //! fixed (256 lines, first 4 threads of a line with their own
@@ -57,26 +74,37 @@
 //! (random gaps, so loop shapes cannot alias) after each thread's first
 //! 10 000 accesses; 64 is the default `n`. The bounds apply
 //! to tracked events. Sampling shifts the split toward true sharing: a victim's tracked
-//! words then span the window since the last *tracked* write, longer than the real one.
+//! bytes then span the window since the last *tracked* write, longer than the real one.
 //!
-//! Sub-word atomics sharing one 8-B word count as the same word. The history sees the
-//! order in which tracked accesses reached it, close to but not exactly the order of
-//! the accesses themselves. A thread's last read of a word it writes, if nothing of
-//! that thread's follows it, is not published.
+//! Bytes are exact where each thread uses whole 4-B granules and at most one granule in
+//! part; a thread's second partly used granule counts as all its 4 bytes (which can turn
+//! a false invalidation into a true one, never the reverse). The report's per-thread
+//! counts are per granule: two `u8` flags in one granule share a row. The history sees
+//! the order in which tracked accesses reached it, close to but not exactly the order
+//! of the accesses themselves. A thread's last read of a granule it writes, if nothing
+//! of that thread's follows it, is not published.
 
 mod detector;
+mod fields;
+mod history;
 mod ids;
 pub(crate) mod layout;
 mod lines;
+mod plain;
 mod report;
+mod rotation;
+mod rows;
+mod sampling;
 #[cfg(test)]
 mod tests;
 mod verdicts;
 pub(crate) mod watch;
 
-pub use detector::*;
+pub(crate) use detector::*;
 pub use layout::SEPARATE_LINE_BYTES;
 pub(crate) use lines::*;
+pub use plain::{watch_plain, watchpoints, PlainWatch, WatchpointState, WatchpointStatus};
+pub use sampling::*;
 pub use verdicts::*;
 pub use watch::{WatchableAtomic, WatchableBits, WatchableInteger};
 
@@ -84,8 +112,14 @@ pub use watch::{WatchableAtomic, WatchableBits, WatchableInteger};
 pub(crate) const LINE: usize = 64;
 /// Two lines: what the adjacent-line prefetcher moves together.
 pub(crate) const BLOCK: usize = 2 * LINE;
-pub(super) const WORD: usize = 8;
-pub(super) const WORDS: usize = LINE / WORD;
+/// The unit of the per-thread counts and of the history's packing (`history`).
+pub(super) const GRANULE: usize = 4;
+pub(super) const GRANULES: usize = LINE / GRANULE;
+/// The widest access tracked: `u128`, or a 16-B compare-exchange.
+pub(super) const MAX_ACCESS: usize = 16;
+/// A thread's last access time on a line moves on every this many tracked accesses
+/// to one granule (a power of two): often enough for an overlap in ms.
+pub(super) const TIME_EVERY: u64 = 64;
 
 /// Lines watched at once; a `watch` beyond it is refused with a message on stderr.
 pub(crate) const MAX_LINES: usize = 256;
@@ -96,6 +130,12 @@ pub(crate) const MIN_INVALIDATIONS: u64 = 32;
 /// The false (or contended) part must be at least `1 / SHARE_DIVISOR` of all
 /// invalidations: a few stray ones are not worth padding for.
 pub(crate) const SHARE_DIVISOR: u64 = 4;
+/// The least time two threads of a line must both have been using it for a quiet line
+/// to mean "not shared": a loaded machine's scheduler gives each runnable thread slices
+/// of about 3 ms, so threads that overlapped less than a few slices may never have run
+/// at the same time, and a quiet verdict then says nothing. Below it the line is
+/// [`Verdict::Uncertain`].
+pub(crate) const MIN_OVERLAP_NS: u64 = 10_000_000;
 /// Accesses each thread has tracked in full before sampling starts.
 pub(crate) const WARMUP_ACCESSES: u32 = 10_000;
 

@@ -96,40 +96,65 @@ impl Profile {
         let _ = writeln!(
             s,
             "  rule: FALSE when >= {MIN_INVALIDATIONS} invalidations and >= 1/{SHARE_DIVISOR} \
-             of them between different words"
+             of them between different bytes"
         );
+        let plain = watchpoints();
+        if plain.state != WatchpointState::Unused {
+            let _ = writeln!(s, "{}", wrap(&plain.to_string(), "  ", "    "));
+        }
         let sites = self.site_views();
-        // Quiet lines say only that nothing happened there: one line for all of them.
-        let quiet: Vec<&LineVerdict> = lines
-            .iter()
-            .filter(|l| l.verdict == Verdict::Quiet)
-            .collect();
-        if !quiet.is_empty() {
-            let fields: Vec<&str> = quiet
-                .iter()
-                .flat_map(|l| l.words.iter().map(|w| w.name.as_str()))
-                .collect();
+        // Quiet lines say only that nothing happened there, untracked ones that nothing
+        // reached them: one line for all of each.
+        for (verdict, why) in [
+            (
+                Verdict::Quiet,
+                format!("each < {MIN_INVALIDATIONS} invalidations"),
+            ),
+            (
+                Verdict::Untracked,
+                "nothing tracked: 0 accesses through Watched on each".to_string(),
+            ),
+        ] {
+            let folded: Vec<&LineVerdict> = lines.iter().filter(|l| l.verdict == verdict).collect();
+            if folded.is_empty() {
+                continue;
+            }
+            // An array's elements as one name: `plain[..]`, not `plain[0], plain[1], …`.
+            let mut fields: Vec<String> = Vec::new();
+            for w in folded.iter().flat_map(|l| &l.words) {
+                let name = match w.name.split_once('[') {
+                    Some((array, _)) if w.name.ends_with(']') => format!("{array}[..]"),
+                    _ => w.name.clone(),
+                };
+                if !fields.contains(&name) {
+                    fields.push(name);
+                }
+            }
             let _ = writeln!(
                 s,
                 "{}",
                 cut(
                     &format!(
-                        "  {:<13} {}, each < {MIN_INVALIDATIONS} invalidations: {}",
-                        Verdict::Quiet,
-                        count(quiet.len() as u64, "line"),
+                        "  {:<13} {}, {why}: {}",
+                        verdict,
+                        count(folded.len() as u64, "line"),
                         fields.join(", ")
                     ),
                     WIDTH
                 )
             );
         }
-        for l in lines.iter().filter(|l| l.verdict != Verdict::Quiet) {
+        let folded = |v: Verdict| matches!(v, Verdict::Quiet | Verdict::Untracked);
+        for l in lines.iter().filter(|l| !folded(l.verdict)) {
             let pct = percent(l.false_invalidations, l.invalidations);
             let _ = writeln!(
                 s,
                 "  {:<13} {} B at {:#x}: {} invalidations, {:.0}% false, {} contended",
                 l.verdict, l.size, l.address, l.invalidations, pct, l.contended_invalidations
             );
+            if let Some(note) = &l.note {
+                let _ = writeln!(s, "{}", wrap(note, "    note: ", "          "));
+            }
             if !l.verdict.is_suspicious() {
                 let names: Vec<&str> = l.words.iter().map(|w| w.name.as_str()).collect();
                 let _ = writeln!(

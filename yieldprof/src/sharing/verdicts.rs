@@ -1,6 +1,10 @@
 //! Verdicts: what each line's history says (false, true, mixed sharing) and the fix that follows.
 
+use super::fields::Part;
+use super::rows::{rows_of, Row};
 use super::*;
+use crate::base::clock;
+use crate::base::text::{duration, percent};
 use crate::model::profile::Profile;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -8,16 +12,21 @@ use std::fmt;
 /// How a watched line (or 128-B block) is shared.
 ///
 /// Each watched 64-B line keeps a two-entry history of the threads that touched it since
-/// its last write, with the 8-B words each read and wrote. A tracked write by thread `T`
-/// to word `w` while the history holds another thread `U` is an *invalidation*: *false*
-/// when no such `U` touched `w` (padding would remove it; a reader spinning on another
-/// word is such a victim), else *true*, and also *contended* when a `U` wrote `w`. With
-/// `N` invalidations, a line is [`Quiet`](Verdict::Quiet) below 32;
+/// its last write, with the bytes each read and wrote. A tracked write by thread `T` to
+/// bytes `w` while the history holds another thread `U` is an *invalidation*: *false*
+/// when no such `U` touched a byte of `w` (padding would remove it; a reader spinning on
+/// other bytes is such a victim), else *true*, and also *contended* when a `U` wrote a
+/// byte of `w`. With `N` invalidations, a line is [`Quiet`](Verdict::Quiet) below 32;
 /// [`False`](Verdict::False) when the false ones reach both 32 and
 /// `N /` 4; [`Mixed`](Verdict::Mixed) when the contended ones do too;
 /// [`True`](Verdict::True) otherwise. Two watched lines of one 128-B block keep the
-/// same history with the line as the word: [`AdjacentRisk`](Verdict::AdjacentRisk)
+/// same history with the line as the byte: [`AdjacentRisk`](Verdict::AdjacentRisk)
 /// when the block passes the FALSE bounds and neither line is FALSE or MIXED.
+///
+/// A line that would be quiet says why the evidence is thin instead:
+/// [`Untracked`](Verdict::Untracked) when no access to it was tracked at all,
+/// [`Uncertain`](Verdict::Uncertain) when a writer and another thread used it at the
+/// same time for less than 10 ms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Verdict {
@@ -34,6 +43,11 @@ pub enum Verdict {
     True,
     /// Fewer than 32 invalidations.
     Quiet,
+    /// Fewer than 32 invalidations, but a writer and another thread used the line at the
+    /// same time for too short a while to tell ([`LineVerdict::note`] says how long).
+    Uncertain,
+    /// No access to the line was tracked: nothing reached it through `Watched`.
+    Untracked,
 }
 
 impl Verdict {
@@ -54,11 +68,13 @@ impl fmt::Display for Verdict {
             Verdict::AdjacentRisk => "ADJACENT-RISK",
             Verdict::True => "TRUE",
             Verdict::Quiet => "quiet",
+            Verdict::Uncertain => "uncertain",
+            Verdict::Untracked => "untracked",
         })
     }
 }
 
-/// One thread's tracked accesses to one word.
+/// One thread's tracked accesses to one row of a line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ThreadAccess {
@@ -70,18 +86,24 @@ pub struct ThreadAccess {
     pub writes: u64,
 }
 
-/// One 8-B word of a line (or block) and who used it.
+/// One row of a line (or block) and who used it: a watched field, an array element, a
+/// 4-B granule of a larger watched value, or one accessed outside every watched value.
+/// Accesses are counted per 4-B granule, so fields that share one (two `u8` flags) make
+/// one row; verdicts compare exact bytes all the same.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WordAccess {
     /// Offset from the start of the line (of the block for ADJACENT-RISK).
     pub offset: usize,
-    /// The watched field(s) on the word, e.g. `tail`, or `counters+8` inside a larger
-    /// watched value.
+    /// Its bytes on this line.
+    pub size: usize,
+    /// The watched field(s) or element(s) in the row, e.g. `tail`, `locks[3]`,
+    /// `flag_a/flag_b`, or `counters+8` inside a larger watched value (`?` outside
+    /// every watched one).
     pub name: String,
     /// Per-thread counts, most accesses first.
     pub threads: Vec<ThreadAccess>,
-    /// Invalidations caused by writes to this word.
+    /// Invalidations caused by writes that start in this row.
     pub invalidations: u64,
 }
 
@@ -106,18 +128,21 @@ pub struct LineVerdict {
     pub address: usize,
     /// 64, or 128 for a block.
     pub size: usize,
-    /// Words that are watched or were accessed, by offset.
+    /// Rows that are watched or were accessed, by offset.
     pub words: Vec<WordAccess>,
     /// Tracked writes that took the line from another thread.
     pub invalidations: u64,
-    /// Those of them whose victims had touched only other words.
+    /// Those of them whose victims had touched only other bytes.
     pub false_invalidations: u64,
-    /// Those whose victims had written the same word.
+    /// Those whose victims had written some of the same bytes.
     pub contended_invalidations: u64,
     /// Wait sites that spin on the line, most reads first.
     pub wait_sites: Vec<SpinningSite>,
     /// What to do about it.
     pub fix: String,
+    /// Why the evidence is thin, for [`Verdict::Uncertain`] and [`Verdict::Untracked`]:
+    /// `verdict uncertain: the two writers overlapped 3.0 ms (a verdict needs 10.0 ms)`.
+    pub note: Option<String>,
     /// 1 when every access was tracked, else the sampling rate.
     pub sample_every: u32,
 }
@@ -138,22 +163,72 @@ pub(super) fn classify(h: &HotRecord) -> Verdict {
 /// `` `a` ``, `` `a` and `b` ``, `` `a`, `b` and `c` ``.
 pub(super) fn name_list(names: &[String]) -> String {
     let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-    match quoted.split_last() {
+    and_list(&quoted)
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[String]) -> String {
+    match items.split_last() {
         None => "the fields".to_string(),
         Some((last, [])) => last.clone(),
         Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
     }
 }
 
-pub(super) fn fix_text(verdict: Verdict, words: &[WordAccess], contended: &[String]) -> String {
-    let names: Vec<String> = words
+/// How padding fixes a falsely shared line, and why 128 B.
+const PADDING: &str = "`crossbeam_utils::CachePadded` or a `#[repr(align(128))]` wrapper \
+    (128 B, not 64: the adjacent-line prefetcher moves 64-B lines in pairs)";
+
+/// What to pad: each element of one array, or the fields (with type, size and offset).
+fn pad_subject(parts: &[&Part]) -> String {
+    let array = parts.first().and_then(|p| p.array.clone());
+    if let Some((array, stride)) = array {
+        if parts.len() > 1
+            && parts
+                .iter()
+                .all(|p| p.array.as_ref().map(|a| &a.0) == Some(&array))
+        {
+            let names: Vec<String> = parts.iter().map(|p| p.name.clone()).collect();
+            return format!(
+                "align each element of `{array}` (`{}`, stride {stride} B; {} share this line) \
+                 to 128 B",
+                parts[0].ty,
+                name_list(&names)
+            );
+        }
+    }
+    let described: Vec<String> = parts
         .iter()
-        .filter(|w| !w.threads.is_empty())
-        .map(|w| w.name.clone())
+        .map(|p| {
+            if p.opaque {
+                format!("`{}`", p.name)
+            } else {
+                format!("`{}` (`{}`, {} B at {:+})", p.name, p.ty, p.size, p.offset)
+            }
+        })
         .collect();
+    format!("pad {} to 128 B each", and_list(&described))
+}
+
+/// The fix for a line with `verdict`: `parts` are the accessed fields or elements,
+/// `contended` the rows several threads wrote.
+pub(super) fn fix_text(
+    verdict: Verdict,
+    parts: &[&Part],
+    contended: &[String],
+    counts: (u64, u64),
+) -> String {
+    let (false_inv, invalidations) = counts;
     let pad = format!(
-        "pad {} to 128 B, e.g. `crossbeam_utils::CachePadded`",
-        name_list(&names)
+        "{}: {PADDING}; expected: the {false_inv} false invalidations ({:.0}% of the {}'s) \
+         go away",
+        pad_subject(parts),
+        percent(false_inv, invalidations),
+        if verdict == Verdict::AdjacentRisk {
+            "block"
+        } else {
+            "line"
+        },
     );
     match verdict {
         Verdict::False => pad,
@@ -162,12 +237,20 @@ pub(super) fn fix_text(verdict: Verdict, words: &[WordAccess], contended: &[Stri
             name_list(contended)
         ),
         Verdict::AdjacentRisk => {
-            format!("the adjacent-line prefetcher pairs these 64-B lines: {pad} (128-B aligned)")
+            format!("the adjacent-line prefetcher pairs these 64-B lines: {pad}")
         }
-        Verdict::True => {
-            "same-word sharing: padding cannot help; write less often (batch, shard)".into()
-        }
+        Verdict::True => format!(
+            "same-bytes sharing ({} used by several threads): padding cannot help; write less \
+             often (batch, shard)",
+            name_list(contended)
+        ),
         Verdict::Quiet => "nothing to do".into(),
+        Verdict::Uncertain => {
+            "run longer, with the threads on different cores, to see whether they share it".into()
+        }
+        Verdict::Untracked => {
+            "access it through `Watched` atomics, or check that the program uses this value".into()
+        }
     }
 }
 
@@ -183,6 +266,7 @@ impl Names<'_> {
             .iter()
             .find(|t| t.serial == serial)
             .map(|t| t.name.clone())
+            .or_else(|| super::plain::thread_name(serial))
             .unwrap_or_else(|| format!("thread-{serial}"))
     }
 
@@ -194,53 +278,80 @@ impl Names<'_> {
     }
 }
 
-pub(super) fn word_name(fields: &[Field], addr: usize) -> String {
-    let names: Vec<String> = fields
+pub(super) fn word_of(row: &Row, rec: &LineRecord, base: usize, names: &Names) -> WordAccess {
+    let mut threads: Vec<ThreadAccess> = row
+        .blocks
         .iter()
-        .filter(|f| f.overlaps(addr, WORD))
-        .map(|f| {
-            if f.addr >= addr && f.addr + f.size <= addr + WORD {
-                f.name.clone()
-            } else {
-                format!("{}+{}", f.name, addr.saturating_sub(f.addr))
-            }
+        .map(|&(b, reads, writes)| ThreadAccess {
+            thread: match rec.owners.get(b) {
+                Some(&s) => names.thread(s),
+                None => "other threads".into(),
+            },
+            reads,
+            writes,
         })
         .collect();
-    if names.is_empty() {
-        "?".into()
-    } else {
-        names.join("/")
+    threads.sort_by_key(|t| std::cmp::Reverse(t.reads + t.writes));
+    WordAccess {
+        offset: row.start - base,
+        size: row.end - row.start,
+        name: row.name(),
+        threads,
+        invalidations: row.invalidations,
     }
 }
 
-pub(super) fn words_of(rec: &LineRecord, base: usize, names: &Names) -> Vec<WordAccess> {
-    (0..WORDS)
-        .filter_map(|w| {
-            let addr = rec.line + w * WORD;
-            let mut threads: Vec<ThreadAccess> = (0..BLOCKS)
-                .filter(|&b| rec.rw[b][w] != [0, 0])
-                .map(|b| ThreadAccess {
-                    thread: match rec.owners.get(b) {
-                        Some(&s) => names.thread(s),
-                        None => "other threads".into(),
-                    },
-                    reads: rec.rw[b][w][0],
-                    writes: rec.rw[b][w][1],
-                })
-                .collect();
-            let watched = rec.fields.iter().any(|f| f.overlaps(addr, WORD));
-            if threads.is_empty() && !watched {
-                return None;
-            }
-            threads.sort_by_key(|t| std::cmp::Reverse(t.reads + t.writes));
-            Some(WordAccess {
-                offset: addr - base,
-                name: word_name(&rec.fields, addr),
-                threads,
-                invalidations: rec.hot.by_word[w],
-            })
+/// How long a writer and another thread both used the line, at best, and whether the
+/// other wrote too; `None` unless two threads used it and one wrote.
+fn overlap(rec: &LineRecord) -> Option<(u64, bool)> {
+    let used: Vec<(bool, u64, u64)> = (0..BLOCKS)
+        .filter(|&b| rec.times[b].0 != 0)
+        .map(|b| {
+            let writes = rec.rw[b].iter().any(|g| g[1] > 0);
+            (writes, rec.times[b].0, rec.times[b].1)
         })
-        .collect()
+        .collect();
+    let mut best: Option<(u64, bool)> = None;
+    for (i, a) in used.iter().enumerate().filter(|(_, a)| a.0) {
+        for (_, b) in used.iter().enumerate().filter(|&(j, _)| j != i) {
+            let ticks = a.2.min(b.2).saturating_sub(a.1.max(b.1));
+            if best.map_or(true, |(t, _)| ticks > t) {
+                best = Some((ticks, b.0));
+            }
+        }
+    }
+    best.map(|(ticks, both)| (clock::Scale::current().ns(ticks), both))
+}
+
+/// Untracked or Uncertain with its note, for a line whose counts say quiet.
+fn thin_evidence(rec: &LineRecord) -> Option<(Verdict, String)> {
+    if rec.rw.iter().flatten().flatten().all(|&n| n == 0) {
+        let what = if rec.sample_every <= 1 {
+            "accesses"
+        } else {
+            "tracked accesses"
+        };
+        return Some((
+            Verdict::Untracked,
+            format!("nothing tracked: 0 {what} through Watched on this range"),
+        ));
+    }
+    let (ns, both) = overlap(rec)?;
+    (ns < MIN_OVERLAP_NS).then(|| {
+        (
+            Verdict::Uncertain,
+            format!(
+                "verdict uncertain: {} overlapped {} (a verdict needs {})",
+                if both {
+                    "the two writers"
+                } else {
+                    "the writer and the reader"
+                },
+                duration(ns),
+                duration(MIN_OVERLAP_NS)
+            ),
+        )
+    })
 }
 
 pub(super) fn wait_sites(recs: &[&LineRecord], names: &Names) -> Vec<SpinningSite> {
@@ -258,24 +369,51 @@ pub(super) fn wait_sites(recs: &[&LineRecord], names: &Names) -> Vec<SpinningSit
     sites
 }
 
-pub(super) fn line_verdict(rec: &LineRecord, names: &Names) -> LineVerdict {
-    let verdict = classify(&rec.hot);
-    let words = words_of(rec, rec.line, names);
-    let contended: Vec<String> = words
+/// The accessed fields or elements of `rows`, and the names of rows that more than one
+/// thread wrote (or, for a TRUE line, used).
+fn involved(rows: &[Row], verdict: Verdict) -> (Vec<&Part>, Vec<String>) {
+    let parts = rows
         .iter()
-        .filter(|w| w.threads.iter().filter(|t| t.writes > 0).count() > 1)
-        .map(|w| w.name.clone())
+        .filter(|r| r.accessed())
+        .flat_map(|r| &r.parts)
         .collect();
+    let shared = rows
+        .iter()
+        .filter(|r| {
+            let writers = r.blocks.iter().filter(|b| b.2 > 0).count();
+            writers > 1 || (verdict == Verdict::True && writers > 0 && r.blocks.len() > 1)
+        })
+        .map(Row::name)
+        .collect();
+    (parts, shared)
+}
+
+pub(super) fn line_verdict(rec: &LineRecord, names: &Names) -> LineVerdict {
+    let mut verdict = classify(&rec.hot);
+    let mut note = None;
+    if verdict == Verdict::Quiet {
+        if let Some((v, n)) = thin_evidence(rec) {
+            verdict = v;
+            note = Some(n);
+        }
+    }
+    let rows = rows_of(rec);
+    let (parts, shared) = involved(&rows, verdict);
+    let counts = (rec.hot.false_inv, rec.hot.invalidations);
     LineVerdict {
         verdict,
         address: rec.line,
         size: LINE,
-        fix: fix_text(verdict, &words, &contended),
-        words,
+        fix: fix_text(verdict, &parts, &shared, counts),
+        words: rows
+            .iter()
+            .map(|r| word_of(r, rec, rec.line, names))
+            .collect(),
         invalidations: rec.hot.invalidations,
         false_invalidations: rec.hot.false_inv,
         contended_invalidations: rec.hot.contended,
         wait_sites: wait_sites(&[rec], names),
+        note,
         sample_every: rec.sample_every,
     }
 }
@@ -292,22 +430,34 @@ pub(super) fn block_verdict(
     if classify(&h) != Verdict::False {
         return None;
     }
-    let mut words = words_of(even, even.line, names);
-    words.extend(words_of(odd, even.line, names));
+    let (even_rows, odd_rows) = (rows_of(even), rows_of(odd));
+    let mut words: Vec<WordAccess> = even_rows
+        .iter()
+        .map(|r| word_of(r, even, even.line, names))
+        .chain(odd_rows.iter().map(|r| word_of(r, odd, even.line, names)))
+        .collect();
     for w in &mut words {
-        // Per-word invalidations mean little across two lines: show the block's, by line.
-        w.invalidations = even.pair.by_word[w.offset / LINE];
+        // Per-row invalidations mean little across two lines: show the block's, by line.
+        w.invalidations = even.pair.by_granule[w.offset / LINE];
     }
+    let rows: Vec<Row> = even_rows.into_iter().chain(odd_rows).collect();
+    let (parts, _) = involved(&rows, Verdict::AdjacentRisk);
     Some(LineVerdict {
         verdict: Verdict::AdjacentRisk,
         address: even.line,
         size: BLOCK,
-        fix: fix_text(Verdict::AdjacentRisk, &words, &[]),
+        fix: fix_text(
+            Verdict::AdjacentRisk,
+            &parts,
+            &[],
+            (h.false_inv, h.invalidations),
+        ),
         words,
         invalidations: h.invalidations,
         false_invalidations: h.false_inv,
         contended_invalidations: 0,
         wait_sites: wait_sites(&[even, odd], names),
+        note: None,
         sample_every: even.sample_every,
     })
 }

@@ -42,6 +42,7 @@ pub fn watch<T: ?Sized>(value: &T, name: &str) {
         value as *const T as *const u8 as usize,
         std::mem::size_of_val(value),
         name,
+        std::any::type_name::<T>(),
     );
 }
 
@@ -84,17 +85,25 @@ impl<A> Watched<A> {
 
     #[inline(always)]
     fn read(&self) {
-        sharing::record(self as *const Self as usize, false);
+        sharing::record_access(
+            self as *const Self as usize,
+            std::mem::size_of::<A>(),
+            false,
+        );
     }
 
     #[inline(always)]
     fn write(&self) {
-        sharing::record(self as *const Self as usize, true);
+        sharing::record_access(self as *const Self as usize, std::mem::size_of::<A>(), true);
     }
 
     #[inline(always)]
     fn exchanged<T>(&self, r: Result<T, T>) -> Result<T, T> {
-        sharing::record(self as *const Self as usize, r.is_ok());
+        sharing::record_access(
+            self as *const Self as usize,
+            std::mem::size_of::<A>(),
+            r.is_ok(),
+        );
         r
     }
 

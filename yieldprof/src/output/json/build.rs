@@ -2,12 +2,13 @@
 
 use super::{
     Call, Capabilities, Costs, Count, Counters, Document, Durations, EventStatus, Finding,
-    Fragmentation, Line, OwnTime, Run, Site, SpinningSite, Thread, ThreadAccess, TimeSplit, Totals,
-    Word, SCHEMA,
+    Fragmentation, KindDurations, Line, OwnTime, Run, Site, SpinningSite, Thread, ThreadAccess,
+    TimeSplit, Totals, Word, SCHEMA,
 };
 use crate::analysis::costs::Costs as MachineCosts;
 use crate::analysis::findings;
 use crate::counters::{self, CounterEvent};
+use crate::model::histogram::Histogram;
 use crate::model::profile::{totals, Profile};
 use crate::sharing::LineVerdict;
 
@@ -58,6 +59,7 @@ fn share(part: u64, whole: u64) -> f64 {
 fn line(l: &LineVerdict) -> Line {
     let words = l.words.iter().map(|w| Word {
         offset: w.offset as u64,
+        size: w.size as u64,
         name: w.name.clone(),
         invalidations: w.invalidations,
         threads: w
@@ -85,6 +87,7 @@ fn line(l: &LineVerdict) -> Line {
         words: words.collect(),
         wait_sites: wait_sites.collect(),
         fix: l.fix.clone(),
+        note: l.note.clone(),
     }
 }
 
@@ -151,6 +154,7 @@ impl Profile {
                 calls: c.calls,
                 ns: c.ns,
                 per_episode: share(c.calls, s.episodes),
+                in_async: c.site.in_async,
             });
             Site {
                 spin_ns: s.spin_ns(),
@@ -162,14 +166,16 @@ impl Profile {
                     off_cpu_ns: s.own.off_cpu_ns,
                     unexplained_ns: s.own.unexplained_ns,
                 },
-                durations: Durations {
-                    min_ns: h.min(),
-                    median_ns: h.quantile(0.5),
-                    p90_ns: h.quantile(0.9),
-                    p99_ns: h.quantile(0.99),
-                    p999_ns: h.quantile(0.999),
-                    max_ns: h.max(),
-                },
+                durations: durations(h),
+                call_durations: s
+                    .call_durations
+                    .iter()
+                    .map(|(kind, h)| KindDurations {
+                        kind: kind.name().to_string(),
+                        calls: h.count(),
+                        durations: durations(h),
+                    })
+                    .collect(),
                 fragmentation: fragmentation(self.site_fragmentation(s, costs)),
                 counters: counters(&s.counters),
                 calls: calls.collect(),
@@ -179,6 +185,7 @@ impl Profile {
                 episodes: s.episodes,
                 wall_ns: s.wall_ns,
                 self_ns: s.self_ns,
+                suspended_ns: s.suspended_ns,
                 name: s.name.clone(),
                 path: s.path.clone(),
             }
@@ -214,5 +221,16 @@ impl Profile {
             sharing: self.sharing().iter().map(line).collect(),
             capabilities: capabilities(),
         }
+    }
+}
+
+fn durations(h: &Histogram) -> Durations {
+    Durations {
+        min_ns: h.min(),
+        median_ns: h.quantile(0.5),
+        p90_ns: h.quantile(0.9),
+        p99_ns: h.quantile(0.99),
+        p999_ns: h.quantile(0.999),
+        max_ns: h.max(),
     }
 }

@@ -2,7 +2,7 @@
 //! in order, per-episode figures that multiply back to their totals, no estimate above
 //! the exact total it is part of. A report that fails one says something false.
 
-use super::{Count, Counters, Document};
+use super::{Count, Counters, Document, Durations};
 
 impl Document {
     /// Every way this report contradicts itself; empty when it is consistent.
@@ -108,27 +108,41 @@ impl Document {
                 format!("{who}: short share {}", s.fragmentation.short_share),
             );
             let d = &s.durations;
-            let order = [
-                d.min_ns,
-                d.median_ns,
-                d.p90_ns,
-                d.p99_ns,
-                d.p999_ns,
-                d.max_ns,
-            ];
-            let known: Vec<u64> = order.iter().flatten().copied().collect();
+            let (order, known) = quantiles(d);
             check(
                 known.windows(2).all(|w| w[0] <= w[1]),
                 format!("{who}: quantiles out of order {order:?}"),
             );
+            for k in &s.call_durations {
+                let (order, known) = quantiles(&k.durations);
+                check(
+                    known.windows(2).all(|w| w[0] <= w[1]) && known.is_empty() == (k.calls == 0),
+                    format!("{who}: {} calls {}, quantiles {order:?}", k.kind, k.calls),
+                );
+                let made: u64 = s
+                    .calls
+                    .iter()
+                    .filter(|c| c.kind == k.kind)
+                    .map(|c| c.calls)
+                    .sum();
+                check(
+                    k.calls <= made,
+                    format!("{who}: {} {} calls timed, {made} made", k.calls, k.kind),
+                );
+            }
             check(
                 known.is_empty() == (s.episodes == 0),
                 format!("{who}: {} episodes but quantiles {order:?}", s.episodes),
             );
             if let Some(max) = d.max_ns {
+                // An async episode's span also holds its time between polls.
+                let span = s.wall_ns + s.suspended_ns;
                 check(
-                    max <= s.wall_ns,
-                    format!("{who}: longest episode {max} > wall {}", s.wall_ns),
+                    max <= span,
+                    format!(
+                        "{who}: longest episode {max} > wall {} + suspended {}",
+                        s.wall_ns, s.suspended_ns
+                    ),
                 );
             }
             for c in &s.calls {
@@ -186,6 +200,19 @@ fn thread_total(doc: &Document, event: &str) -> u64 {
         .filter_map(|t| t.counters.events.get(event).copied().flatten())
         .map(|c| c.value)
         .sum()
+}
+
+/// Quantiles in order from min to max, and those that are known.
+fn quantiles(d: &Durations) -> ([Option<u64>; 6], Vec<u64>) {
+    let order = [
+        d.min_ns,
+        d.median_ns,
+        d.p90_ns,
+        d.p99_ns,
+        d.p999_ns,
+        d.max_ns,
+    ];
+    (order, order.iter().flatten().copied().collect())
 }
 
 #[cfg(test)]

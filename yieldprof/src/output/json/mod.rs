@@ -50,9 +50,9 @@
 //!                             "per_episode" } ], "false_sharing" } ],
 //!   "sharing": [ { "verdict", "address", "size", "invalidations",
 //!                  "false_invalidations", "contended_invalidations", "sample_every",
-//!                  "words": [ { "offset", "name", "invalidations",
+//!                  "words": [ { "offset", "size", "name", "invalidations",
 //!                               "threads": [ { "thread", "reads", "writes" } ] } ],
-//!                  "wait_sites": [ { "name", "reads" } ], "fix" } ],
+//!                  "wait_sites": [ { "name", "reads" } ], "fix", "note" } ],
 //!   "capabilities": { "paranoid", "fd_budget", "fds_in_use",
 //!                     "events": [ { "event", "source", "available", "reason" } ] }
 //! }
@@ -319,6 +319,10 @@ pub struct Site {
     pub wall_ns: u64,
     /// Wall time minus nested frames: the site's own waiting.
     pub self_ns: u64,
+    /// `async fn` sites: time suspended between polls (first poll to completion, minus
+    /// the polls); `wall_ns + suspended_ns` is the episodes' whole span. 0 otherwise.
+    #[serde(default)]
+    pub suspended_ns: u64,
     /// Own time drawn as `[spin]`: on the CPU (or not measured) outside timed calls,
     /// in episodes that counted spin calls.
     pub spin_ns: u64,
@@ -336,6 +340,9 @@ pub struct Site {
     pub counters: Counters,
     /// Calls per call site, ordered by line.
     pub calls: Vec<Call>,
+    /// Durations of the timed calls made directly in the function, per kind.
+    #[serde(default)]
+    pub call_durations: Vec<KindDurations>,
     /// It spins on a FALSE or MIXED line (see `sharing`); drawn purple in the flame graph.
     #[serde(default)]
     pub false_sharing: bool,
@@ -359,6 +366,18 @@ pub struct Durations {
     pub max_ns: Option<u64>,
 }
 
+/// The durations of one kind of timed call at a wait site, e.g. each `yield_now`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct KindDurations {
+    /// [`crate::Kind::name`]: `yield`, `sleep`, `park`, `lock`, ...
+    pub kind: String,
+    /// Calls timed.
+    pub calls: u64,
+    /// Their durations.
+    pub durations: Durations,
+}
+
 /// One call site inside a wait site, as in [`crate::report::CallStats`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -378,6 +397,9 @@ pub struct Call {
     pub ns: u64,
     /// `calls` per episode of the site.
     pub per_episode: f64,
+    /// Made without `.await` in async code: it blocked the executor's thread.
+    #[serde(default)]
+    pub in_async: bool,
 }
 
 /// One watched line (or 128-B block), as in [`crate::sharing::LineVerdict`].
@@ -385,7 +407,7 @@ pub struct Call {
 #[non_exhaustive]
 pub struct Line {
     /// [`crate::sharing::Verdict`] as the summary writes it: `FALSE`, `MIXED`, `ADJACENT-RISK`,
-    /// `TRUE` or `quiet`.
+    /// `TRUE`, `quiet`, `uncertain` or `untracked`.
     pub verdict: String,
     /// Start of the line (of the block for `ADJACENT-RISK`).
     pub address: u64,
@@ -393,35 +415,41 @@ pub struct Line {
     pub size: u64,
     /// Tracked writes that took the line from another thread.
     pub invalidations: u64,
-    /// Those of them whose victims had touched only other words.
+    /// Those of them whose victims had touched only other bytes.
     pub false_invalidations: u64,
-    /// Those whose victims had written the same word.
+    /// Those whose victims had written some of the same bytes.
     pub contended_invalidations: u64,
     /// 1 when every access was tracked, else the sampling rate.
     pub sample_every: u32,
-    /// Words that are watched or were accessed, by offset.
+    /// Rows (fields, elements) that are watched or were accessed, by offset.
     pub words: Vec<Word>,
     /// Wait sites that spin on the line, most reads first.
     pub wait_sites: Vec<SpinningSite>,
     /// What to do about it.
     pub fix: String,
+    /// Why the evidence is thin (`uncertain`, `untracked`), else `null`.
+    #[serde(default)]
+    pub note: Option<String>,
 }
 
-/// One 8-B word of a line, as in [`crate::sharing::WordAccess`].
+/// One row of a line (a field, an array element), as in [`crate::sharing::WordAccess`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Word {
     /// Offset from the start of the line (of the block for `ADJACENT-RISK`).
     pub offset: u64,
-    /// The watched field(s) on the word, e.g. `tail`.
+    /// Its bytes on the line (0 in reports written before byte-precise tracking).
+    #[serde(default)]
+    pub size: u64,
+    /// The watched field(s) or element(s) in the row, e.g. `tail` or `locks[3]`.
     pub name: String,
-    /// Invalidations caused by writes to this word.
+    /// Invalidations caused by writes that start in this row.
     pub invalidations: u64,
     /// Per-thread counts, most accesses first.
     pub threads: Vec<ThreadAccess>,
 }
 
-/// One thread's tracked accesses to one word, as in [`crate::sharing::ThreadAccess`].
+/// One thread's tracked accesses to one row, as in [`crate::sharing::ThreadAccess`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ThreadAccess {

@@ -38,6 +38,7 @@ fn sample_profile() -> Profile {
         file: "src/app.rs",
         line,
         column: 9,
+        in_async: false,
     };
     let calls = vec![
         call(Kind::Spin, 0),
@@ -61,6 +62,7 @@ fn sample_profile() -> Profile {
             nodes: vec![root, node(1, 0, 0, 0), node(2, 0, 2, 6_000 * scale), wait],
             site_durations: Vec::new(),
             counters: Default::default(),
+            timeline: Default::default(),
         }
     };
     Profile::new(vec![thread(1, 1), thread(2, 2)], frames, calls)
