@@ -336,7 +336,11 @@ fn breakpoints_refused_are_reported_with_their_reason() {
             *w += 1;
         }
         assert!(data.iter().all(|&w| w == 1));
-        let summary = yieldprof::snapshot().summary();
+        let profile = yieldprof::snapshot();
+        let summary = profile.summary();
+        let json = profile
+            .json(&yieldprof::report::Costs::current())
+            .watchpoints;
         drop(guard);
         // Only now: a thread started meanwhile would have got breakpoints.
         yieldprof::__private::fail_watchpoints(0);
@@ -356,6 +360,11 @@ fn breakpoints_refused_are_reported_with_their_reason() {
             line.contains(expected) || matches!(reason, Reason::Paranoid { .. }),
             "{line}"
         );
+        // The JSON says the same.
+        let json = json.expect("watchpoints in the JSON");
+        assert_eq!(json.state, "unavailable");
+        assert_eq!(json.reason, Some(reason.to_string()));
+        assert!(json.note.starts_with(line.trim()), "{line} / {}", json.note);
     }
 }
 

@@ -3,14 +3,14 @@
 use super::{
     Call, Capabilities, Costs, Count, Counters, Document, Durations, EventStatus, Finding,
     Fragmentation, KindDurations, Line, OwnTime, Run, Site, SpinningSite, Thread, ThreadAccess,
-    TimeSplit, Totals, Word, SCHEMA,
+    TimeSplit, Totals, Watchpoints, Word, SCHEMA,
 };
 use crate::analysis::costs::Costs as MachineCosts;
 use crate::analysis::findings;
 use crate::counters::{self, CounterEvent};
 use crate::model::histogram::Histogram;
 use crate::model::profile::{totals, Profile};
-use crate::sharing::LineVerdict;
+use crate::sharing::{LineVerdict, WatchpointState};
 
 fn count(c: counters::Count) -> Option<Count> {
     match c {
@@ -219,6 +219,7 @@ impl Profile {
             threads: thread_rows.collect(),
             sites: sites.collect(),
             sharing: self.sharing().iter().map(line).collect(),
+            watchpoints: watchpoints(),
             capabilities: capabilities(),
         }
     }
@@ -233,4 +234,25 @@ fn durations(h: &Histogram) -> Durations {
         p999_ns: h.quantile(0.999),
         max_ns: h.max(),
     }
+}
+
+fn watchpoints() -> Option<Watchpoints> {
+    let w = crate::sharing::watchpoints();
+    let (state, reason) = match w.state {
+        WatchpointState::Unused => return None,
+        WatchpointState::Off => ("off", None),
+        WatchpointState::Armed => ("armed", w.refusal.filter(|_| w.refused > 0)),
+        WatchpointState::Unavailable(r) => ("unavailable", Some(r)),
+    };
+    Some(Watchpoints {
+        state: state.into(),
+        reason: reason.map(|r| r.to_string()),
+        threads: w.watched,
+        over_cap: w.over_cap,
+        refused: w.refused,
+        hits: w.hits,
+        lost: w.lost,
+        rate: w.rate,
+        note: w.to_string(),
+    })
 }

@@ -41,18 +41,22 @@
 //!                  "time_in_wait": <time>, "split_method",
 //!                  "fragmentation": { "episodes_per_s", "short_share" } } ],
 //!   "sites": [ { "name", "path", "file", "line", "episodes", "wall_ns", "self_ns",
-//!                "spin_ns", "in_calls_ns", "time": <time>,
+//!                "suspended_ns", "spin_ns", "in_calls_ns", "time": <time>,
 //!                "own": { "spin_ns", "on_cpu_ns", "off_cpu_ns", "unexplained_ns" },
 //!                "durations": { "min_ns", "median_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns" },
 //!                "fragmentation": { "episodes_per_s", "short_share" },
 //!                "counters": { <event>: counter, ..., "sampled": n },
 //!                "calls": [ { "kind", "file", "line", "column", "calls", "ns",
-//!                             "per_episode" } ], "false_sharing" } ],
+//!                             "per_episode", "in_async" } ],
+//!                "call_durations": [ { "kind", "calls", "durations": { ... } } ],
+//!                "false_sharing" } ],
 //!   "sharing": [ { "verdict", "address", "size", "invalidations",
 //!                  "false_invalidations", "contended_invalidations", "sample_every",
 //!                  "words": [ { "offset", "size", "name", "invalidations",
 //!                               "threads": [ { "thread", "reads", "writes" } ] } ],
 //!                  "wait_sites": [ { "name", "reads" } ], "fix", "note" } ],
+//!   "watchpoints": { "state", "reason", "threads", "over_cap", "refused", "hits",
+//!                    "lost", "rate", "note" },
 //!   "capabilities": { "paranoid", "fd_budget", "fds_in_use",
 //!                     "events": [ { "event", "source", "available", "reason" } ] }
 //! }
@@ -104,8 +108,36 @@ pub struct Document {
     pub sites: Vec<Site>,
     /// The false-sharing detector's lines (empty without `yieldprof::watch`).
     pub sharing: Vec<Line>,
+    /// The hardware watchpoints of `sharing::watch_plain`; `null` when none was asked
+    /// for.
+    #[serde(default)]
+    pub watchpoints: Option<Watchpoints>,
     /// Which counters this process can read, and why not.
     pub capabilities: Capabilities,
+}
+
+/// What the hardware watchpoints on plain data did ([`crate::sharing::WatchpointStatus`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Watchpoints {
+    /// `off` (`YIELDPROF_WATCHPOINTS=off`), `armed` or `unavailable`.
+    pub state: String,
+    /// Why they are unavailable, or why the first refused thread was refused.
+    pub reason: Option<String>,
+    /// Threads given breakpoints.
+    pub threads: usize,
+    /// Threads past the first 32, not watched.
+    pub over_cap: usize,
+    /// Threads whose breakpoints could not be opened.
+    pub refused: usize,
+    /// Writes seen, all threads.
+    pub hits: u64,
+    /// Hits the kernel dropped (a full ring).
+    pub lost: u64,
+    /// Most hits per thread and second.
+    pub rate: u32,
+    /// The summary's line.
+    pub note: String,
 }
 
 /// The run the report describes: this process, up to the moment the report was taken.
