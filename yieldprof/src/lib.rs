@@ -86,6 +86,17 @@
 //! it is never called spinning without on-CPU evidence. Where perf is denied,
 //! `getrusage` on sampled episodes is the labelled fallback.
 //!
+//! ## Reading a flame graph
+//!
+//! One thread of the README's demo, drawn the way the report draws it (colours as in
+//! the SVGs the exit flush writes; the summary and JSON give the same figures with
+//! their evidence):
+//!
+#![doc = include_str!("../docs/anatomy.svg")]
+//!
+//! Every `YIELDPROF_*` variable (output folder, views, counters, timeline, live view,
+//! ...) is in the table on [`Options`], with its default.
+//!
 //! ## Costs and switches
 //!
 //! `YIELDPROF=0` turns recording off at run time (one relaxed load per probe); building
