@@ -85,8 +85,11 @@ impl Profile {
         let every = lines.iter().map(|l| l.sample_every).max().unwrap_or(1);
         let _ = writeln!(
             s,
-            "\nFalse sharing ({} watched lines, {})",
-            lines.iter().filter(|l| l.size == LINE).count(),
+            "\nFalse sharing ({}, {})",
+            count(
+                lines.iter().filter(|l| l.size == LINE).count() as u64,
+                "watched line"
+            ),
             if every <= 1 {
                 "every access tracked".to_string()
             } else {
