@@ -43,9 +43,9 @@ Every key is optional; a run passes when no limit is exceeded.
   max_involuntary_switches = 100
 
 Kinds: {kinds}.
-Times in ns, shares from 0 to 1. Sites or
-threads the run does not have fail the check. Each exceeded limit is listed with its
-site or thread, the measured value and the limit (exit status 1)."#;
+Times in ns, shares from 0 to 1. Sites or threads the run does not have fail the check.
+Each exceeded limit is listed with its site or thread, the measured value and the limit
+(exit status 1)."#;
 
 /// A budget file. Unknown keys are errors: a misspelt limit must not pass silently.
 #[derive(Deserialize, Debug, Default)]
