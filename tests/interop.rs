@@ -513,17 +513,22 @@ fn inferno_flamegraph_renders_the_folded_file_with_every_count() {
     }
 }
 
-#[test]
-#[ignore = "needs node and speedscope (npm ci --prefix tests/interop); .ci/run runs it"]
-fn speedscope_imports_the_folded_and_pprof_files_with_the_same_totals() {
+/// Node and the script that runs speedscope's importer on the files it is given.
+fn speedscope() -> (PathBuf, PathBuf) {
     let node = tool("node", &["--version"], "apt-get install -y nodejs npm");
-    let script = interop_dir().join("speedscope-import.mjs");
     if !interop_dir()
         .join("node_modules/speedscope/package.json")
         .exists()
     {
         panic!("speedscope is not installed: npm ci --prefix tests/interop");
     }
+    (node, interop_dir().join("speedscope-import.mjs"))
+}
+
+#[test]
+#[ignore = "needs node and speedscope (npm ci --prefix tests/interop); .ci/run runs it"]
+fn speedscope_imports_the_folded_and_pprof_files_with_the_same_totals() {
+    let (node, script) = speedscope();
     let run = the_run();
     let out = stdout_of(
         Command::new(node)
@@ -568,14 +573,7 @@ fn interop_nap() {
 #[test]
 #[ignore = "needs node and speedscope (npm ci --prefix tests/interop); .ci/run runs it"]
 fn speedscope_imports_the_timeline_with_a_profile_per_thread_and_every_episode() {
-    let node = tool("node", &["--version"], "apt-get install -y nodejs npm");
-    let script = interop_dir().join("speedscope-import.mjs");
-    if !interop_dir()
-        .join("node_modules/speedscope/package.json")
-        .exists()
-    {
-        panic!("speedscope is not installed: npm ci --prefix tests/interop");
-    }
+    let (node, script) = speedscope();
     let naps = [("interop-tl-a", 3u64), ("interop-tl-b", 5)];
     for (name, n) in naps {
         std::thread::Builder::new()
