@@ -435,10 +435,11 @@ fn protoc_decodes_the_pprof_file_into_the_folded_stacks_and_totals() {
             labels[1].1.clone()
         })
         .collect();
-    assert_eq!(
-        kinds.into_iter().collect::<Vec<_>>(),
-        ["sleep", "spin", "work", "yield"]
-    );
+    // A wait frame preempted in an episode also has `[off-cpu]` own time: the
+    // scheduler's doing, so allowed, never required.
+    let mut kinds: Vec<String> = kinds.into_iter().collect();
+    kinds.retain(|k| k != "off-cpu");
+    assert_eq!(kinds, ["sleep", "spin", "work", "yield"]);
 }
 
 #[test]
