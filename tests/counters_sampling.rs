@@ -73,8 +73,9 @@ fn one_in_four_is_read_and_scaled_and_off_reads_nothing() {
         panic!("{:?}", t.counters);
     };
     // A 1-µs sleep whose timer fires before the thread reaches schedule() does not
-    // switch (seen under load, ~1 in 500): allow a few.
-    assert!(total >= 95, "{total}");
+    // switch: ~1 in 500 on a quiet machine, 8 in 100 seen on a loaded one. Exactness
+    // against the kernel's own count is `counters_exact.rs`; here, most naps switch.
+    assert!(total >= 50, "{total}");
     assert_eq!(t.counters.sampled, 25);
 
     drop(guard);
