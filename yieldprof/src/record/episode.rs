@@ -20,7 +20,7 @@ use std::task::{Context, Poll};
 
 #[inline(always)]
 fn on() -> bool {
-    cfg!(feature = "enabled") && config::enabled()
+    config::enabled()
 }
 
 const NO_NODE: u32 = u32::MAX;
