@@ -100,7 +100,12 @@
 //! ## Costs and switches
 //!
 //! `YIELDPROF=0` turns recording off at run time (one relaxed load per probe); building
-//! without the default `enabled` feature compiles every probe to nothing. A spin
+//! without the default `enabled` feature compiles every probe to nothing and builds no
+//! dependency but the macro crate. Such a build keeps what production code calls:
+//! [`init`], [`flush`], [`Options`], [`Session`], [`snapshot`] and an empty [`Profile`]
+//! (`folded`, `summary`, `write`), budgets (they pass: nothing was measured),
+//! [`Watched`] as a plain atomic; the report's views, `report`, `counters` and `probe`
+//! need the feature, and the `tracing` and `http` features turn it on. A spin
 //! written directly in an annotated body (not in a closure) costs one add on a counter
 //! in the episode's stack frame, recorded when the episode ends
 //! (`cargo bench --bench overhead` measures it against a raw loop).
@@ -110,6 +115,11 @@ mod base;
 mod config;
 #[cfg(feature = "enabled")]
 pub mod counters;
+/// Without the `enabled` feature: only the type [`Options::counters`] takes.
+#[cfg(not(feature = "enabled"))]
+pub mod counters {
+    pub use crate::config::CounterSampling;
+}
 mod model;
 mod output;
 mod record;
