@@ -68,6 +68,12 @@ impl Mark {
         }
     }
 
+    /// The thread's run-queue wait (schedstat `run_delay`) at the mark; 0 without
+    /// schedstat.
+    pub(crate) fn queued_ns(&self) -> u64 {
+        self.queued_ns
+    }
+
     /// The thread's totals since `base` (its first mark).
     pub(crate) fn since(&self, base: &Mark) -> Delta {
         base.until(self)
@@ -239,6 +245,11 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
 pub(crate) fn open_schedstat() -> Option<File> {
     let f = File::open("/proc/thread-self/schedstat").ok()?;
     run_delay_of(f.as_raw_fd()).map(|_| f)
+}
+
+/// The calling thread's run-queue wait now, from its schedstat file.
+pub(crate) fn run_delay_now() -> Option<u64> {
+    open_schedstat().and_then(|f| run_delay_of(f.as_raw_fd()))
 }
 
 /// `run_delay` read from an open schedstat file, from its start.
