@@ -151,8 +151,6 @@ impl LocalCounters {
             });
             return local;
         }
-        let mut r = local.read();
-        local.base = [r.values[0], r.values[1]];
         let p = probed();
         let budget = fd_budget();
         let mut why = None;
@@ -224,8 +222,12 @@ impl LocalCounters {
         if let Some(q) = queued {
             let _ = shared.run_queue_start.set(q);
         }
-        // Perf counters start at 0 now; the getrusage base was taken above.
-        r = local.read();
+        // Without a page, switches come from getrusage: counted from now. Perf counters
+        // start at 0 now.
+        let r = local.read();
+        if local.exact.is_none() {
+            local.base = [r.values[0], r.values[1]];
+        }
         local.publish(shared, &r);
         OPEN.with(|o| o.set(true));
         local
@@ -250,7 +252,7 @@ impl LocalCounters {
             .contains(&CounterEvent::CpuMigrations)
             .then(|| open_alone(CounterEvent::CpuMigrations).ok())
             .flatten();
-        let schedstat = schedstat.then(exact::open_schedstat).flatten();
+        let schedstat = schedstat.then(exact::open_schedstat_unread).flatten();
         let reserved = 1 + usize::from(migrations.is_some()) + usize::from(schedstat.is_some());
         let Ok(x) = Exact::open(
             switches.as_raw_fd(),
