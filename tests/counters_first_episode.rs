@@ -19,7 +19,11 @@ fn nap() {
 
 fn me(name: &str) -> ThreadStats {
     let profile = yieldprof::snapshot();
-    profile.threads().into_iter().find(|t| t.name == name).unwrap()
+    profile
+        .threads()
+        .into_iter()
+        .find(|t| t.name == name)
+        .unwrap()
 }
 
 #[test]
@@ -65,7 +69,11 @@ fn page_faults_open_at_the_second_sampled_episode_and_say_they_started_late() {
     );
     let profile = yieldprof::snapshot();
     let site = |name: &str| profile.site(name).unwrap().counters;
-    assert!(matches!(site("nap").page_faults, Count::Exact(_)), "{:?}", site("nap"));
+    assert!(
+        matches!(site("nap").page_faults, Count::Exact(_)),
+        "{:?}",
+        site("nap")
+    );
     assert_eq!(site("first").page_faults, Count::NotAvailable);
     assert!(matches!(site("first").voluntary_switches, Count::Exact(_)));
     drop(guard);
