@@ -284,16 +284,14 @@ impl LocalCounters {
             let Some(Pending { events, mut fds }) = pending.take() else {
                 continue;
             };
-            let group_fds = fds.split(group_fds(events.len()));
+            // What the group needs; the rest (a schedstat file that did not open) goes back.
+            let reserved = fds.split(group_fds(events.len()));
             drop(fds);
-            match PerfGroup::open(&events, group_fds) {
-                Ok(g) => {
-                    let late = u64::try_from(self.opened.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                    shared.opened_late(k, g.events(), late);
-                    let _ = self.groups[k].set(g);
-                }
-                // Rare (the fds were reserved): its events stay uncounted, n/a.
-                Err(_) => {}
+            // Rare (the fds were reserved): on failure its events stay uncounted, n/a.
+            if let Ok(g) = PerfGroup::open(&events, reserved) {
+                let late = u64::try_from(self.opened.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                shared.opened_late(k, g.events(), late);
+                let _ = self.groups[k].set(g);
             }
         }
     }
