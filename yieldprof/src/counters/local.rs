@@ -93,8 +93,8 @@ struct Pending {
 /// A thread's own counter state: only the owner touches it.
 ///
 /// A thread's first episode opens only what it needs to count every episode's
-/// switches: the context-switch and migration counters, each alone with its user
-/// page, and the schedstat file. Its perf groups (page faults, hardware events) open
+/// switches: the context-switch counter with its user page, the migration counter
+/// (read when a switch was seen) and the schedstat file. Its perf groups (page faults, hardware events) open
 /// at its second sampled episode, so setup costs are spread over two episodes; the
 /// group events' thread totals then start later than the thread and are shown scaled
 /// (`ThreadCounters::root`).
@@ -217,7 +217,8 @@ impl LocalCounters {
         // The thread's run-queue wait so far: the page's first mark read it already.
         let queued = match &local.exact {
             Some(x) if split.schedstat => Some(x.base.queued_ns()),
-            _ => exact::run_delay_now(),
+            _ if p.schedstat => exact::run_delay_now(),
+            _ => None,
         };
         if let Some(q) = queued {
             let _ = shared.run_queue_start.set(q);
@@ -234,10 +235,10 @@ impl LocalCounters {
     }
 
     /// Opens the context-switch counter and, where available, the migration counter,
-    /// each alone, maps their user pages, so switches are counted on every episode, and
-    /// keeps the thread's schedstat file open where the machine has one. Takes their
-    /// fds out of `fds`; returns the events counted this way, none when the pages
-    /// could not be mapped (the group then counts them on sampled episodes).
+    /// each alone, and maps the first's user page, so switches are counted on every
+    /// episode; keeps the thread's schedstat file open where the machine has one.
+    /// Takes their fds out of `fds`; returns the events counted this way, none when
+    /// the page could not be mapped (the group then counts them on sampled episodes).
     fn open_exact(
         &mut self,
         events: &[CounterEvent],
