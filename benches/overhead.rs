@@ -148,6 +148,83 @@ fn peak_rss_kib() -> i64 {
     }
 }
 
+/// The first episode on a fresh thread, where the thread's setup happens (its tree,
+/// timeline ring and counters): median over `THREADS` threads per setting, next to
+/// spawning and joining an empty thread. Then the costliest of the thread's next
+/// `sleep(1 µs)` episodes, where counters that the first episode left closed open, next
+/// to the costliest of as many raw sleeps on a thread of its own.
+fn first_episode_rows(base: &yieldprof::Options) {
+    const THREADS: usize = 200;
+    const BLOCKS: usize = 4;
+    const LATER: usize = 32;
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    fn timed(f: fn()) -> f64 {
+        let t = Instant::now();
+        f();
+        t.elapsed().as_nanos() as f64
+    }
+    fn costliest(f: fn()) -> f64 {
+        (0..LATER).map(|_| timed(f)).fold(0.0, f64::max)
+    }
+    let (mut spawn, mut raw_later) = (Vec::new(), Vec::new());
+    let mut first = [Vec::new(), Vec::new()];
+    let mut later = [Vec::new(), Vec::new()];
+    for _ in 0..BLOCKS {
+        for (k, sampling) in [CounterSampling::Off, CounterSampling::Auto]
+            .into_iter()
+            .enumerate()
+        {
+            let _g = base.clone().counters(sampling).init();
+            for _ in 0..THREADS / BLOCKS {
+                let t = Instant::now();
+                std::thread::spawn(|| black_box(())).join().expect("thread");
+                spawn.push(t.elapsed().as_nanos() as f64);
+                let (f, l) =
+                    std::thread::spawn(move || (timed(empty_episode), costliest(sleep_episode)))
+                        .join()
+                        .expect("thread");
+                first[k].push(f);
+                later[k].push(l);
+                if k == 0 {
+                    let r = std::thread::spawn(move || costliest(raw_sleep));
+                    raw_later.push(r.join().expect("thread"));
+                }
+            }
+        }
+    }
+    let spawn = median(spawn);
+    let raw_later = median(raw_later);
+    let [off, auto] = first.map(median);
+    let [later_off, later_auto] = later.map(median);
+    row(
+        "   first episode on a new thread, counters off",
+        spawn,
+        off,
+        "≤ 50 µs",
+    );
+    row(
+        "   first episode on a new thread, counters auto",
+        spawn,
+        auto,
+        "≤ 50 µs",
+    );
+    row(
+        "   costliest of its next 32 sleeps, counters off",
+        raw_later,
+        later_off,
+        "",
+    );
+    row(
+        "   costliest of its next 32 sleeps, counters auto",
+        raw_later,
+        later_auto,
+        "",
+    );
+}
+
 fn main() {
     let out = std::env::temp_dir().join(format!("yieldprof-bench-{}", std::process::id()));
     std::fs::create_dir_all(&out).expect("temp dir");
@@ -180,6 +257,13 @@ fn main() {
         std::thread::scope(|s| s.spawn(|| episodes(n, empty_episode)).join().expect("ring"));
         // Nothing written: the count is the episodes'.
         std::mem::forget(_g);
+        return;
+    }
+    // `first`: only the first-episode rows.
+    if args.iter().any(|a| a == "first") {
+        first_episode_rows(&base);
+        drop(_guard);
+        let _ = std::fs::remove_dir_all(&out);
         return;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -361,6 +445,9 @@ fn main() {
         .map(|_| per_thread(2))
         .fold(f64::INFINITY, f64::min);
     row("6. episode cost/thread: 1 thread vs 2", one, two, "≈ 1×");
+
+    // A thread's setup, paid by its first episode.
+    first_episode_rows(&base);
 
     // Output size: 1M episodes of one stack.
     let session = yieldprof::Session::this_thread();

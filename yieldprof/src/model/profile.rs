@@ -138,7 +138,8 @@ pub struct ThreadStats {
     /// Entries made after the thread's recording was torn down (a thread-local
     /// destructor or `atexit` handler running after yieldprof's), not recorded.
     pub entries_after_exit: u64,
-    /// Counter totals over the thread's life (perf ones from its first record on).
+    /// Counter totals over the thread's life (perf ones from its first record on;
+    /// those of its perf group, which opens at its second sampled episode, scaled).
     pub counters: Counters,
     /// The part of `counters` spent in wait episodes; the rest is `[work]`'s.
     pub counters_in_wait: Counters,

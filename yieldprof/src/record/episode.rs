@@ -20,7 +20,7 @@ use std::task::{Context, Poll};
 
 #[inline(always)]
 fn on() -> bool {
-    cfg!(feature = "enabled") && config::enabled()
+    config::enabled()
 }
 
 const NO_NODE: u32 = u32::MAX;
@@ -83,7 +83,7 @@ impl EpisodeGuard {
             l.current.set(node);
             // Read before the clock starts, so the episode's wall excludes the read.
             let sample = if wait && l.counters.wants_sample() {
-                l.counters.begin()
+                l.counters.begin(&l.data.counters)
             } else {
                 NO_SAMPLE
             };

@@ -3,12 +3,16 @@
 //! Takes no lock after a thread's first episode at a site and never formats text.
 
 // Without the `enabled` feature the hot path is a set of no-ops with the same names.
+#[cfg(feature = "enabled")]
 mod copy;
 #[cfg_attr(not(feature = "enabled"), path = "noop.rs")]
 pub(crate) mod episode;
+#[cfg(feature = "enabled")]
 mod exited;
+#[cfg(feature = "enabled")]
 pub(crate) mod open;
 pub(crate) mod spins;
+#[cfg_attr(not(feature = "enabled"), path = "nothreads.rs")]
 pub(crate) mod thread;
 #[cfg(feature = "tracing")]
 pub mod tracing_bridge;

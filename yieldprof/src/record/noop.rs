@@ -36,14 +36,6 @@ pub fn enter_nested(_: &'static EpisodeSite) -> EpisodeGuard {
     EpisodeGuard
 }
 
-#[cfg(feature = "tracing")]
-pub(crate) fn open_frame(
-    _: usize,
-    _: impl FnOnce() -> crate::base::site::FrameInfo,
-) -> EpisodeGuard {
-    EpisodeGuard
-}
-
 #[doc(hidden)]
 #[inline(always)]
 pub fn call(_: &'static CallSite) -> CallGuard {

@@ -101,8 +101,6 @@ pub(crate) struct Slot {
 pub(crate) struct ThreadData {
     pub(super) serial: u64,
     pub(super) tid: i32,
-    /// The kernel's run-queue wait of this thread when it first recorded.
-    pub(super) run_queue_start: Option<u64>,
     pub(super) name: String,
     pub(super) start_ns: u64,
     pub(super) nodes: Arena<Node>,
@@ -128,7 +126,6 @@ impl ThreadData {
         let data = ThreadData {
             serial,
             tid,
-            run_queue_start: counters::run_queue_ns(tid),
             name,
             start_ns: clock::now(),
             nodes: Arena::new(max_nodes),
