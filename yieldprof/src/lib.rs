@@ -365,7 +365,7 @@ pub mod __private {
     pub use crate::base::site::{CallSite, EpisodeSite, Kind, WorkSite};
     pub use crate::record::episode::{
         call, count, enter_nested, enter_work, framed, nested, timed, CallGuard, EpisodeGuard,
-        Instrumented,
+        Instrumented, WaitGuard,
     };
     #[cfg(not(feature = "tracing"))]
     pub use crate::record::episode::{enter, instrument};

@@ -78,6 +78,10 @@ impl ThreadData {
                     .map(|(now, start)| now.saturating_sub(start)),
                 ..self.counters.snapshot()
             },
+            unwaited: (0..self.unwaited.len())
+                .map(|i| self.unwaited.get(i))
+                .map(|u| (u.frame.load(Relaxed), u.count.load(Relaxed)))
+                .collect(),
             timeline: Timeline {
                 episodes,
                 recorded,

@@ -7,6 +7,10 @@ mod copy;
 #[cfg_attr(not(feature = "enabled"), path = "noop.rs")]
 pub(crate) mod episode;
 mod exited;
+#[cfg(feature = "enabled")]
+mod frame;
+#[cfg(feature = "enabled")]
+mod lazy;
 pub(crate) mod open;
 pub(crate) mod spins;
 pub(crate) mod thread;

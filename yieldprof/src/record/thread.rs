@@ -18,7 +18,7 @@ use crate::model::histogram::{AtomicDurations, AtomicHistogram};
 use crate::model::profile::Profile;
 use crate::model::tree::ThreadProfile;
 use crate::record::exited::Exited;
-use crate::record::open::{Claimed, OpenFrames, Tally};
+use crate::record::open::{self, Claimed, OpenFrames, Tally, Unwaited};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -115,6 +115,8 @@ pub(crate) struct ThreadData {
     pub(crate) counters: ThreadCounters,
     /// The last wait episodes, for the timeline.
     pub(crate) timeline: Ring,
+    /// Per site, episodes that returned without waiting (`record::lazy`).
+    pub(super) unwaited: Arena<Unwaited>,
 }
 
 impl ThreadData {
@@ -139,6 +141,7 @@ impl ThreadData {
             reentries_skipped: AtomicU64::new(0),
             counters: ThreadCounters::default(),
             timeline: Ring::new(timeline),
+            unwaited: Arena::new(max_nodes),
         };
         data.nodes.push(|n| {
             n.frame.store(THREAD_FRAME, Relaxed);
@@ -360,6 +363,7 @@ pub(crate) struct Local {
 
 impl Drop for Local {
     fn drop(&mut self) {
+        open::forget_unwaited_cache();
         self.counters.refresh(&self.data.counters);
         publish_skipped(&self.data);
         let done = self.data.snapshot(true);
