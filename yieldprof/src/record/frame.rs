@@ -21,9 +21,9 @@ pub(crate) fn on() -> bool {
 }
 
 /// Opens the frame of the site at `key` under the thread's current node and makes it
-/// current: its slot in the open frames, its node, and its start (`start`, else the clock read
-/// after the frame's counter reads, so its wall time excludes them). `count`: it
-/// counts an episode when it closes.
+/// current: its slot in the open frames, its node, and its start tick and switch mark
+/// (`begin`, else the clock read after the frame's counter reads, so its wall time
+/// excludes them). `count`: it counts an episode when it closes.
 #[inline]
 pub(crate) fn open(
     l: &Local,
@@ -31,8 +31,8 @@ pub(crate) fn open(
     wait: bool,
     count: bool,
     info: impl FnOnce() -> FrameInfo,
-    start: Option<u64>,
-) -> (u32, u32, u64) {
+    begin: Option<(u64, Mark)>,
+) -> (u32, u32, (u64, Mark)) {
     let prev = l.current.get();
     let node = l.data.child(prev, key, info);
     l.data.opened(node);
@@ -42,10 +42,16 @@ pub(crate) fn open(
     } else {
         NO_SAMPLE
     };
-    let mark = if wait {
-        l.counters.mark(&l.data.counters)
-    } else {
-        Mark::ZERO
+    let (start, mark) = match begin {
+        Some((start, mark)) => (start, if wait { mark } else { Mark::ZERO }),
+        None => {
+            let mark = if wait {
+                l.counters.mark(&l.data.counters)
+            } else {
+                Mark::ZERO
+            };
+            (clock::now(), mark)
+        }
     };
     // A wait frame tallies its own calls; a business frame's count in the wait frame
     // around it.
@@ -54,7 +60,6 @@ pub(crate) fn open(
     } else {
         Tally::ZERO
     };
-    let start = start.unwrap_or_else(clock::now);
     let slot = l.open.push(Opened {
         node,
         prev,
@@ -66,7 +71,7 @@ pub(crate) fn open(
         sample,
         tally,
     });
-    (slot, node, start)
+    (slot, node, (start, mark))
 }
 
 /// A frame that closed.

@@ -13,6 +13,7 @@
 use crate::base::arena::bump;
 use crate::base::clock;
 use crate::base::site::{self, EpisodeSite, FrameInfo};
+use crate::counters::Mark;
 use crate::record::frame;
 use crate::record::open::{Lazy, LAZY, LAZY_DEPTH, UNWAITED_CACHE};
 use crate::record::thread::{self, Local, ThreadData};
@@ -87,7 +88,7 @@ pub(crate) fn enter(site: &'static EpisodeSite, nested: bool) -> WaitGuard {
 #[inline(never)]
 fn enter_deep(z: &Lazy, key: usize, d: u32) -> WaitGuard {
     let opened = thread::enter(|l| {
-        open_pending(l, z);
+        open_pending(l, z, None);
         let slot = open_entry(l, key, None).0;
         z.depth.set(d + 1);
         z.live.set(d + 1);
@@ -139,41 +140,59 @@ fn close_live(z: &Lazy, at: u32, deep_slot: u32) {
 }
 
 /// Opens the frames of the thread's pending episodes, outermost first, all starting
-/// at one clock read: that tick, or `None` when none was pending. Called on the way
-/// into every wait call and every frame opened at entry.
+/// at one clock read and switch mark: those, or `None` when none was pending. Called
+/// on the way into every wait call and every frame opened at entry.
 #[inline(always)]
-pub(crate) fn materialise(l: &Local) -> Option<u64> {
+pub(crate) fn materialise(l: &Local) -> Option<(u64, Mark)> {
     LAZY.with(|z| {
         if z.live.get() == z.depth.get() {
             return None;
         }
-        open_pending(l, z)
+        open_pending(l, z, None)
     })
 }
 
+/// As [`materialise`], with the start and mark of a wait call that began before
+/// (a lock that turned out to block).
+pub(crate) fn materialise_at(l: &Local, begin: (u64, Mark)) {
+    LAZY.with(|z| open_pending(l, z, Some(begin)));
+}
+
 #[inline(never)]
-fn open_pending(l: &Local, z: &Lazy) -> Option<u64> {
-    let mut start = None;
+fn open_pending(l: &Local, z: &Lazy, mut begin: Option<(u64, Mark)>) -> Option<(u64, Mark)> {
     for at in z.live.get()..z.depth.get().min(LAZY_DEPTH as u32) {
-        let (slot, tick) = open_entry(l, z.sites[at as usize].get(), start);
-        start = start.or(tick);
+        let (slot, began) = open_entry(l, z.sites[at as usize].get(), begin);
+        begin = begin.or(began);
         z.slots[at as usize].set(slot);
         z.live.set(at + 1);
     }
-    start
+    begin
 }
 
-/// Opens the frame of one entry; its slot and start. A closure of the site whose frame
-/// is current opens none.
-fn open_entry(l: &Local, key: usize, start: Option<u64>) -> (u32, Option<u64>) {
+/// Opens the frame of one entry; its slot, start and mark. A closure of the site whose
+/// frame is current opens none.
+fn open_entry(l: &Local, key: usize, begin: Option<(u64, Mark)>) -> (u32, Option<(u64, Mark)>) {
     let site = site_of(key);
     let nested = key & NESTED != 0;
     let key = key & !NESTED;
     if nested && l.data.node_key(l.current.get()) == key {
         return (NO_SLOT, None);
     }
-    let (slot, _, tick) = frame::open(l, key, true, !nested, || site.info(), start);
-    (slot, Some(tick))
+    let (slot, _, began) = frame::open(l, key, true, !nested, || site.info(), begin);
+    (slot, Some(began))
+}
+
+/// The live count of this thread's entries while some are pending; `None` when none
+/// is.
+#[inline(always)]
+pub(crate) fn pending() -> Option<u32> {
+    LAZY.with(|z| (z.live.get() < z.depth.get()).then(|| z.live.get()))
+}
+
+/// Whether no entry has opened its frame since [`pending`] returned `live`.
+#[inline(always)]
+pub(crate) fn still_pending(live: u32) -> bool {
+    LAZY.with(|z| z.live.get() == live && live < z.depth.get())
 }
 
 /// The site of an entry's key.
