@@ -78,10 +78,7 @@ impl ThreadData {
                     .map(|(now, start)| now.saturating_sub(start)),
                 ..self.counters.snapshot()
             },
-            unwaited: (0..self.unwaited.len())
-                .map(|i| self.unwaited.get(i))
-                .map(|u| (u.frame.load(Relaxed), u.count.load(Relaxed)))
-                .collect(),
+            unwaited: self.unwaited.read(),
             timeline: Timeline {
                 episodes,
                 recorded,

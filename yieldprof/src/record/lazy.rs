@@ -12,24 +12,20 @@
 
 use crate::base::arena::bump;
 use crate::base::clock;
-use crate::base::site::{self, EpisodeSite, FrameInfo};
+use crate::base::site::EpisodeSite;
 use crate::counters::Mark;
 use crate::record::frame;
-use crate::record::open::{Lazy, LAZY, LAZY_DEPTH, UNWAITED_CACHE};
-use crate::record::thread::{self, Local, ThreadData};
+use crate::record::open::{site_of, Lazy, LAZY, LAZY_DEPTH, NESTED, UNWAITED_CACHE};
+use crate::record::thread::{self, Local};
 use std::marker::PhantomData;
 use std::sync::atomic::{compiler_fence, AtomicU64};
-use std::sync::atomic::{Ordering::Relaxed, Ordering::SeqCst};
+use std::sync::atomic::Ordering::SeqCst;
 
 /// A guard that records nothing (recording off, or the thread's state unusable).
 const INACTIVE: u32 = u32::MAX;
 /// The slot of a live entry that opened no frame: a closure of a site that ran inside
 /// that site's own frame.
 const NO_SLOT: u32 = u32::MAX;
-/// Tag bit on an entry's site: a closure of the site's body (`enter_nested`), which
-/// opens the site's frame but counts no episode. Sites are aligned, so bit 0 is free.
-const NESTED: usize = 1;
-
 /// Leaves a wait episode when dropped: on return, on `?` and during a panic.
 #[doc(hidden)]
 #[must_use = "the episode ends when this guard drops"]
@@ -195,19 +191,21 @@ pub(crate) fn still_pending(live: u32) -> bool {
     LAZY.with(|z| z.live.get() == live && live < z.depth.get())
 }
 
-/// The site of an entry's key.
-fn site_of(key: usize) -> &'static EpisodeSite {
-    // SAFETY: `enter` stores only the address of a `&'static EpisodeSite`, tagged in
-    // bit 0, in an entry.
-    unsafe { &*((key & !NESTED) as *const EpisodeSite) }
-}
-
 /// Opens the pending episodes of this thread, if any: the first wait of a direct
-/// spin loop (`SpinCounts`).
+/// spin loop (`SpinCounts`), whose episode is the innermost pending one.
 #[cold]
 #[inline(never)]
 pub(crate) fn began_waiting() {
-    thread::enter(materialise);
+    if thread::enter(materialise).is_none() {
+        // Counted as skipped (or after the thread's exit): not again when it is left.
+        LAZY.with(|z| {
+            let d = z.depth.get();
+            if d > z.live.get() && d as usize <= LAZY_DEPTH {
+                let s = &z.sites[d as usize - 1];
+                s.set(s.get() | NESTED);
+            }
+        });
+    }
 }
 
 /// The node of the live entry at `at` (`slot` past `LAZY_DEPTH`); `None` while it is
@@ -267,34 +265,13 @@ fn count_unwaited(z: &Lazy, key: usize) {
 #[inline(never)]
 fn count_unwaited_slow(z: &Lazy, key: usize) {
     thread::enter(|l| {
-        let site = site_of(key);
-        match l.data.unwaited_count(key, || site.info()) {
-            Some(count) => {
-                bump(count, 1);
-                z.unwaited[cache_index(key)].set((key, count as *const AtomicU64 as usize));
+        match l.data.unwaited.entry(site_of(key)) {
+            Some(u) => {
+                bump(&u.count, 1);
+                let count = &u.count as *const AtomicU64 as usize;
+                z.unwaited[cache_index(key)].set((key, count));
             }
             None => bump(&l.data.overflowed, 1),
         }
     });
-}
-
-impl ThreadData {
-    /// Owner only: the count of `key`'s episodes that returned without waiting, added
-    /// on first use (a thread meets few sites, and the cache in `Lazy` holds most);
-    /// `None` once the table is full.
-    fn unwaited_count(&self, key: usize, info: impl FnOnce() -> FrameInfo) -> Option<&AtomicU64> {
-        let known = (0..self.unwaited.len())
-            .map(|i| self.unwaited.get(i))
-            .find(|u| u.key.load(Relaxed) == key);
-        if let Some(u) = known {
-            return Some(&u.count);
-        }
-        let frame = site::frame_id(key, info);
-        let i = self.unwaited.push(|u| {
-            u.key.store(key, Relaxed);
-            u.frame.store(frame, Relaxed);
-        })?;
-        Some(&self.unwaited.get(i).count)
-    }
-
 }

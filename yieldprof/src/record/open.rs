@@ -5,7 +5,9 @@
 
 use crate::counters::Mark;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
+use crate::base::arena::Arena;
+use crate::base::site::{self, EpisodeSite};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Wall ticks and off-CPU ns that closed guards have accounted for on this thread:
 /// a timed call subtracts what guards nested in it took (a lock taken in the argument
@@ -120,7 +122,8 @@ pub(crate) struct Lazy {
     /// How many of them, from the outermost, have their frames open ("live"); the
     /// rest are pending.
     pub(crate) live: Cell<u32>,
-    /// Each entered episode's site (the address of its `EpisodeSite`).
+    /// Each entered episode's site (the address of its `EpisodeSite`, tagged with
+    /// `NESTED`).
     pub(crate) sites: [Cell<usize>; LAZY_DEPTH],
     /// Each live episode's slot in the thread's open frames.
     pub(crate) slots: [Cell<u32>; LAZY_DEPTH],
@@ -148,10 +151,71 @@ pub(crate) fn forget_unwaited_cache() {
     LAZY.with(|z| z.unwaited.iter().for_each(|c| c.set((0, 0))));
 }
 
+/// Tag bit on an entry's site: a closure of the site's body (`enter_nested`), or an
+/// episode already counted as skipped, which opens the site's frame but counts no
+/// episode. Sites are aligned, so bit 0 is free.
+pub(crate) const NESTED: usize = 1;
+
+/// The site of an entry's key.
+pub(crate) fn site_of(key: usize) -> &'static EpisodeSite {
+    // SAFETY: `record::lazy::enter` stores only the address of a `&'static
+    // EpisodeSite`, tagged in bit 0, in an entry.
+    unsafe { &*((key & !NESTED) as *const EpisodeSite) }
+}
+
+/// The site of this thread's innermost pending episode, if any.
+pub(crate) fn innermost_pending() -> Option<&'static EpisodeSite> {
+    LAZY.with(|z| {
+        let d = z.depth.get();
+        (d > z.live.get() && d as usize <= LAZY_DEPTH).then(|| site_of(z.sites[d as usize - 1].get()))
+    })
+}
+
 /// One site's episodes on one thread that returned without waiting (`record::lazy`).
 #[derive(Default)]
 pub(crate) struct Unwaited {
-    pub(crate) key: AtomicUsize,
-    pub(crate) frame: AtomicU32,
+    key: AtomicUsize,
+    frame: AtomicU32,
     pub(crate) count: AtomicU64,
+}
+
+/// A thread's `Unwaited` per site: only the owner writes, any thread reads.
+pub(crate) struct UnwaitedTable(Arena<Unwaited>);
+
+impl UnwaitedTable {
+    pub(crate) fn new(cap: u32) -> Self {
+        UnwaitedTable(Arena::new(cap))
+    }
+
+    /// Owner only: the entry of `site`, added on first use (a thread meets few sites,
+    /// and the cache in `Lazy` holds most); `None` once the table is full.
+    pub(crate) fn entry(&self, site: &'static EpisodeSite) -> Option<&Unwaited> {
+        let key = site as *const EpisodeSite as usize;
+        let known = (0..self.0.len())
+            .map(|i| self.0.get(i))
+            .find(|u| u.key.load(Relaxed) == key);
+        if known.is_some() {
+            return known;
+        }
+        let frame = site::frame_id(key, || site.info());
+        let i = self.0.push(|u| {
+            u.key.store(key, Relaxed);
+            u.frame.store(frame, Relaxed);
+        })?;
+        Some(self.0.get(i))
+    }
+
+    /// The frame id of the entry.
+    pub(crate) fn frame(u: &Unwaited) -> u32 {
+        u.frame.load(Relaxed)
+    }
+
+    /// Per frame id, the episodes that returned without waiting (none left out).
+    pub(crate) fn read(&self) -> Vec<(u32, u64)> {
+        (0..self.0.len())
+            .map(|i| self.0.get(i))
+            .map(|u| (u.frame.load(Relaxed), u.count.load(Relaxed)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
 }

@@ -18,7 +18,7 @@ use crate::model::histogram::{AtomicDurations, AtomicHistogram};
 use crate::model::profile::Profile;
 use crate::model::tree::ThreadProfile;
 use crate::record::exited::Exited;
-use crate::record::open::{self, Claimed, OpenFrames, Tally, Unwaited};
+use crate::record::open::{self, Claimed, OpenFrames, Tally, UnwaitedTable};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -116,7 +116,7 @@ pub(crate) struct ThreadData {
     /// The last wait episodes, for the timeline.
     pub(crate) timeline: Ring,
     /// Per site, episodes that returned without waiting (`record::lazy`).
-    pub(super) unwaited: Arena<Unwaited>,
+    pub(super) unwaited: UnwaitedTable,
 }
 
 impl ThreadData {
@@ -141,7 +141,7 @@ impl ThreadData {
             reentries_skipped: AtomicU64::new(0),
             counters: ThreadCounters::default(),
             timeline: Ring::new(timeline),
-            unwaited: Arena::new(max_nodes),
+            unwaited: UnwaitedTable::new(max_nodes),
         };
         data.nodes.push(|n| {
             n.frame.store(THREAD_FRAME, Relaxed);
@@ -510,12 +510,16 @@ pub(crate) fn current_serial() -> Option<u64> {
     with(|l| l.data.serial)
 }
 
-/// This thread's serial number and the frame id of its innermost open frame (the
-/// false-sharing detector attributes watched reads to wait sites with it).
+/// This thread's serial number and the frame id of its innermost frame, open or
+/// pending (the false-sharing detector attributes watched reads to wait sites with
+/// it): a read inside an episode that has not waited yet is still that site's.
 #[inline(always)]
 pub(crate) fn current_frame() -> Option<(u64, u32)> {
     with(|l| {
-        let frame = l.data.node(l.current.get()).frame.load(Relaxed);
+        let pending = open::innermost_pending()
+            .and_then(|site| l.data.unwaited.entry(site))
+            .map(UnwaitedTable::frame);
+        let frame = pending.unwrap_or_else(|| l.data.node(l.current.get()).frame.load(Relaxed));
         (l.data.serial, frame)
     })
 }
