@@ -204,8 +204,15 @@ fn main() {
         let Some(n) = args.get(at + 1).and_then(|a| a.parse::<u64>().ok()) else {
             panic!("usage: overhead waits N");
         };
-        let _g = base.clone().counters(CounterSampling::Every(u32::MAX)).init();
-        std::thread::scope(|s| s.spawn(|| episodes(n, one_spin_episode)).join().expect("waits"));
+        let _g = base
+            .clone()
+            .counters(CounterSampling::Every(u32::MAX))
+            .init();
+        std::thread::scope(|s| {
+            s.spawn(|| episodes(n, one_spin_episode))
+                .join()
+                .expect("waits")
+        });
         std::mem::forget(_g);
         return;
     }

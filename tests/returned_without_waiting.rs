@@ -244,7 +244,10 @@ fn a_free_lock_is_no_wait_and_the_report_says_so() {
         let doc = p.json(&yieldprof::report::Costs::current());
         assert_eq!(doc.inconsistencies(), Vec::<String>::new());
         let site = p.site("takes_a_free_lock").unwrap();
-        let (episodes, rww) = (site.episodes - episodes, site.returned_without_waiting - rww);
+        let (episodes, rww) = (
+            site.episodes - episodes,
+            site.returned_without_waiting - rww,
+        );
         assert_eq!(episodes, 3);
         // Every lock either did not wait, or was timed as a wait.
         assert_eq!(site.calls_of(yieldprof::Kind::Lock), site.timed_episodes());

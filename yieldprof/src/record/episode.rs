@@ -420,11 +420,13 @@ impl<F: Future> Future for Instrumented<F> {
         // episode is counted below, once, with its whole span.
         let mut guard = match this.frame {
             Frame::Wait(site) => EpisodeGuard::open(key(site), true, false, false, || site.info()),
-            Frame::Work(site) => {
-                EpisodeGuard::open(site as *const WorkSite as usize, false, false, false, || {
-                    site.info()
-                })
-            }
+            Frame::Work(site) => EpisodeGuard::open(
+                site as *const WorkSite as usize,
+                false,
+                false,
+                false,
+                || site.info(),
+            ),
             Frame::Nested(site) => EpisodeGuard::open(key(site), true, false, true, || site.info()),
         };
         // SAFETY: see above.

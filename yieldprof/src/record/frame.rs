@@ -112,7 +112,7 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
     l.claim(o.claimed, elapsed, off_ns);
     if o.count {
         bump(&n.episodes, 1);
-        l.data.record_duration(o.node, elapsed);
+        l.data.record_duration_of(n, elapsed);
     }
     bump(&n.wall_ns, elapsed);
     if o.sample != NO_SAMPLE {
@@ -121,7 +121,8 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
     } else if o.wait {
         l.counters.earn(elapsed);
     }
-    l.current.set(l.data.closed(o.node, o.prev, l.current.get()));
+    l.current
+        .set(l.data.closed(n, o.node, o.prev, l.current.get()));
     Some(Closed {
         node: o.node,
         start: o.start,

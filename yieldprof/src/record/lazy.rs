@@ -18,8 +18,8 @@ use crate::record::frame;
 use crate::record::open::{site_of, Lazy, LAZY, LAZY_DEPTH, NESTED, UNWAITED_CACHE};
 use crate::record::thread::{self, Local};
 use std::marker::PhantomData;
-use std::sync::atomic::{compiler_fence, AtomicU64};
 use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{compiler_fence, AtomicU64};
 
 /// A guard that records nothing (recording off, or the thread's state unusable).
 const INACTIVE: u32 = u32::MAX;
@@ -58,8 +58,7 @@ pub(crate) fn enter(site: &'static EpisodeSite, nested: bool) -> WaitGuard {
         if d as usize >= LAZY_DEPTH {
             return enter_deep(z, key, d);
         }
-        if nested && d > z.live.get() && z.sites[d as usize - 1].get() & !NESTED == key & !NESTED
-        {
+        if nested && d > z.live.get() && z.sites[d as usize - 1].get() & !NESTED == key & !NESTED {
             // A closure run inside its own site's pending episode: it is that episode.
             return WaitGuard::INACTIVE;
         }
@@ -167,6 +166,7 @@ fn open_pending(l: &Local, z: &Lazy, mut begin: Option<(u64, Mark)>) -> Option<(
 
 /// Opens the frame of one entry; its slot, start and mark. A closure of the site whose
 /// frame is current opens none.
+#[inline(always)]
 fn open_entry(l: &Local, key: usize, begin: Option<(u64, Mark)>) -> (u32, Option<(u64, Mark)>) {
     let site = site_of(key);
     let nested = key & NESTED != 0;
@@ -264,14 +264,12 @@ fn count_unwaited(z: &Lazy, key: usize) {
 #[cold]
 #[inline(never)]
 fn count_unwaited_slow(z: &Lazy, key: usize) {
-    thread::enter(|l| {
-        match l.data.unwaited.entry(site_of(key)) {
-            Some(u) => {
-                bump(&u.count, 1);
-                let count = &u.count as *const AtomicU64 as usize;
-                z.unwaited[cache_index(key)].set((key, count));
-            }
-            None => bump(&l.data.overflowed, 1),
+    thread::enter(|l| match l.data.unwaited.entry(site_of(key)) {
+        Some(u) => {
+            bump(&u.count, 1);
+            let count = &u.count as *const AtomicU64 as usize;
+            z.unwaited[cache_index(key)].set((key, count));
         }
+        None => bump(&l.data.overflowed, 1),
     });
 }

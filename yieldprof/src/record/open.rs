@@ -3,10 +3,10 @@
 //! of the annotated function, which a deep recursion pays for at every level; this
 //! lives in one list per thread instead.
 
-use crate::counters::Mark;
-use std::cell::{Cell, RefCell};
 use crate::base::arena::Arena;
 use crate::base::site::{self, EpisodeSite};
+use crate::counters::Mark;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Wall ticks and off-CPU ns that closed guards have accounted for on this thread:
@@ -167,7 +167,8 @@ pub(crate) fn site_of(key: usize) -> &'static EpisodeSite {
 pub(crate) fn innermost_pending() -> Option<&'static EpisodeSite> {
     LAZY.with(|z| {
         let d = z.depth.get();
-        (d > z.live.get() && d as usize <= LAZY_DEPTH).then(|| site_of(z.sites[d as usize - 1].get()))
+        (d > z.live.get() && d as usize <= LAZY_DEPTH)
+            .then(|| site_of(z.sites[d as usize - 1].get()))
     })
 }
 

@@ -248,7 +248,12 @@ impl ThreadData {
     /// Owner only: an episode of `node` that lasted `ticks`.
     #[inline(always)]
     pub(crate) fn record_duration(&self, node: u32, ticks: u64) {
-        let n = self.node(node);
+        self.record_duration_of(self.node(node), ticks);
+    }
+
+    /// Owner only: an episode of node `n` that lasted `ticks`.
+    #[inline(always)]
+    pub(crate) fn record_duration_of(&self, n: &Node, ticks: u64) {
         n.durations.record(ticks);
         let at = n.site_durations.load(Relaxed);
         if at != NO_DURATIONS {
@@ -263,15 +268,15 @@ impl ThreadData {
         n.store(n.load(Relaxed).wrapping_add(1), Relaxed);
     }
 
-    /// A frame on `node`, opened under `prev`, closed while `current` was this thread's
+    /// A frame on `node` (`n`), opened under `prev`, closed while `current` was this thread's
     /// current node: the current node after it. In order, the innermost frame still
     /// open above `node`. Out of order (a frame held across `.await`, closed while a
     /// frame another task opened inside it is still open) the current node stays:
     /// that frame is still running, and restoring `prev` would leave a closed frame
     /// current on the thread for good.
     #[inline(always)]
-    pub(crate) fn closed(&self, node: u32, prev: u32, current: u32) -> u32 {
-        let n = &self.node(node).open;
+    pub(crate) fn closed(&self, n: &Node, node: u32, prev: u32, current: u32) -> u32 {
+        let n = &n.open;
         n.store(n.load(Relaxed).saturating_sub(1), Relaxed);
         if current != node {
             return current;

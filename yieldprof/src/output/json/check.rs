@@ -72,7 +72,11 @@ impl Document {
                 );
             }
         }
-        let by_threads: u64 = self.threads.iter().map(|t| t.returned_without_waiting).sum();
+        let by_threads: u64 = self
+            .threads
+            .iter()
+            .map(|t| t.returned_without_waiting)
+            .sum();
         let by_sites: u64 = self.sites.iter().map(|s| s.returned_without_waiting).sum();
         check(
             by_threads == by_sites,
