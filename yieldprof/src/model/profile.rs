@@ -65,8 +65,9 @@ pub struct SiteStats {
     /// episode lasts from its first poll to its completion; only the polls are wall
     /// time, so `wall_ns + suspended_ns` is the episodes' whole span. 0 for other sites.
     pub suspended_ns: u64,
-    /// Episode durations (nested frames included); an async episode's is its whole
-    /// span.
+    /// Durations of the timed episodes, from each one's first wait to its return
+    /// (nested frames included); an async episode's is its whole span. Those that
+    /// returned without waiting are not in it.
     pub durations: Histogram,
     /// Calls per call site, ordered by line.
     pub calls: Vec<CallStats>,
