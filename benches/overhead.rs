@@ -80,6 +80,18 @@ fn empty_episode() {
 }
 
 #[inline(never)]
+fn raw_one_spin() {
+    std::hint::spin_loop();
+}
+
+/// An episode that waits: its one spin opens (and times) it.
+#[yieldprof::instrument_wait]
+#[inline(never)]
+fn one_spin_episode() {
+    std::hint::spin_loop();
+}
+
+#[inline(never)]
 fn raw_sleep() {
     std::thread::sleep(std::time::Duration::from_micros(1));
 }
@@ -148,7 +160,7 @@ fn peak_rss_kib() -> i64 {
     }
 }
 
-/// The first episode on a fresh thread, where the thread's setup happens (its tree,
+/// The first episode that waits on a fresh thread, where the thread's setup happens (its tree,
 /// timeline ring and counters): median over `THREADS` threads per setting, next to
 /// spawning and joining an empty thread. Then the costliest of the thread's next
 /// `sleep(1 µs)` episodes, where counters that the first episode left closed open, next
@@ -183,7 +195,7 @@ fn first_episode_rows(base: &yieldprof::Options) {
                 std::thread::spawn(|| black_box(())).join().expect("thread");
                 spawn.push(t.elapsed().as_nanos() as f64);
                 let (f, l) =
-                    std::thread::spawn(move || (timed(empty_episode), costliest(sleep_episode)))
+                    std::thread::spawn(move || (timed(one_spin_episode), costliest(sleep_episode)))
                         .join()
                         .expect("thread");
                 first[k].push(f);
@@ -254,7 +266,11 @@ fn main() {
             .counters(CounterSampling::Off)
             .timeline(kept as u32)
             .init();
-        std::thread::scope(|s| s.spawn(|| episodes(n, empty_episode)).join().expect("ring"));
+        std::thread::scope(|s| {
+            s.spawn(|| episodes(n, one_spin_episode))
+                .join()
+                .expect("ring")
+        });
         // Nothing written: the count is the episodes'.
         std::mem::forget(_g);
         return;
@@ -264,6 +280,24 @@ fn main() {
         first_episode_rows(&base);
         drop(_guard);
         let _ = std::fs::remove_dir_all(&out);
+        return;
+    }
+    // `waits N`: N episodes that wait (one spin) with exact page counters, for
+    // `perf record -e cpu-clock` (where the ns of goal 2's row go).
+    if let Some(at) = args.iter().position(|a| a == "waits") {
+        let Some(n) = args.get(at + 1).and_then(|a| a.parse::<u64>().ok()) else {
+            panic!("usage: overhead waits N");
+        };
+        let _g = base
+            .clone()
+            .counters(CounterSampling::Every(u32::MAX))
+            .init();
+        std::thread::scope(|s| {
+            s.spawn(|| episodes(n, one_spin_episode))
+                .join()
+                .expect("waits")
+        });
+        std::mem::forget(_g);
         return;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -297,7 +331,8 @@ fn main() {
         )
     };
     let (b, i) = on_thread(CounterSampling::Off, 512, &empty);
-    row("3. empty episode enter+exit, counters off", b, i, "≤ 60 ns");
+    // It makes no wait call: counted, never timed (the clock starts at a first wait).
+    row("3. episode that returns without waiting", b, i, "≤ +3 ns");
     let ours = i - b;
 
     // tracing + tracing-flame on the same empty function.
@@ -325,10 +360,11 @@ fn main() {
     );
 
     // Counter costs on top of the same episode with counters off, each setting on
-    // threads of its own, alternated round by round.
+    // threads of its own, alternated round by round: an episode that waits, since one
+    // that returns without waiting reads no counter.
     let episode_ns = |sampling: CounterSampling, fds: usize| {
         on_thread(sampling, fds, &|| {
-            (best(n / 4, |n| episodes(n, empty_episode)), 0.0)
+            (best(n / 4, |n| episodes(n, one_spin_episode)), 0.0)
         })
         .0
     };
@@ -348,16 +384,37 @@ fn main() {
         page,
         "≤ +10 ns",
     );
-    let (b, i) = pair(
-        n,
-        |n| (0..n).for_each(|_| black_box(())),
-        |n| {
-            (0..n).for_each(|_| {
-                black_box(clock_pair());
-            })
-        },
-    );
+    let floor = || {
+        pair(
+            n,
+            |n| (0..n).for_each(|_| black_box(())),
+            |n| {
+                (0..n).for_each(|_| {
+                    black_box(clock_pair());
+                })
+            },
+        )
+    };
+    let (b, i) = floor();
     row("   floor: a pair of raw clock reads", b, i, "");
+    // An episode that waits (one spin) with exact per-episode counters (page only),
+    // its cost over the same function unannotated, against the floor, in one run.
+    let waits = || {
+        let (fb, fi) = floor();
+        let (b, i) = pair(
+            n,
+            |n| episodes(n, raw_one_spin),
+            |n| episodes(n, one_spin_episode),
+        );
+        (fi - fb, i - b)
+    };
+    let (floor_ns, cost) = on_thread(CounterSampling::Every(u32::MAX), 512, &waits);
+    row(
+        "   episode that waits (1 spin), exact page ctrs",
+        floor_ns,
+        cost,
+        "≤ 1.3× floor",
+    );
     for (case, sampling, fds) in [
         (
             "   counters auto (default) vs off",
@@ -392,7 +449,7 @@ fn main() {
             .timeline(kept)
             .init();
         std::thread::scope(|s| {
-            s.spawn(|| best(n / 4, |n| episodes(n, empty_episode)))
+            s.spawn(|| best(n / 4, |n| episodes(n, one_spin_episode)))
                 .join()
                 .expect("bench thread")
         })
@@ -433,7 +490,7 @@ fn main() {
         let t = Instant::now();
         std::thread::scope(|s| {
             for _ in 0..threads {
-                s.spawn(move || episodes(each, empty_episode));
+                s.spawn(move || episodes(each, one_spin_episode));
             }
         });
         t.elapsed().as_nanos() as f64 / each as f64
@@ -451,7 +508,7 @@ fn main() {
 
     // Output size: 1M episodes of one stack.
     let session = yieldprof::Session::this_thread();
-    episodes(1_000_000, empty_episode);
+    episodes(1_000_000, one_spin_episode);
     let paths = session.finish().write(&out, "million").expect("write");
     let ours_bytes = std::fs::metadata(&paths[0]).map_or(0, |m| m.len());
     let theirs_bytes = std::fs::metadata(&flame_path).map_or(0, |m| m.len());

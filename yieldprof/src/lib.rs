@@ -1,13 +1,17 @@
 //! yieldprof makes waiting visible from inside the program.
 //!
 //! Mark a function that waits with [`#[instrument_wait]`](instrument_wait): every call
-//! becomes a timed **wait episode**, and the waits in its body (spins, yields, sleeps,
+//! becomes a **wait episode**, and the waits in its body (spins, yields, sleeps,
 //! parks, locks, condvars, channels, joins, barriers, backoffs) are counted or timed per
-//! kind and source line. At shutdown the guard returned by [`init`] writes
-//! folded stacks, a flame graph, a pprof profile ([`Profile::write_pprof`]), each
-//! thread's last wait episodes as a timeline for Perfetto ([`Profile::write_trace`]) and
-//! a plain-text summary in which waiting stands apart from the thread's real work
-//! (`[work]`); [`Options::snapshot_every`] also writes deltas while the program runs.
+//! kind and source line. An episode is timed from its first wait call to its return;
+//! one that makes none (its condition held at once, or its lock was free) costs a few
+//! ns and is only counted, as "returned without waiting"
+//! ([`SiteStats::returned_without_waiting`](report::SiteStats::returned_without_waiting)).
+//! At shutdown the guard returned by [`init`] writes folded stacks, a flame graph, a
+//! pprof profile ([`Profile::write_pprof`]), each thread's last wait episodes as a
+//! timeline for Perfetto ([`Profile::write_trace`]) and a plain-text summary in which
+//! waiting stands apart from the thread's real work (`[work]`);
+//! [`Options::snapshot_every`] also writes deltas while the program runs.
 //!
 //! ```
 //! use std::sync::atomic::{AtomicBool, Ordering};
@@ -382,7 +386,7 @@ pub mod __private {
     pub use crate::base::site::{CallSite, EpisodeSite, Kind, WorkSite};
     pub use crate::record::episode::{
         call, count, enter_nested, enter_work, framed, nested, timed, CallGuard, EpisodeGuard,
-        Instrumented,
+        Instrumented, WaitGuard,
     };
     #[cfg(not(feature = "tracing"))]
     pub use crate::record::episode::{enter, instrument};

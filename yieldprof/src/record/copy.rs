@@ -76,6 +76,7 @@ impl ThreadData {
                 run_queue_ns: self.counters.run_queue_since_open(self.tid),
                 ..self.counters.snapshot()
             },
+            unwaited: self.unwaited.read(),
             timeline: Timeline {
                 episodes,
                 recorded,
