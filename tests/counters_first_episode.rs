@@ -8,8 +8,11 @@
 use yieldprof::counters::{capabilities, Count, CounterEvent, CounterSampling};
 use yieldprof::report::ThreadStats;
 
+/// Its spin makes it a timed episode (one that makes no wait call is only counted).
 #[yieldprof::instrument_wait]
-fn first() {}
+fn first() {
+    std::hint::spin_loop();
+}
 
 #[yieldprof::instrument_wait]
 fn nap() {
