@@ -3,6 +3,7 @@
 
 use crate::model::profile::Profile;
 use crate::output::flamegraph;
+use crate::output::fold::Folded;
 use crate::output::options::Options;
 use std::fmt;
 use std::io::{self, Write};
@@ -55,9 +56,9 @@ pub(crate) fn write_atomic(
     result.map_err(err)
 }
 
-/// Writes folded `lines`, one per line, to `path` (atomically).
-pub(crate) fn write_folded(path: &Path, lines: &[String]) -> Result<(), WriteError> {
-    write_atomic(path, |w| lines.iter().try_for_each(|l| writeln!(w, "{l}")))
+/// Writes folded `stacks`, one `stack value` per line, to `path` (atomically).
+pub(crate) fn write_folded(path: &Path, stacks: &Folded) -> Result<(), WriteError> {
+    write_atomic(path, |w| stacks.write(w))
 }
 
 /// Writes `<name>.folded`, `<name>.svg`, `<name>.split.svg`, `<name>.pb.gz` (pprof),
@@ -70,15 +71,16 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
         source,
     })?;
     let path = |ext: &str| dir.join(format!("{}.{ext}", opts.name));
-    let lines = profile.folded(opts.metric);
+    // Each view folded once: the file and both graphs draw from it.
+    let stacks = profile.fold(opts.metric);
     let folded = path("folded");
-    write_folded(&folded, &lines)?;
+    write_folded(&folded, &stacks)?;
     let subtitle = format!("{} ({})", profile.headline(), flamegraph::LEGEND);
     let notes = profile.frame_notes();
     let svg = path("svg");
     write_atomic(&svg, |w| {
         flamegraph::write_svg(
-            &lines,
+            &stacks,
             opts.metric,
             &format!("yieldprof: {}", opts.name),
             Some(subtitle.clone()),
@@ -90,7 +92,7 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     write_atomic(&split, |w| {
         let title = format!("yieldprof: {} (wait | work)", opts.name);
         flamegraph::write_svg(
-            &profile.folded_split(opts.metric),
+            &stacks.split(),
             opts.metric,
             &title,
             Some(subtitle.clone()),
@@ -103,12 +105,18 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     let mut written = vec![folded, svg, split, pb];
     for &metric in &opts.views {
         let view = path(&format!("{}.folded", metric.name()));
-        let lines = profile.folded(metric);
-        write_folded(&view, &lines)?;
+        let other;
+        let stacks = if metric == opts.metric {
+            &stacks
+        } else {
+            other = profile.fold(metric);
+            &other
+        };
+        write_folded(&view, stacks)?;
         let view_svg = path(&format!("{}.svg", metric.name()));
         write_atomic(&view_svg, |w| {
             let title = format!("yieldprof: {} ({})", opts.name, metric.name());
-            flamegraph::write_svg(&lines, metric, &title, Some(subtitle.clone()), &notes, w)
+            flamegraph::write_svg(stacks, metric, &title, Some(subtitle.clone()), &notes, w)
         })?;
         written.extend([view, view_svg]);
     }

@@ -12,6 +12,7 @@ pub(crate) mod fold;
 pub(crate) mod http;
 pub(crate) mod init;
 pub mod json;
+pub(crate) mod narrow;
 pub(crate) mod options;
 pub(crate) mod pprof;
 pub(crate) mod snapshots;
