@@ -100,9 +100,7 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
             w,
         )
     })?;
-    let pb = path("pb.gz");
-    write_atomic(&pb, |w| profile.write_pprof(w))?;
-    let mut written = vec![folded, svg, split, pb];
+    let mut views = Vec::new();
     for &metric in &opts.views {
         let view = path(&format!("{}.folded", metric.name()));
         let other;
@@ -118,8 +116,14 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
             let title = format!("yieldprof: {} ({})", opts.name, metric.name());
             flamegraph::write_svg(stacks, metric, &title, Some(subtitle.clone()), &notes, w)
         })?;
-        written.extend([view, view_svg]);
+        views.extend([view, view_svg]);
     }
+    // The stacks go before pprof's samples come: one of them at a time at its peak.
+    drop(stacks);
+    let pb = path("pb.gz");
+    write_atomic(&pb, |w| profile.write_pprof(w))?;
+    let mut written = vec![folded, svg, split, pb];
+    written.extend(views);
     let json = path("json");
     let doc = profile.json(&crate::analysis::costs::Costs::current());
     // CI sets it for the test suite, so every report a test writes is checked.

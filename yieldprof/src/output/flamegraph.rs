@@ -135,9 +135,9 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 /// Renders folded lines (e.g. a run's `<name>.folded`, read back with
 /// [`parse_folded`](crate::report::parse_folded)) as an SVG flame graph in the colours of
 /// the graphs a run writes, with their legend: for tools that draw from the files.
-/// Lines that do not end in a whole count are left out, as inferno leaves them out; past
-/// [`MAX_FRAMES`](crate::output::narrow::MAX_FRAMES) frames the narrowest are merged
-/// into their parents, as in a run's graphs.
+/// Lines that do not end in a whole count are left out, as inferno leaves them out. As in
+/// a run's graphs, a graph of more than 16 384 frames keeps its widest: the narrowest
+/// are merged into their parents (every width stays), and the subtitle says how many.
 ///
 /// ```
 /// let lines = ["main;poll;[yield] 70".to_string(), "main;[work] 30".to_string()];

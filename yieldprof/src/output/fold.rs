@@ -52,6 +52,7 @@ impl Profile {
         // Each node's path, as a range of `paths`; reused from thread to thread.
         let mut paths = String::new();
         let mut at: Vec<(usize, usize)> = Vec::new();
+        let mut joined = String::new();
         for (t, root) in self.threads.iter().zip(roots) {
             let child_wall = t.child_wall();
             let own = match metric {
@@ -76,10 +77,13 @@ impl Profile {
                 if i == 0 {
                     paths.push_str(&root);
                 } else {
+                    // Through `joined`, reused: the parent's path is in `paths` too.
                     let (from, to) = at[n.parent as usize];
-                    paths.extend_from_within(from..to);
-                    paths.push(';');
-                    paths.push_str(&names[n.frame as usize]);
+                    joined.clear();
+                    joined.push_str(&paths[from..to]);
+                    joined.push(';');
+                    joined.push_str(&names[n.frame as usize]);
+                    paths.push_str(&joined);
                 }
                 at.push((start, paths.len()));
                 let path = &paths[start..];

@@ -27,11 +27,13 @@ use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
+use samples::{IdMap, SampleKey, Samples, NO_STACK};
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 mod proto;
+mod samples;
 #[cfg(test)]
 mod tests;
 
@@ -198,103 +200,6 @@ struct Builder {
     active: Vec<bool>,
 }
 
-/// Hashes the builder's integer keys (ids it gives out itself, so nobody picks them to
-/// collide) with FxHash's multiply-rotate: a profile of many stacks makes millions of
-/// lookups, and SipHash was a third of the time spent building it.
-#[derive(Clone, Copy, Default)]
-struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        // Slices of integers (the arrays in keys) come as their bytes.
-        let mut words = bytes.chunks_exact(8);
-        for w in words.by_ref() {
-            self.write_u64(u64::from_ne_bytes(w.try_into().expect("8 bytes")));
-        }
-        for b in words.remainder() {
-            self.write_u64(u64::from(*b));
-        }
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-
-    fn write_i64(&mut self, n: i64) {
-        self.write_u64(n as u64);
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
-
-/// No stack: above a thread root.
-const NO_STACK: u32 = u32::MAX;
-
-/// The samples, merged: each node's stack is interned once (its location and its
-/// parent's stack), so a sample is a few numbers however deep it is.
-#[derive(Default)]
-struct Samples {
-    /// Interned stacks: a location and the stack above it (or [`NO_STACK`]).
-    stacks: Vec<(u64, u32)>,
-    stack_ids: IdMap<(u64, u32), u32>,
-    /// Each sample: its key, and where its values start in `values`.
-    list: Vec<(SampleKey, usize)>,
-    index: IdMap<SampleKey, usize>,
-    /// The values of every sample, one per active sample type each.
-    values: Vec<i64>,
-}
-
-/// A sample's identity: up to two leaf locations (innermost first; 0 for none) above an
-/// interned stack, its thread and its kind (string ids).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct SampleKey {
-    leaves: [u64; 2],
-    stack: u32,
-    thread: i64,
-    kind: i64,
-}
-
-impl Samples {
-    /// Room for the stacks of `nodes` nodes and twice as many samples.
-    fn reserve(&mut self, nodes: usize) {
-        self.stacks.reserve(nodes);
-        self.stack_ids.reserve(nodes);
-        self.list.reserve(2 * nodes);
-        self.index.reserve(2 * nodes);
-        self.values.reserve(2 * nodes * SAMPLE_TYPES.len());
-    }
-
-    /// The stack of `location` above `parent`.
-    fn stack(&mut self, location: u64, parent: u32) -> u32 {
-        let next = self.stacks.len() as u32;
-        let id = *self.stack_ids.entry((location, parent)).or_insert(next);
-        if id == next {
-            self.stacks.push((location, parent));
-        }
-        id
-    }
-
-    /// The locations of `key`, innermost first, into `out`.
-    fn locations(&self, key: &SampleKey, out: &mut Vec<u64>) {
-        out.clear();
-        out.extend(key.leaves.iter().filter(|&&l| l != 0));
-        let mut at = key.stack;
-        while at != NO_STACK {
-            let (location, parent) = self.stacks[at as usize];
-            out.push(location);
-            at = parent;
-        }
-    }
-}
-
 const MAPPING: u64 = 1;
 
 impl Builder {
@@ -408,18 +313,7 @@ impl Builder {
             thread,
             kind,
         };
-        let s = &mut self.samples;
-        if let Some(&i) = s.index.get(&key) {
-            let at = s.list[i].1;
-            for (sum, v) in s.values[at..at + n].iter_mut().zip(values) {
-                *sum = sum.saturating_add(*v);
-            }
-            return;
-        }
-        s.index.insert(key, s.list.len());
-        s.list.push((key, s.values.len()));
-        s.values.extend_from_slice(values);
-        if s.list.len() == 1 {
+        if self.samples.add(key, values) && self.samples.len() == 1 {
             // The label keys, in the string table after the first sample's kind.
             self.string("thread");
             self.string("kind");
@@ -437,27 +331,8 @@ impl Builder {
             ..proto::Profile::default()
         };
         out.write_all(&types.encode_to_vec())?;
-        let s = &self.samples;
         let n = self.active.iter().filter(|&&on| on).count();
-        let label = |key| proto::Label { key, str: 0 };
-        let mut sample = proto::Sample {
-            label: vec![label(thread_key), label(kind_key)],
-            ..proto::Sample::default()
-        };
-        let mut buf = Vec::with_capacity(1 << 16);
-        for (key, at) in &s.list {
-            s.locations(key, &mut sample.location_id);
-            sample.value.clear();
-            sample.value.extend_from_slice(&s.values[*at..*at + n]);
-            sample.label[0].str = key.thread;
-            sample.label[1].str = key.kind;
-            prost::encoding::message::encode(2, &sample, &mut buf);
-            if buf.len() >= 1 << 16 {
-                out.write_all(&buf)?;
-                buf.clear();
-            }
-        }
-        out.write_all(&buf)?;
+        self.samples.write(2, n, [thread_key, kind_key], out)?;
         out.write_all(&self.out.encode_to_vec())
     }
 }
@@ -479,7 +354,7 @@ fn build(profile: &Profile, window: Window) -> Builder {
     let mut b = Builder::new(active.clone());
     // About two samples a node: sized once rather than grown (and rehashed) by doubling.
     let nodes: usize = profile.threads.iter().map(|t| t.nodes.len()).sum();
-    b.samples.reserve(nodes);
+    b.samples.reserve(nodes, SAMPLE_TYPES.len());
     b.out.sample_type = SAMPLE_TYPES
         .iter()
         .zip(&active)
