@@ -136,7 +136,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 /// [`parse_folded`](crate::report::parse_folded)) as an SVG flame graph in the colours of
 /// the graphs a run writes, with their legend: for tools that draw from the files.
 /// Lines that do not end in a whole count are left out, as inferno leaves them out. As in
-/// a run's graphs, a graph of more than 16 384 frames keeps its widest: the narrowest
+/// a run's graphs, a graph of more than 8 192 frames keeps its widest: the narrowest
 /// are merged into their parents (every width stays), and the subtitle says how many.
 ///
 /// ```

@@ -519,9 +519,7 @@ const WORK: usize = 4;
 
 /// Writes `profile` as gzipped protobuf covering `window`.
 pub(crate) fn write<W: Write>(profile: &Profile, window: Window, out: W) -> io::Result<()> {
-    // Level 1, as Go's runtime/pprof writes its profiles: a few percent larger, several
-    // times faster on a profile of many stacks.
-    let mut gz = GzEncoder::new(out, Compression::fast());
+    let mut gz = GzEncoder::new(out, Compression::default());
     build(profile, window).write(&mut gz)?;
     gz.finish()?;
     Ok(())
