@@ -6,6 +6,8 @@ use crate::model::profile::Profile;
 #[cfg(feature = "enabled")]
 use crate::output::flamegraph;
 #[cfg(feature = "enabled")]
+use crate::output::fold::Folded;
+#[cfg(feature = "enabled")]
 use crate::output::options::Options;
 use std::fmt;
 use std::io;
@@ -63,10 +65,10 @@ pub(crate) fn write_atomic(
     result.map_err(err)
 }
 
-/// Writes folded `lines`, one per line, to `path` (atomically).
+/// Writes folded `stacks`, one `stack value` per line, to `path` (atomically).
 #[cfg(feature = "enabled")]
-pub(crate) fn write_folded(path: &Path, lines: &[String]) -> Result<(), WriteError> {
-    write_atomic(path, |w| lines.iter().try_for_each(|l| writeln!(w, "{l}")))
+pub(crate) fn write_folded(path: &Path, stacks: &Folded) -> Result<(), WriteError> {
+    write_atomic(path, |w| stacks.write(w))
 }
 
 /// Writes `<name>.folded`, `<name>.svg`, `<name>.split.svg`, `<name>.pb.gz` (pprof),
@@ -80,15 +82,16 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
         source,
     })?;
     let path = |ext: &str| dir.join(format!("{}.{ext}", opts.name));
-    let lines = profile.folded(opts.metric);
+    // Each view folded once: the file and both graphs draw from it.
+    let stacks = profile.fold(opts.metric);
     let folded = path("folded");
-    write_folded(&folded, &lines)?;
+    write_folded(&folded, &stacks)?;
     let subtitle = format!("{} ({})", profile.headline(), flamegraph::LEGEND);
     let notes = profile.frame_notes();
     let svg = path("svg");
     write_atomic(&svg, |w| {
         flamegraph::write_svg(
-            &lines,
+            &stacks,
             opts.metric,
             &format!("yieldprof: {}", opts.name),
             Some(subtitle.clone()),
@@ -100,7 +103,7 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     write_atomic(&split, |w| {
         let title = format!("yieldprof: {} (wait | work)", opts.name);
         flamegraph::write_svg(
-            &profile.folded_split(opts.metric),
+            &stacks.split(),
             opts.metric,
             &title,
             Some(subtitle.clone()),
@@ -108,20 +111,30 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
             w,
         )
     })?;
-    let pb = path("pb.gz");
-    write_atomic(&pb, |w| profile.write_pprof(w))?;
-    let mut written = vec![folded, svg, split, pb];
+    let mut views = Vec::new();
     for &metric in &opts.views {
         let view = path(&format!("{}.folded", metric.name()));
-        let lines = profile.folded(metric);
-        write_folded(&view, &lines)?;
+        let other;
+        let stacks = if metric == opts.metric {
+            &stacks
+        } else {
+            other = profile.fold(metric);
+            &other
+        };
+        write_folded(&view, stacks)?;
         let view_svg = path(&format!("{}.svg", metric.name()));
         write_atomic(&view_svg, |w| {
             let title = format!("yieldprof: {} ({})", opts.name, metric.name());
-            flamegraph::write_svg(&lines, metric, &title, Some(subtitle.clone()), &notes, w)
+            flamegraph::write_svg(stacks, metric, &title, Some(subtitle.clone()), &notes, w)
         })?;
-        written.extend([view, view_svg]);
+        views.extend([view, view_svg]);
     }
+    // The stacks go before pprof's samples come: one of them at a time at its peak.
+    drop(stacks);
+    let pb = path("pb.gz");
+    write_atomic(&pb, |w| profile.write_pprof(w))?;
+    let mut written = vec![folded, svg, split, pb];
+    written.extend(views);
     let json = path("json");
     let doc = profile.json(&crate::analysis::costs::Costs::current());
     // CI sets it for the test suite, so every report a test writes is checked.

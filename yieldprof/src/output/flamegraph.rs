@@ -3,7 +3,8 @@
 use crate::base::site::Kind;
 use crate::base::text::{count, duration};
 use crate::model::profile::Profile;
-use crate::output::fold::{clean, Metric};
+use crate::output::fold::{clean, Folded, Metric};
+use crate::output::narrow::Drawn;
 use inferno::flamegraph::color::{BasicPalette, Palette, PaletteMap};
 use inferno::flamegraph::{self, Options};
 use std::io::{self, Write};
@@ -52,10 +53,12 @@ pub(crate) struct FrameNotes {
 pub(crate) const LEGEND: &str =
     "spin red, yield orange, sleep/park blue, work green, false sharing purple";
 
-/// Renders folded `lines` as an SVG flame graph. Frames too narrow to draw are kept
-/// (inferno's search finds and highlights them), and `notes` colour and annotate frames.
+/// Renders folded `stacks` as an SVG flame graph, and `notes` colour and annotate
+/// frames. Frames too narrow to draw are kept (inferno's search finds and highlights
+/// them) up to [`MAX_FRAMES`](crate::output::narrow::MAX_FRAMES); past that the
+/// narrowest are merged into their parents, and the subtitle says how many.
 pub(crate) fn write_svg<W: Write>(
-    lines: &[String],
+    stacks: &Folded,
     metric: Metric,
     title: &str,
     subtitle: Option<String>,
@@ -73,23 +76,46 @@ pub(crate) fn write_svg<W: Write>(
             },
         );
     }
+    let drawn = Drawn::of(stacks);
     let mut opts = options(metric, title);
     opts.palette_map = Some(&mut palette);
-    opts.subtitle = subtitle;
+    // The merge comes first: a long subtitle is cut at the right edge.
+    opts.subtitle = match (drawn.note(), subtitle) {
+        (Some(note), Some(subtitle)) => Some(format!("{note}; {subtitle}")),
+        (note, subtitle) => note.or(subtitle),
+    };
     opts.min_width = 0.0;
     let mut svg = Vec::new();
-    render(&mut opts, lines, &mut svg)?;
-    let mut svg = String::from_utf8(svg).map_err(io::Error::other)?;
-    // inferno's hover title is `name (value, share)`; the site's own figures go after
-    // the name, on every frame of that name.
-    for (name, text) in &notes.hover {
-        let name = xml_escape(name);
-        svg = svg.replace(
-            &format!("<title>{name} ("),
-            &format!("<title>{name} [{}] (", xml_escape(text)),
-        );
+    render(&mut opts, &drawn.lines, &mut svg)?;
+    add_hover(&svg, &notes.hover, &mut out)
+}
+
+/// Copies inferno's `svg` to `out` with each site's figures after its name in the hover
+/// titles (inferno's is `name (value, share)`), in one pass.
+fn add_hover(svg: &[u8], hover: &[(String, String)], out: &mut impl Write) -> io::Result<()> {
+    let hover: Vec<(String, String)> = hover
+        .iter()
+        .map(|(name, text)| (format!("{} (", xml_escape(name)), xml_escape(text)))
+        .collect();
+    const TITLE: &[u8] = b"<title>";
+    let mut rest = svg;
+    while let Some(at) = find(rest, TITLE) {
+        let (head, title) = rest.split_at(at + TITLE.len());
+        out.write_all(head)?;
+        // The longest name that fits wins: `a (x)` before `a`.
+        let site = hover
+            .iter()
+            .filter(|(name, _)| title.starts_with(name.as_bytes()))
+            .max_by_key(|(name, _)| name.len());
+        rest = title;
+        if let Some((name, text)) = site {
+            let name = &name.as_bytes()[..name.len() - 2];
+            out.write_all(name)?;
+            write!(out, " [{text}]")?;
+            rest = &title[name.len()..];
+        }
     }
-    out.write_all(svg.as_bytes())
+    out.write_all(rest)
 }
 
 /// Text as inferno escapes it inside the SVG.
@@ -101,9 +127,17 @@ fn xml_escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// Where `needle` first occurs in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
 /// Renders folded lines (e.g. a run's `<name>.folded`, read back with
 /// [`parse_folded`](crate::report::parse_folded)) as an SVG flame graph in the colours of
 /// the graphs a run writes, with their legend: for tools that draw from the files.
+/// Lines that do not end in a whole count are left out, as inferno leaves them out. As in
+/// a run's graphs, a graph of more than 8 192 frames keeps its widest: the narrowest
+/// are merged into their parents (every width stays), and the subtitle says how many.
 ///
 /// ```
 /// let lines = ["main;poll;[yield] 70".to_string(), "main;[work] 30".to_string()];
@@ -120,7 +154,8 @@ pub fn flamegraph<W: Write>(
     out: W,
 ) -> io::Result<()> {
     let notes = FrameNotes::default();
-    write_svg(lines, metric, title, Some(LEGEND.into()), &notes, out)
+    let stacks = Folded::of_lines(lines);
+    write_svg(&stacks, metric, title, Some(LEGEND.into()), &notes, out)
 }
 
 /// Renders differential lines (`stack before after`): inferno colours each frame by

@@ -12,7 +12,8 @@ use crate::base::site::{FrameKind, Kind};
 use crate::counters::CounterEvent;
 use crate::model::profile::Profile;
 use crate::model::tree::ThreadProfile;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::io::{self, Write};
 
 pub use crate::config::Metric;
 
@@ -42,18 +43,22 @@ impl Profile {
             .collect()
     }
 
-    /// Folded stacks with their values, merged and sorted.
-    pub(crate) fn fold(&self, metric: Metric) -> BTreeMap<String, u64> {
-        let mut out = BTreeMap::new();
-        let mut add = |stack: String, v: u64| {
-            if v > 0 {
-                *out.entry(stack).or_insert(0) += v;
-            }
-        };
+    /// Folded stacks with their values, merged and sorted: one text for every stack
+    /// and each node's path written once, so many unique stacks cost no string each.
+    pub(crate) fn fold(&self, metric: Metric) -> Folded {
+        let mut out = Folded::default();
+        let names: Vec<String> = self.frames.iter().map(|f| clean(&f.name)).collect();
         let roots = self.thread_frames();
+        // Each node's path, as a range of `paths`; reused from thread to thread.
+        let mut paths = String::new();
+        let mut at: Vec<(usize, usize)> = Vec::new();
+        let mut joined = String::new();
         for (t, root) in self.threads.iter().zip(roots) {
             let child_wall = t.child_wall();
-            let own = t.own_times(&self.frames, &self.calls);
+            let own = match metric {
+                Metric::Wall => t.own_times(&self.frames, &self.calls),
+                _ => Vec::new(),
+            };
             let switches: Vec<u64> = match metric {
                 Metric::Switches => {
                     let own = |e| t.own_counts(&self.frames, e);
@@ -65,14 +70,24 @@ impl Profile {
                 }
                 _ => Vec::new(),
             };
-            let mut paths: Vec<String> = Vec::with_capacity(t.nodes.len());
+            paths.clear();
+            at.clear();
             for (i, n) in t.nodes.iter().enumerate() {
-                let frame = &self.frames[n.frame as usize];
-                let path = if i == 0 {
-                    root.clone()
+                let start = paths.len();
+                if i == 0 {
+                    paths.push_str(&root);
                 } else {
-                    format!("{};{}", paths[n.parent as usize], clean(&frame.name))
-                };
+                    // Through `joined`, reused: the parent's path is in `paths` too.
+                    let (from, to) = at[n.parent as usize];
+                    joined.clear();
+                    joined.push_str(&paths[from..to]);
+                    joined.push(';');
+                    joined.push_str(&names[n.frame as usize]);
+                    paths.push_str(&joined);
+                }
+                at.push((start, paths.len()));
+                let path = &paths[start..];
+                let frame = &self.frames[n.frame as usize];
                 let mut kinds = [0u64; Kind::ALL.len()];
                 for s in &n.slots {
                     let k = self.calls[s.call as usize].kind as usize;
@@ -86,27 +101,27 @@ impl Profile {
                     // Switches are not split by call: a wait frame holds its own, the
                     // thread root's rest is `[work]`'s.
                     match frame.kind {
-                        FrameKind::Thread => add(format!("{path};[work]"), switches[i]),
-                        _ => add(path.clone(), switches[i]),
+                        FrameKind::Thread => out.add(path, Some("[work]"), switches[i]),
+                        _ => out.add(path, None, switches[i]),
                     }
                 }
                 if metric == Metric::Wall {
                     match (frame.kind, &own[i]) {
                         (FrameKind::Wait, Some(own)) => {
                             for (leaf, v) in own.leaves() {
-                                add(format!("{path};{leaf}"), v);
+                                out.add(path, Some(leaf), v);
                             }
                         }
-                        (FrameKind::Overflow, _) => add(path.clone(), n.rest_ns(child_wall[i])),
-                        _ => add(format!("{path};[work]"), n.rest_ns(child_wall[i])),
+                        (FrameKind::Overflow, _) => out.add(path, None, n.rest_ns(child_wall[i])),
+                        _ => out.add(path, Some("[work]"), n.rest_ns(child_wall[i])),
                     }
                 }
                 for kind in Kind::ALL {
-                    add(format!("{path};{}", kind.frame()), kinds[kind as usize]);
+                    out.add(path, Some(kind.frame()), kinds[kind as usize]);
                 }
-                paths.push(path);
             }
         }
+        out.sort_and_merge();
         out
     }
 
@@ -120,7 +135,7 @@ impl Profile {
     /// assert!(lines.iter().any(|l| l.contains(";wait;serve;[yield] ")));
     /// ```
     pub fn folded_split(&self, metric: Metric) -> Vec<String> {
-        split_folded(self.fold(metric))
+        self.fold(metric).split().lines()
     }
 
     /// Folded lines in inferno's format, sorted.
@@ -130,10 +145,7 @@ impl Profile {
     /// assert!(lines.iter().all(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().is_ok()));
     /// ```
     pub fn folded(&self, metric: Metric) -> Vec<String> {
-        self.fold(metric)
-            .into_iter()
-            .map(|(stack, v)| format!("{stack} {v}"))
-            .collect()
+        self.fold(metric).lines()
     }
 }
 
@@ -149,15 +161,162 @@ impl Profile {
 /// );
 /// ```
 pub fn split_folded(stacks: impl IntoIterator<Item = (String, u64)>) -> Vec<String> {
-    let mut out: BTreeMap<String, u64> = BTreeMap::new();
+    let mut folded = Folded::default();
     for (stack, v) in stacks {
-        let (thread, rest) = stack.split_once(';').unwrap_or((&stack, ""));
-        let half = if rest.ends_with("[work]") {
-            "work"
-        } else {
-            "wait"
-        };
-        *out.entry(format!("{thread};{half};{rest}")).or_insert(0) += v;
+        folded.add(&stack, None, v);
     }
-    out.into_iter().map(|(s, v)| format!("{s} {v}")).collect()
+    folded.sort_and_merge();
+    folded.split().lines()
+}
+
+/// Folded stacks and their values: every stack a range of one text, so many unique
+/// stacks cost no string each. Sorted and merged once filled ([`Folded::sort_and_merge`]).
+#[derive(Debug, Default)]
+pub(crate) struct Folded {
+    text: String,
+    /// Start and end of a stack in `text`, and its value.
+    stacks: Vec<(usize, usize, u64)>,
+}
+
+impl Folded {
+    /// Adds `path` (and `;leaf` after it) with value `v`; a zero value adds nothing.
+    fn add(&mut self, path: &str, leaf: Option<&str>, v: u64) {
+        if v == 0 {
+            return;
+        }
+        let start = self.text.len();
+        self.text.push_str(path);
+        if let Some(leaf) = leaf {
+            self.text.push(';');
+            self.text.push_str(leaf);
+        }
+        self.stacks.push((start, self.text.len(), v));
+    }
+
+    /// `stack count` lines, sorted and merged; a line without a whole count after its
+    /// last space is left out.
+    pub(crate) fn of_lines(lines: &[String]) -> Folded {
+        let mut out = Folded::default();
+        for line in lines {
+            if let Some((stack, Ok(v))) = line.trim().rsplit_once(' ').map(|(s, v)| (s, v.parse()))
+            {
+                out.add(stack, None, v);
+            }
+        }
+        out.sort_and_merge();
+        out
+    }
+
+    /// Sorts the stacks as strings and adds up the values of equal ones.
+    fn sort_and_merge(&mut self) {
+        let text = &self.text;
+        // Stable: it runs fast over the sorted runs the split view leaves.
+        self.stacks
+            .sort_by(|a, b| text[a.0..a.1].cmp(&text[b.0..b.1]));
+        self.stacks.dedup_by(|next, kept| {
+            let same = text[next.0..next.1] == text[kept.0..kept.1];
+            if same {
+                kept.2 = kept.2.saturating_add(next.2);
+            }
+            same
+        });
+    }
+
+    /// The stacks and their values, in order.
+    pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = (&str, u64)> + '_ {
+        self.stacks
+            .iter()
+            .map(|&(start, end, v)| (&self.text[start..end], v))
+    }
+
+    /// `stack value` lines, in order.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        self.iter().map(|(s, v)| format!("{s} {v}")).collect()
+    }
+
+    /// Writes the [`lines`](Folded::lines), one per line, a chunk at a time (no
+    /// formatting machinery per line: a report may have 100k of them).
+    pub(crate) fn write(&self, w: &mut dyn Write) -> io::Result<()> {
+        let mut chunk: Vec<u8> = Vec::with_capacity(1 << 16);
+        for (stack, v) in self.iter() {
+            chunk.extend_from_slice(stack.as_bytes());
+            chunk.push(b' ');
+            let mut digits = [0u8; 20];
+            let mut at = digits.len();
+            let mut rest = v;
+            loop {
+                at -= 1;
+                digits[at] = b'0' + (rest % 10) as u8;
+                rest /= 10;
+                if rest == 0 {
+                    break;
+                }
+            }
+            chunk.extend_from_slice(&digits[at..]);
+            chunk.push(b'\n');
+            if chunk.len() >= 1 << 16 {
+                w.write_all(&chunk)?;
+                chunk.clear();
+            }
+        }
+        w.write_all(&chunk)
+    }
+
+    /// The split view: a `wait` or `work` frame under each thread.
+    pub(crate) fn split(&self) -> Folded {
+        let mut out = Folded::default();
+        out.text.reserve(self.text.len() + 6 * self.stacks.len());
+        for (stack, v) in self.iter() {
+            let (thread, rest) = stack.split_once(';').unwrap_or((stack, ""));
+            let half = if rest.ends_with("[work]") {
+                "work"
+            } else {
+                "wait"
+            };
+            let start = out.text.len();
+            for part in [thread, ";", half, ";", rest] {
+                out.text.push_str(part);
+            }
+            out.stacks.push((start, out.text.len(), v));
+        }
+        out.sort_and_merge();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stacks_are_sorted_as_strings_merged_and_written_as_lines() {
+        let lines: Vec<String> = [
+            "b;[work] 3",
+            "a b;[spin] 1",
+            "b;[work] 4",
+            "no count",
+            "a;x 18446744073709551615",
+            "a;x 2",
+        ]
+        .map(String::from)
+        .to_vec();
+        let folded = Folded::of_lines(&lines);
+        // Merged values saturate; the line without a count is left out.
+        let expect = ["a b;[spin] 1", "a;x 18446744073709551615", "b;[work] 7"];
+        assert_eq!(folded.lines(), expect);
+        let mut written = Vec::new();
+        folded.write(&mut written).unwrap();
+        assert_eq!(
+            String::from_utf8(written).unwrap(),
+            expect.join("\n") + "\n"
+        );
+        assert_eq!(
+            folded.split().lines(),
+            [
+                "a b;wait;[spin] 1",
+                "a;wait;x 18446744073709551615",
+                "b;work;[work] 7"
+            ]
+        );
+    }
 }

@@ -265,12 +265,12 @@ fn profile_request(
 /// The current flame graph, drawn as the one the guard writes: the same title,
 /// subtitle, colours and hover figures.
 fn flamegraph(profile: &Profile, name: &str, metric: Metric) -> Vec<u8> {
-    let lines = profile.folded(metric);
+    let stacks = profile.fold(metric);
     let subtitle = format!("{} ({LEGEND})", profile.headline());
     let mut svg = Vec::new();
     let title = format!("yieldprof: {name}");
     let notes = profile.frame_notes();
-    if let Err(e) = write_svg(&lines, metric, &title, Some(subtitle), &notes, &mut svg) {
+    if let Err(e) = write_svg(&stacks, metric, &title, Some(subtitle), &notes, &mut svg) {
         svg = format!("<p>the flame graph could not be drawn: {e}</p>").into_bytes();
     }
     svg

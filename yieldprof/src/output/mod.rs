@@ -19,6 +19,8 @@ pub(crate) mod http;
 pub(crate) mod init;
 #[cfg(feature = "enabled")]
 pub mod json;
+#[cfg(feature = "enabled")]
+pub(crate) mod narrow;
 pub(crate) mod options;
 #[cfg(feature = "enabled")]
 pub(crate) mod pprof;

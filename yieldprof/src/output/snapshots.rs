@@ -163,9 +163,9 @@ fn write_pair(
     opts: &Options,
 ) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let lines = delta.folded(opts.metric);
+    let stacks = delta.fold(opts.metric);
     let folded = dir.join(format!("{stem}.folded"));
-    write_folded(&folded, &lines).map_err(|e| e.to_string())?;
+    write_folded(&folded, &stacks).map_err(|e| e.to_string())?;
     write_atomic(&dir.join(format!("{stem}.pb.gz")), |w| {
         pprof::write(delta, window, w)
     })

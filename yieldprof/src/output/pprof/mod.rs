@@ -21,16 +21,19 @@
 
 use crate::base::site::{FrameInfo, FrameKind};
 use crate::counters::CounterEvent;
+use crate::model::own::OwnTime;
 use crate::model::profile::Profile;
 use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
+use samples::{IdMap, SampleKey, Samples, NO_STACK};
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 mod proto;
+mod samples;
 #[cfg(test)]
 mod tests;
 
@@ -138,10 +141,11 @@ impl SampleType {
     }
 }
 
-/// Per node, per sample type: the node's own share of each counter (see
-/// [`Source::Counter`]); only the types in `active` are filled in.
-fn own_counters(t: &ThreadProfile, frames: &[FrameInfo], active: &[bool]) -> Vec<Vec<u64>> {
-    let mut own = vec![vec![0u64; SAMPLE_TYPES.len()]; t.nodes.len()];
+/// Per node, per sample type (`SAMPLE_TYPES.len()` values a node, in one vector): the
+/// node's own share of each counter (see [`Source::Counter`]); only the types in
+/// `active` are filled in.
+fn own_counters(t: &ThreadProfile, frames: &[FrameInfo], active: &[bool]) -> Vec<u64> {
+    let mut own = vec![0u64; SAMPLE_TYPES.len() * t.nodes.len()];
     for (k, ty) in SAMPLE_TYPES.iter().enumerate() {
         let Source::Counter(event) = ty.source else {
             continue;
@@ -150,7 +154,7 @@ fn own_counters(t: &ThreadProfile, frames: &[FrameInfo], active: &[bool]) -> Vec
             continue;
         }
         for (i, v) in t.own_counts(frames, event).into_iter().enumerate() {
-            own[i][k] = v;
+            own[i * SAMPLE_TYPES.len() + k] = v;
         }
     }
     own
@@ -183,11 +187,15 @@ impl Window {
 
 /// Interns strings, functions and locations as the profile is filled in.
 struct Builder {
+    /// Everything but the samples, which are kept apart ([`Samples`]) and written one
+    /// by one.
     out: proto::Profile,
     strings: HashMap<String, i64>,
-    functions: HashMap<[i64; 4], u64>,
-    locations: HashMap<(u64, u32, u32), u64>,
-    samples: HashMap<(Vec<u64>, i64, i64), usize>,
+    functions: IdMap<[i64; 4], u64>,
+    locations: IdMap<(u64, u32, u32), u64>,
+    samples: Samples,
+    /// The string ids of sample kinds, looked up before `strings`.
+    kinds: Vec<(&'static str, i64)>,
     /// Which of [`SAMPLE_TYPES`] this profile has.
     active: Vec<bool>,
 }
@@ -199,9 +207,10 @@ impl Builder {
         let mut b = Builder {
             out: proto::Profile::default(),
             strings: HashMap::new(),
-            functions: HashMap::new(),
-            locations: HashMap::new(),
-            samples: HashMap::new(),
+            functions: IdMap::default(),
+            locations: IdMap::default(),
+            samples: Samples::default(),
+            kinds: Vec::new(),
             active,
         };
         // pprof requires string 0 to be "": it stands for "not set" everywhere.
@@ -268,51 +277,68 @@ impl Builder {
         id
     }
 
-    /// Adds `part` at `leaves` (innermost first) above `stack`, merging identical
-    /// samples.
-    fn sample(&mut self, leaves: &[u64], stack: &[u64], thread: i64, kind: &str, part: &Part<'_>) {
-        let values: Vec<i64> = SAMPLE_TYPES
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| self.active[*k])
-            .map(|(k, t)| t.value(k, part).min(i64::MAX as u64) as i64)
-            .collect();
+    /// Adds `part` at `leaves` (innermost first; 0 for none) above `stack`, merging
+    /// identical samples.
+    fn sample(
+        &mut self,
+        leaves: [u64; 2],
+        stack: u32,
+        thread: i64,
+        kind: &'static str,
+        part: &Part<'_>,
+    ) {
+        let mut values = [0i64; SAMPLE_TYPES.len()];
+        let mut n = 0;
+        for (k, t) in SAMPLE_TYPES.iter().enumerate() {
+            if self.active[k] {
+                values[n] = t.value(k, part).min(i64::MAX as u64) as i64;
+                n += 1;
+            }
+        }
+        let values = &values[..n];
         if values.iter().all(|&v| v == 0) {
             return;
         }
-        let kind = self.string(kind);
-        let mut locations = Vec::with_capacity(leaves.len() + stack.len());
-        locations.extend_from_slice(leaves);
-        locations.extend_from_slice(stack);
-        let key = (locations, thread, kind);
-        if let Some(&i) = self.samples.get(&key) {
-            let s = &mut self.out.sample[i];
-            for (sum, v) in s.value.iter_mut().zip(values) {
-                *sum = sum.saturating_add(v);
+        let kind = match self.kinds.iter().find(|(k, _)| *k == kind) {
+            Some(&(_, id)) => id,
+            None => {
+                let id = self.string(kind);
+                self.kinds.push((kind, id));
+                id
             }
-            return;
+        };
+        let key = SampleKey {
+            leaves,
+            stack,
+            thread,
+            kind,
+        };
+        if self.samples.add(key, values) && self.samples.len() == 1 {
+            // The label keys, in the string table after the first sample's kind.
+            self.string("thread");
+            self.string("kind");
         }
-        let (thread_key, kind_key) = (self.string("thread"), self.string("kind"));
-        self.samples.insert(key.clone(), self.out.sample.len());
-        self.out.sample.push(proto::Sample {
-            location_id: key.0,
-            value: values,
-            label: vec![
-                proto::Label {
-                    key: thread_key,
-                    str: thread,
-                },
-                proto::Label {
-                    key: kind_key,
-                    str: kind,
-                },
-            ],
-        });
+    }
+
+    /// Writes the profile, its samples one by one, as one `Profile` message: prost
+    /// writes fields in tag order, and the samples (tag 2) come between the sample
+    /// types (1) and the rest (3 on).
+    fn write(mut self, out: &mut impl Write) -> io::Result<()> {
+        let key = |name: &str| self.strings.get(name).copied().unwrap_or(0);
+        let (thread_key, kind_key) = (key("thread"), key("kind"));
+        let types = proto::Profile {
+            sample_type: std::mem::take(&mut self.out.sample_type),
+            ..proto::Profile::default()
+        };
+        out.write_all(&types.encode_to_vec())?;
+        let n = self.active.iter().filter(|&&on| on).count();
+        self.samples.write(2, n, [thread_key, kind_key], out)?;
+        out.write_all(&self.out.encode_to_vec())
     }
 }
 
-/// The profile as a pprof message.
-fn encode(profile: &Profile, window: Window) -> proto::Profile {
+/// The profile as a pprof message, its samples kept apart.
+fn build(profile: &Profile, window: Window) -> Builder {
     // A counter no thread counts (no PMU for cache misses, counters off) is left out
     // rather than shown as zeros.
     let active: Vec<bool> = SAMPLE_TYPES
@@ -326,6 +352,9 @@ fn encode(profile: &Profile, window: Window) -> proto::Profile {
         })
         .collect();
     let mut b = Builder::new(active.clone());
+    // About two samples a node: sized once rather than grown (and rehashed) by doubling.
+    let nodes: usize = profile.threads.iter().map(|t| t.nodes.len()).sum();
+    b.samples.reserve(nodes, SAMPLE_TYPES.len());
     b.out.sample_type = SAMPLE_TYPES
         .iter()
         .zip(&active)
@@ -358,89 +387,140 @@ fn encode(profile: &Profile, window: Window) -> proto::Profile {
     b.out.duration_nanos = window.length.as_nanos().min(i64::MAX as u128) as i64;
 
     let roots = profile.thread_frames();
+    // Per frame: its function and the location of its own line, then of its own
+    // leaves (by `LEAVES`); per call site: its leaf's location. Made on first use, so
+    // ids are given in the same order as without them.
+    let mut frame_at: Vec<Option<(u64, u64)>> = vec![None; profile.frames.len()];
+    let mut leaf_at: Vec<[u64; LEAVES]> = vec![[0; LEAVES]; profile.frames.len()];
+    let mut leaf_names = ["[work]"; LEAVES];
+    for (name, (own, _)) in leaf_names.iter_mut().zip(OwnTime::default().leaves()) {
+        *name = own;
+    }
+    let mut call_at: Vec<u64> = vec![0; profile.calls.len()];
     for (t, root) in profile.threads.iter().zip(&roots) {
         let child_wall = t.child_wall();
         let own_times = t.own_times(&profile.frames, &profile.calls);
         let counters = own_counters(t, &profile.frames, &active);
         let thread = b.string(root);
-        // Per node: the locations from it down to the root, leaf first.
-        let mut stacks: Vec<Vec<u64>> = Vec::with_capacity(t.nodes.len());
+        let root_at = {
+            let f = b.function(root, "", "", 0);
+            (f, b.location(f, 0, 0))
+        };
+        let mut root_leaves = [0; LEAVES];
+        // Per node: its stack, from it down to the root.
+        let mut stacks: Vec<u32> = Vec::with_capacity(t.nodes.len());
         for (i, n) in t.nodes.iter().enumerate() {
             let frame = &profile.frames[n.frame as usize];
-            let (function, file, line) = if i == 0 {
-                (b.function(root, "", "", 0), "", 0)
+            let (file, line) = if i == 0 {
+                ("", 0)
             } else {
-                let f = b.function(&frame.name, &frame.path, frame.file, frame.line);
-                (f, frame.file, frame.line)
+                (frame.file, frame.line)
             };
-            let parent: Vec<u64> = if i == 0 {
-                Vec::new()
+            let (function, at_own_line) = if i == 0 {
+                root_at
             } else {
-                stacks[n.parent as usize].clone()
+                *frame_at[n.frame as usize].get_or_insert_with(|| {
+                    let f = b.function(&frame.name, &frame.path, frame.file, frame.line);
+                    (f, b.location(f, frame.line, 0))
+                })
             };
+            let leaf_cache = if i == 0 {
+                &mut root_leaves
+            } else {
+                &mut leaf_at[n.frame as usize]
+            };
+            let parent = if i == 0 {
+                NO_STACK
+            } else {
+                stacks[n.parent as usize]
+            };
+            let counters = &counters[i * SAMPLE_TYPES.len()..][..SAMPLE_TYPES.len()];
             let rest_ns = n.rest_ns(child_wall[i]);
-            // The own leaves as in the folded file; the first carries the frame's
-            // entries and counters.
-            let leaves: Vec<(&str, u64)> = match (frame.kind, &own_times[i]) {
+            // The own leaves as in the folded file (by their index in `leaf_names`);
+            // the first carries the frame's entries and counters.
+            let mut leaves = [(0usize, 0u64); LEAVES];
+            let mut count = 0;
+            match (frame.kind, &own_times[i]) {
                 (FrameKind::Wait, Some(own)) => {
-                    let mut l: Vec<(&str, u64)> =
-                        own.leaves().into_iter().filter(|(_, v)| *v > 0).collect();
-                    if l.is_empty() {
-                        l.push((own.leaves()[0].0, 0));
+                    for (k, (_, v)) in own.leaves().into_iter().enumerate() {
+                        if v > 0 {
+                            leaves[count] = (k, v);
+                            count += 1;
+                        }
                     }
-                    l
+                    if count == 0 {
+                        // The first leaf, empty, still carries the entries.
+                        leaves[0] = (0, 0);
+                        count = 1;
+                    }
                 }
-                (FrameKind::Overflow, _) => Vec::new(),
-                _ => vec![("[work]", rest_ns)],
-            };
-            let at_own_line = b.location(function, line, 0);
-            if leaves.is_empty() {
+                (FrameKind::Overflow, _) => {}
+                _ => {
+                    leaves[0] = (WORK, rest_ns);
+                    count = 1;
+                }
+            }
+            if count == 0 {
                 let own = Part::Own {
                     node: n,
                     rest_ns,
                     first: true,
                     wait: false,
-                    counters: &counters[i],
+                    counters,
                 };
-                b.sample(&[at_own_line], &parent, thread, "overflow", &own);
+                b.sample([at_own_line, 0], parent, thread, "overflow", &own);
             }
-            for (k, (leaf_name, ns)) in leaves.into_iter().enumerate() {
+            for (k, &(leaf_index, ns)) in leaves[..count].iter().enumerate() {
                 let own = Part::Own {
                     node: n,
                     rest_ns: ns,
                     first: k == 0,
                     wait: frame.kind == FrameKind::Wait,
-                    counters: &counters[i],
+                    counters,
                 };
+                let leaf_name = leaf_names[leaf_index];
                 // The leaf at its frame's file and line, so `pprof -lines` can tell
                 // the sites apart.
-                let leaf = b.function(leaf_name, "", file, 0);
-                let leaf = b.location(leaf, line, 0);
+                if leaf_cache[leaf_index] == 0 {
+                    let f = b.function(leaf_name, "", file, 0);
+                    leaf_cache[leaf_index] = b.location(f, line, 0);
+                }
                 let kind = leaf_name.trim_matches(['[', ']']);
-                b.sample(&[leaf, at_own_line], &parent, thread, kind, &own);
+                b.sample(
+                    [leaf_cache[leaf_index], at_own_line],
+                    parent,
+                    thread,
+                    kind,
+                    &own,
+                );
             }
             for slot in &n.slots {
                 let call = &profile.calls[slot.call as usize];
-                let leaf = b.function(call.kind.frame(), "", call.file, 0);
-                let leaf = b.location(leaf, call.line, call.column);
+                let leaf = &mut call_at[slot.call as usize];
+                if *leaf == 0 {
+                    let f = b.function(call.kind.frame(), "", call.file, 0);
+                    *leaf = b.location(f, call.line, call.column);
+                }
                 // Under it, the frame at the line of the call, as in a stack trace.
                 let at_call = b.location(function, call.line, call.column);
                 let part = Part::Calls(slot);
-                b.sample(&[leaf, at_call], &parent, thread, call.kind.name(), &part);
+                b.sample([*leaf, at_call], parent, thread, call.kind.name(), &part);
             }
-            let mut stack = Vec::with_capacity(parent.len() + 1);
-            stack.push(at_own_line);
-            stack.extend(parent);
-            stacks.push(stack);
+            stacks.push(b.samples.stack(at_own_line, parent));
         }
     }
-    b.out
+    b
 }
+
+/// How many own leaves a frame can have: a wait frame's four
+/// ([`OwnTime::leaves`](crate::report::OwnTime)), then `[work]` at [`WORK`].
+const LEAVES: usize = 5;
+const WORK: usize = 4;
 
 /// Writes `profile` as gzipped protobuf covering `window`.
 pub(crate) fn write<W: Write>(profile: &Profile, window: Window, out: W) -> io::Result<()> {
     let mut gz = GzEncoder::new(out, Compression::default());
-    gz.write_all(&encode(profile, window).encode_to_vec())?;
+    build(profile, window).write(&mut gz)?;
     gz.finish()?;
     Ok(())
 }
