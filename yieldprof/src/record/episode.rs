@@ -345,7 +345,8 @@ impl CallGuard {
 }
 
 impl Drop for CallGuard {
-    #[inline(always)]
+    // Out of line, as `call`: inlined twice per wrapped call (return and unwind).
+    #[inline(never)]
     fn drop(&mut self) {
         if let Some(site) = self.site {
             self.close(site);
