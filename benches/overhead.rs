@@ -80,6 +80,18 @@ fn empty_episode() {
 }
 
 #[inline(never)]
+fn raw_one_spin() {
+    std::hint::spin_loop();
+}
+
+/// An episode that waits: its one spin opens (and times) it.
+#[yieldprof::instrument_wait]
+#[inline(never)]
+fn one_spin_episode() {
+    std::hint::spin_loop();
+}
+
+#[inline(never)]
 fn raw_sleep() {
     std::thread::sleep(std::time::Duration::from_micros(1));
 }
@@ -148,6 +160,83 @@ fn peak_rss_kib() -> i64 {
     }
 }
 
+/// The first episode that waits on a fresh thread, where the thread's setup happens (its tree,
+/// timeline ring and counters): median over `THREADS` threads per setting, next to
+/// spawning and joining an empty thread. Then the costliest of the thread's next
+/// `sleep(1 µs)` episodes, where counters that the first episode left closed open, next
+/// to the costliest of as many raw sleeps on a thread of its own.
+fn first_episode_rows(base: &yieldprof::Options) {
+    const THREADS: usize = 200;
+    const BLOCKS: usize = 4;
+    const LATER: usize = 32;
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    fn timed(f: fn()) -> f64 {
+        let t = Instant::now();
+        f();
+        t.elapsed().as_nanos() as f64
+    }
+    fn costliest(f: fn()) -> f64 {
+        (0..LATER).map(|_| timed(f)).fold(0.0, f64::max)
+    }
+    let (mut spawn, mut raw_later) = (Vec::new(), Vec::new());
+    let mut first = [Vec::new(), Vec::new()];
+    let mut later = [Vec::new(), Vec::new()];
+    for _ in 0..BLOCKS {
+        for (k, sampling) in [CounterSampling::Off, CounterSampling::Auto]
+            .into_iter()
+            .enumerate()
+        {
+            let _g = base.clone().counters(sampling).init();
+            for _ in 0..THREADS / BLOCKS {
+                let t = Instant::now();
+                std::thread::spawn(|| black_box(())).join().expect("thread");
+                spawn.push(t.elapsed().as_nanos() as f64);
+                let (f, l) =
+                    std::thread::spawn(move || (timed(one_spin_episode), costliest(sleep_episode)))
+                        .join()
+                        .expect("thread");
+                first[k].push(f);
+                later[k].push(l);
+                if k == 0 {
+                    let r = std::thread::spawn(move || costliest(raw_sleep));
+                    raw_later.push(r.join().expect("thread"));
+                }
+            }
+        }
+    }
+    let spawn = median(spawn);
+    let raw_later = median(raw_later);
+    let [off, auto] = first.map(median);
+    let [later_off, later_auto] = later.map(median);
+    row(
+        "   first episode on a new thread, counters off",
+        spawn,
+        off,
+        "≤ 50 µs",
+    );
+    row(
+        "   first episode on a new thread, counters auto",
+        spawn,
+        auto,
+        "≤ 50 µs",
+    );
+    row(
+        "   costliest of its next 32 sleeps, counters off",
+        raw_later,
+        later_off,
+        "",
+    );
+    row(
+        "   costliest of its next 32 sleeps, counters auto",
+        raw_later,
+        later_auto,
+        "",
+    );
+}
+
 fn main() {
     let out = std::env::temp_dir().join(format!("yieldprof-bench-{}", std::process::id()));
     std::fs::create_dir_all(&out).expect("temp dir");
@@ -177,8 +266,37 @@ fn main() {
             .counters(CounterSampling::Off)
             .timeline(kept as u32)
             .init();
-        std::thread::scope(|s| s.spawn(|| episodes(n, empty_episode)).join().expect("ring"));
+        std::thread::scope(|s| {
+            s.spawn(|| episodes(n, one_spin_episode))
+                .join()
+                .expect("ring")
+        });
         // Nothing written: the count is the episodes'.
+        std::mem::forget(_g);
+        return;
+    }
+    // `first`: only the first-episode rows.
+    if args.iter().any(|a| a == "first") {
+        first_episode_rows(&base);
+        drop(_guard);
+        let _ = std::fs::remove_dir_all(&out);
+        return;
+    }
+    // `waits N`: N episodes that wait (one spin) with exact page counters, for
+    // `perf record -e cpu-clock` (where the ns of goal 2's row go).
+    if let Some(at) = args.iter().position(|a| a == "waits") {
+        let Some(n) = args.get(at + 1).and_then(|a| a.parse::<u64>().ok()) else {
+            panic!("usage: overhead waits N");
+        };
+        let _g = base
+            .clone()
+            .counters(CounterSampling::Every(u32::MAX))
+            .init();
+        std::thread::scope(|s| {
+            s.spawn(|| episodes(n, one_spin_episode))
+                .join()
+                .expect("waits")
+        });
         std::mem::forget(_g);
         return;
     }
@@ -213,7 +331,8 @@ fn main() {
         )
     };
     let (b, i) = on_thread(CounterSampling::Off, 512, &empty);
-    row("3. empty episode enter+exit, counters off", b, i, "≤ 60 ns");
+    // It makes no wait call: counted, never timed (the clock starts at a first wait).
+    row("3. episode that returns without waiting", b, i, "≤ +3 ns");
     let ours = i - b;
 
     // tracing + tracing-flame on the same empty function.
@@ -241,10 +360,11 @@ fn main() {
     );
 
     // Counter costs on top of the same episode with counters off, each setting on
-    // threads of its own, alternated round by round.
+    // threads of its own, alternated round by round: an episode that waits, since one
+    // that returns without waiting reads no counter.
     let episode_ns = |sampling: CounterSampling, fds: usize| {
         on_thread(sampling, fds, &|| {
-            (best(n / 4, |n| episodes(n, empty_episode)), 0.0)
+            (best(n / 4, |n| episodes(n, one_spin_episode)), 0.0)
         })
         .0
     };
@@ -264,16 +384,37 @@ fn main() {
         page,
         "≤ +10 ns",
     );
-    let (b, i) = pair(
-        n,
-        |n| (0..n).for_each(|_| black_box(())),
-        |n| {
-            (0..n).for_each(|_| {
-                black_box(clock_pair());
-            })
-        },
-    );
+    let floor = || {
+        pair(
+            n,
+            |n| (0..n).for_each(|_| black_box(())),
+            |n| {
+                (0..n).for_each(|_| {
+                    black_box(clock_pair());
+                })
+            },
+        )
+    };
+    let (b, i) = floor();
     row("   floor: a pair of raw clock reads", b, i, "");
+    // An episode that waits (one spin) with exact per-episode counters (page only),
+    // its cost over the same function unannotated, against the floor, in one run.
+    let waits = || {
+        let (fb, fi) = floor();
+        let (b, i) = pair(
+            n,
+            |n| episodes(n, raw_one_spin),
+            |n| episodes(n, one_spin_episode),
+        );
+        (fi - fb, i - b)
+    };
+    let (floor_ns, cost) = on_thread(CounterSampling::Every(u32::MAX), 512, &waits);
+    row(
+        "   episode that waits (1 spin), exact page ctrs",
+        floor_ns,
+        cost,
+        "≤ 1.3× floor",
+    );
     for (case, sampling, fds) in [
         (
             "   counters auto (default) vs off",
@@ -308,7 +449,7 @@ fn main() {
             .timeline(kept)
             .init();
         std::thread::scope(|s| {
-            s.spawn(|| best(n / 4, |n| episodes(n, empty_episode)))
+            s.spawn(|| best(n / 4, |n| episodes(n, one_spin_episode)))
                 .join()
                 .expect("bench thread")
         })
@@ -349,7 +490,7 @@ fn main() {
         let t = Instant::now();
         std::thread::scope(|s| {
             for _ in 0..threads {
-                s.spawn(move || episodes(each, empty_episode));
+                s.spawn(move || episodes(each, one_spin_episode));
             }
         });
         t.elapsed().as_nanos() as f64 / each as f64
@@ -362,9 +503,12 @@ fn main() {
         .fold(f64::INFINITY, f64::min);
     row("6. episode cost/thread: 1 thread vs 2", one, two, "≈ 1×");
 
+    // A thread's setup, paid by its first episode.
+    first_episode_rows(&base);
+
     // Output size: 1M episodes of one stack.
     let session = yieldprof::Session::this_thread();
-    episodes(1_000_000, empty_episode);
+    episodes(1_000_000, one_spin_episode);
     let paths = session.finish().write(&out, "million").expect("write");
     let ours_bytes = std::fs::metadata(&paths[0]).map_or(0, |m| m.len());
     let theirs_bytes = std::fs::metadata(&flame_path).map_or(0, |m| m.len());

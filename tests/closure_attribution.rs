@@ -1,7 +1,8 @@
 //! A wait written in a closure or async block of an annotated function is charged to
 //! that function's site wherever the closure runs: a scoped thread, an iterator drained
-//! after the function returned, a future polled on another thread. The site's episodes
-//! stay one per call. (Own test binary: it reads whole folded stacks.)
+//! after the function returned, a future polled on another thread, rayon's workers. The
+//! site's episodes stay one per call. An `#[async_trait]` method is an async episode like
+//! an `async fn`. (Own test binary: it reads whole folded stacks.)
 
 use std::future::Future;
 use std::pin::pin;
@@ -34,6 +35,47 @@ fn make_task() -> impl Future<Output = u32> {
     async move {
         std::thread::sleep(Duration::from_millis(1));
         7
+    }
+}
+
+#[yieldprof::instrument_wait]
+fn parallel_naps(pool: &rayon::ThreadPool, items: u32) {
+    use rayon::prelude::*;
+    pool.install(|| {
+        (0..items)
+            .into_par_iter()
+            .for_each(|_| std::thread::sleep(Duration::from_millis(1)))
+    });
+}
+
+#[async_trait::async_trait]
+trait Inbox {
+    async fn next(&self, pending: u32) -> u32;
+}
+
+struct Slow;
+
+#[async_trait::async_trait]
+impl Inbox for Slow {
+    #[yieldprof::instrument_wait]
+    async fn next(&self, pending: u32) -> u32 {
+        PendingFor(pending).await;
+        std::thread::sleep(Duration::from_millis(1));
+        pending
+    }
+}
+
+/// Pending `self.0` times, then ready.
+struct PendingFor(u32);
+
+impl Future for PendingFor {
+    type Output = ();
+    fn poll(mut self: std::pin::Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if self.0 == 0 {
+            return Poll::Ready(());
+        }
+        self.0 -= 1;
+        Poll::Pending
     }
 }
 
@@ -104,4 +146,53 @@ fn a_future_polled_on_another_thread_charges_the_site() {
         [("poller".to_string(), 1)]
     );
     assert_eq!(yieldprof::snapshot().site("make_task").unwrap().episodes, 1);
+}
+
+#[test]
+fn rayons_workers_charge_the_site() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .thread_name(|i| format!("rayon-{i}"))
+        .build()
+        .unwrap();
+    parallel_naps(&pool, 8);
+    let got = stacks_ending("closure_attribution::parallel_naps;[sleep]");
+    assert_eq!(got.iter().map(|(_, n)| n).sum::<u64>(), 8, "{got:?}");
+    assert!(got.iter().all(|(t, _)| t.starts_with("rayon-")), "{got:?}");
+    assert_eq!(
+        yieldprof::snapshot()
+            .site("parallel_naps")
+            .unwrap()
+            .episodes,
+        1
+    );
+}
+
+#[test]
+fn an_async_trait_method_is_an_async_episode() {
+    let me = std::thread::current().name().unwrap().to_string();
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut polls = 0;
+    let mut task = Slow.next(3);
+    let out = loop {
+        polls += 1;
+        if let Poll::Ready(v) = task.as_mut().poll(&mut cx) {
+            break v;
+        }
+    };
+    assert_eq!((out, polls), (3, 4));
+    assert_eq!(
+        stacks_ending("closure_attribution::next;[sleep]"),
+        [(me, 1)]
+    );
+    let profile = yieldprof::snapshot();
+    let site = profile.site("next").unwrap();
+    // One episode over its four polls, not one per poll, nor a constructor's instant.
+    assert_eq!(site.episodes, 1);
+    assert!(site.durations.min().unwrap() >= 1_000_000);
+    let sleeps = &site.calls;
+    assert!(
+        sleeps.iter().any(|c| c.site.in_async),
+        "the sleep is a blocking call in async code: {sleeps:?}"
+    );
 }

@@ -347,7 +347,7 @@ fn a_blocking_call_in_async_code_is_a_finding_and_in_sync_code_is_not() {
     );
     assert!(blocking[0]
         .evidence
-        .starts_with("1 sleep calls made from async code"));
+        .starts_with("1 sleep call made from async code"));
     assert!(
         blocking[0].fix.contains("tokio::time::sleep"),
         "{}",

@@ -53,6 +53,9 @@ fn the_summary_and_the_flame_graph_name_the_falsely_shared_line() {
                         } else {
                             let _episode = enter(&WAIT_FOR_FLAG);
                             std::hint::black_box(shared.flag.load(Acquire));
+                            // It waits, so it is timed and drawn (one that returns
+                            // at once is only counted).
+                            yieldprof::wait::spin();
                         }
                         turn.fetch_add(1, Release);
                     }

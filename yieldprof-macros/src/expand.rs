@@ -11,7 +11,7 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
-use syn::{AttrStyle, Error, Ident, ItemFn, ReturnType};
+use syn::{AttrStyle, Block, Error, Expr, ExprAsync, Ident, ItemFn, ReturnType, Stmt};
 
 pub(crate) fn instrument_wait(args: TokenStream, item: TokenStream) -> TokenStream {
     let func = match item::parse(item.clone()) {
@@ -45,7 +45,11 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
         sig,
         mut block,
     } = func;
-    let mut rewrite = Rewrite::new(&krate, sig.asyncness.is_some());
+    let boxed = match sig.asyncness {
+        Some(_) => None,
+        None => take_boxed_future(&mut block),
+    };
+    let mut rewrite = Rewrite::new(&krate, sig.asyncness.is_some() || boxed.is_some());
     rewrite.visit_block_mut(&mut block);
     let stmts = &block.stmts;
 
@@ -76,7 +80,13 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
             )#budget;
     };
 
-    let body = if sig.asyncness.is_some() {
+    let body = if let Some(mut future) = boxed {
+        rewrite.visit_block_mut(&mut future.block);
+        quote! {
+            #site
+            ::std::boxed::Box::pin(#krate::__private::instrument(&__YIELDPROF_EPISODE, #future))
+        }
+    } else if sig.asyncness.is_some() {
         // The episode spans the polls of the body's future. `return` and `?` in the
         // body now leave the `async move` block, whose output is the fn's output.
         let edge = return_edge(&sig.output);
@@ -101,6 +111,36 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
         #vis #sig {
             #(#inner)*
             #body
+        }
+    }
+}
+
+/// The async block of a body that is only `Box::pin(async move { .. })`, taken out:
+/// what `#[async_trait]` makes of an `async fn` before this attribute sees it.
+fn take_boxed_future(block: &mut Block) -> Option<ExprAsync> {
+    let [Stmt::Expr(Expr::Call(call), None)] = block.stmts.as_mut_slice() else {
+        return None;
+    };
+    let Expr::Path(path) = &*call.func else {
+        return None;
+    };
+    let names: Vec<_> = path
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    if !names.ends_with(&["Box".to_string(), "pin".to_string()]) || call.args.len() != 1 {
+        return None;
+    }
+    match call.args.pop()?.into_value() {
+        Expr::Async(future) => {
+            block.stmts.clear();
+            Some(future)
+        }
+        other => {
+            call.args.push(other);
+            None
         }
     }
 }

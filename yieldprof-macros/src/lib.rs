@@ -78,7 +78,13 @@
 //! `for_each`, an iterator adaptor drained after the function returned, or an async
 //! block spawned on an executor shows under the site on the thread that ran it. Not
 //! followed: closures written elsewhere and passed in, function pointers, `async`
-//! closures (`async |x| ..`), and code in macro invocations. Left alone:
+//! closures (`async |x| ..`), and code in macro invocations.
+//!
+//! A method of an `#[async_trait]` impl is an async episode like an `async fn`:
+//! `async_trait` expands first, into a body that is only `Box::pin(async move { .. })`,
+//! and that block becomes the episode, from its first poll to its completion.
+//!
+//! Left alone:
 //! - nested items (`fn`, `impl`, `mod`, `trait`, `const`, `static` inside the body):
 //!   they are functions of their own and need their own annotation;
 //! - macro invocations other than `select!` (`assert!(..)`, `my_wait!(..)`): their

@@ -1,13 +1,17 @@
 //! yieldprof makes waiting visible from inside the program.
 //!
 //! Mark a function that waits with [`#[instrument_wait]`](instrument_wait): every call
-//! becomes a timed **wait episode**, and the waits in its body (spins, yields, sleeps,
+//! becomes a **wait episode**, and the waits in its body (spins, yields, sleeps,
 //! parks, locks, condvars, channels, joins, barriers, backoffs) are counted or timed per
-//! kind and source line. At shutdown the guard returned by [`init`] writes
-//! folded stacks, a flame graph, a pprof profile ([`Profile::write_pprof`]), each
-//! thread's last wait episodes as a timeline for Perfetto ([`Profile::write_trace`]) and
-//! a plain-text summary in which waiting stands apart from the thread's real work
-//! (`[work]`); [`Options::snapshot_every`] also writes deltas while the program runs.
+//! kind and source line. An episode is timed from its first wait call to its return;
+//! one that makes none (its condition held at once, or its lock was free) costs a few
+//! ns and is only counted, as "returned without waiting"
+//! ([`SiteStats::returned_without_waiting`](report::SiteStats::returned_without_waiting)).
+//! At shutdown the guard returned by [`init`] writes folded stacks, a flame graph, a
+//! pprof profile ([`Profile::write_pprof`]), each thread's last wait episodes as a
+//! timeline for Perfetto ([`Profile::write_trace`]) and a plain-text summary in which
+//! waiting stands apart from the thread's real work (`[work]`);
+//! [`Options::snapshot_every`] also writes deltas while the program runs.
 //!
 //! ```
 //! use std::sync::atomic::{AtomicBool, Ordering};
@@ -100,29 +104,41 @@
 //! ## Costs and switches
 //!
 //! `YIELDPROF=0` turns recording off at run time (one relaxed load per probe); building
-//! without the default `enabled` feature compiles every probe to nothing. A spin
+//! without the default `enabled` feature compiles every probe to nothing and builds no
+//! dependency but the macro crate. Such a build keeps what production code calls:
+//! [`init`], [`flush`], [`Options`], [`Session`], [`snapshot`] and an empty [`Profile`]
+//! (`folded`, `summary`, `write`), budgets (they pass: nothing was measured),
+//! [`Watched`] as a plain atomic; the report's views, `report`, `counters` and `probe`
+//! need the feature, and the `tracing` and `http` features turn it on. A spin
 //! written directly in an annotated body (not in a closure) costs one add on a counter
 //! in the episode's stack frame, recorded when the episode ends
 //! (`cargo bench --bench overhead` measures it against a raw loop).
 
-// Without `enabled` nothing records, so the recording half of the crate is unused.
-#![cfg_attr(not(feature = "enabled"), allow(dead_code, unused_imports))]
-
 mod analysis;
 mod base;
 mod config;
+#[cfg(feature = "enabled")]
 pub mod counters;
+/// Without the `enabled` feature: only the type [`Options::counters`] takes.
+#[cfg(not(feature = "enabled"))]
+pub mod counters {
+    pub use crate::config::CounterSampling;
+}
 mod model;
 mod output;
 mod record;
 pub mod sharing;
 
+#[cfg(feature = "enabled")]
 pub use analysis::probe;
 pub use analysis::session::{Session, SessionScope};
 pub use base::site::Kind;
 pub use config::{is_enabled, set_enabled};
 pub use model::profile::Profile;
+#[cfg(feature = "enabled")]
 pub use output::flush::flush;
+#[cfg(not(feature = "enabled"))]
+pub use output::init::flush;
 pub use output::init::{init, Guard};
 pub use output::options::Options;
 pub use record::thread::snapshot;
@@ -329,21 +345,26 @@ pub mod wait {
 /// What a [`Profile`] holds, read by site and by thread, and what is made of it:
 /// findings, folded stacks and their diff, the cost model the findings use.
 pub mod report {
-    pub use crate::analysis::costs::{CostSource, Costs};
-    pub use crate::analysis::findings::{Finding, Fragmentation, Rule};
-    pub use crate::base::site::{CallInfo, FrameInfo, FrameKind};
-    pub use crate::model::histogram::Histogram;
-    pub use crate::model::own::OwnTime;
-    pub use crate::model::profile::{CallStats, SiteStats, ThreadStats};
-    pub use crate::output::compare::{compare, Change, Comparison, Row};
-    pub use crate::output::diff::{diff, parse_folded, DiffError, Malformed};
+    pub use crate::config::Metric;
     pub use crate::output::files::WriteError;
-    pub use crate::output::flamegraph::flamegraph;
-    pub use crate::output::fold::{split_folded, Metric};
-    pub use crate::output::json;
+    #[cfg(feature = "enabled")]
+    pub use crate::{
+        analysis::costs::{CostSource, Costs},
+        analysis::findings::{Finding, Fragmentation, Rule},
+        base::site::{CallInfo, FrameInfo, FrameKind},
+        model::histogram::Histogram,
+        model::own::OwnTime,
+        model::profile::{CallStats, SiteStats, ThreadStats},
+        output::compare::{compare, Change, Comparison, Row},
+        output::diff::{diff, parse_folded, DiffError, Malformed},
+        output::flamegraph::flamegraph,
+        output::fold::split_folded,
+        output::json,
+    };
 
     /// How the reports write times, dates and long lines, for tools that print beside
     /// them (the `yieldprof` command).
+    #[cfg(feature = "enabled")]
     pub mod text {
         pub use crate::base::text::{date_time, duration, shared_line, tail, wrap};
     }
@@ -365,7 +386,7 @@ pub mod __private {
     pub use crate::base::site::{CallSite, EpisodeSite, Kind, WorkSite};
     pub use crate::record::episode::{
         call, count, enter_nested, enter_work, framed, nested, timed, CallGuard, EpisodeGuard,
-        Instrumented,
+        Instrumented, WaitGuard,
     };
     #[cfg(not(feature = "tracing"))]
     pub use crate::record::episode::{enter, instrument};
@@ -377,6 +398,7 @@ pub mod __private {
     };
     /// Makes every later hardware watchpoint open fail with `errno` (0: open them for
     /// real): the tests' stand-in for a sandbox without breakpoints.
+    #[cfg(feature = "enabled")]
     pub fn fail_watchpoints(errno: i32) {
         crate::counters::force_open_error(errno);
     }
@@ -384,6 +406,7 @@ pub mod __private {
 
     /// Test hook: every perf group opened from now on fails with `errno`, for the
     /// refusals a test cannot cause for real. Call it before anything records.
+    #[cfg(feature = "enabled")]
     pub fn fail_perf_groups(errno: i32) {
         crate::counters::fail_perf_groups(errno);
     }

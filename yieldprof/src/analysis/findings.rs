@@ -192,10 +192,11 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
             Rule::BlockingInAsync,
             format!("{}:{}", c.site.file, c.site.line),
             format!(
-                "{} {} calls made from async code without .await held the executor's \
+                "{} {} call{} made from async code without .await held the executor's \
                  thread {} in all ({} each): no other task ran on it meanwhile",
                 c.calls,
                 c.site.kind.name(),
+                if c.calls == 1 { "" } else { "s" },
                 duration(c.ns),
                 duration(per_call(c.ns, c.calls) as u64)
             ),

@@ -2,7 +2,10 @@
 //! Computes verdicts; writes no files.
 
 pub(crate) mod budget;
+#[cfg(feature = "enabled")]
 pub(crate) mod costs;
+#[cfg(feature = "enabled")]
 pub(crate) mod findings;
+#[cfg(feature = "enabled")]
 pub mod probe;
 pub(crate) mod session;

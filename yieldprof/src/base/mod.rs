@@ -3,11 +3,18 @@
 //! and text formatting.
 //! Imports nothing of the crate above it.
 
+#[cfg(feature = "enabled")]
 pub(crate) mod arena;
+#[cfg(feature = "enabled")]
 pub(crate) mod clock;
+#[cfg(feature = "enabled")]
 pub(crate) mod fork;
+#[cfg(feature = "enabled")]
 pub(crate) mod host;
+#[cfg(feature = "enabled")]
 pub(crate) mod reentry;
+#[cfg(feature = "enabled")]
 pub(crate) mod ring;
 pub(crate) mod site;
+#[cfg(feature = "enabled")]
 pub(crate) mod text;

@@ -1,8 +1,11 @@
 //! Static descriptions of wait sites, call sites and business frames, and the
 //! process-wide table that gives each a small id the first time it is seen.
 
+#[cfg(feature = "enabled")]
 use crate::base::fork::{ForkMutex, Locked};
+#[cfg(feature = "enabled")]
 use crate::base::text::host_name;
+#[cfg(feature = "enabled")]
 use std::collections::BTreeMap;
 
 /// What a rewritten call does while it waits.
@@ -89,17 +92,20 @@ impl Kind {
     }
 
     /// This kind's bit in a set of kinds (`1 << index`): there are fewer than 16.
+    #[cfg(feature = "enabled")]
     pub(crate) const fn bit(self) -> u16 {
         1 << self as u16
     }
 
     /// The kinds whose bits are set in `set` (see [`Kind::bit`]), in report order.
+    #[cfg(feature = "enabled")]
     pub(crate) fn in_set(set: u16) -> impl Iterator<Item = Kind> {
         Kind::ALL.into_iter().filter(move |k| set & k.bit() != 0)
     }
 
     /// Whether a call of this kind is timed (spins are only counted: a clock read
     /// would cost as much as the PAUSE itself).
+    #[cfg(feature = "enabled")]
     pub(crate) const fn timed(self) -> bool {
         !matches!(self, Kind::Spin | Kind::AsyncYield)
     }
@@ -108,6 +114,8 @@ impl Kind {
 /// A function annotated with `#[instrument_wait]`: one static per function.
 #[doc(hidden)]
 #[derive(Debug)]
+// Read only by the recording half; the macro builds it in both builds.
+#[cfg_attr(not(feature = "enabled"), allow(dead_code))]
 pub struct EpisodeSite {
     pub(crate) name: Option<&'static str>,
     pub(crate) module: &'static str,
@@ -146,6 +154,8 @@ impl EpisodeSite {
 /// A named business frame opened with [`frame!`](crate::frame).
 #[doc(hidden)]
 #[derive(Debug)]
+// Read only by the recording half; the macro builds it in both builds.
+#[cfg_attr(not(feature = "enabled"), allow(dead_code))]
 pub struct WorkSite {
     pub(crate) name: &'static str,
     pub(crate) file: &'static str,
@@ -162,6 +172,8 @@ impl WorkSite {
 /// One rewritten wait call: one static per call site.
 #[doc(hidden)]
 #[derive(Debug)]
+// Read only by the recording half; the macro builds it in both builds.
+#[cfg_attr(not(feature = "enabled"), allow(dead_code))]
 pub struct CallSite {
     pub(crate) kind: Kind,
     pub(crate) file: &'static str,
@@ -192,6 +204,7 @@ impl CallSite {
 }
 
 /// What a calling-context-tree node stands for.
+#[cfg(feature = "enabled")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum FrameKind {
@@ -207,6 +220,7 @@ pub enum FrameKind {
 }
 
 /// A frame as the report sees it.
+#[cfg(feature = "enabled")]
 #[derive(Clone, Debug, PartialEq)]
 pub struct FrameInfo {
     /// `FrameKind::Wait` frames are wait sites.
@@ -224,6 +238,7 @@ pub struct FrameInfo {
 }
 
 /// A call site as the report sees it.
+#[cfg(feature = "enabled")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CallInfo {
     /// What the call does.
@@ -242,6 +257,7 @@ pub struct CallInfo {
 /// Ids for frames and call sites, keyed by the address of their static (or of the
 /// `Location` for the public wrappers). Only node and slot creation touch it: the cold
 /// path, once per thread per site.
+#[cfg(feature = "enabled")]
 struct Table {
     frames: Vec<FrameInfo>,
     calls: Vec<CallInfo>,
@@ -249,6 +265,7 @@ struct Table {
     call_ids: BTreeMap<usize, u32>,
 }
 
+#[cfg(feature = "enabled")]
 impl Table {
     /// Ids 0 and 1 are fixed so thread setup never looks them up.
     fn fill_fixed(&mut self) {
@@ -278,6 +295,7 @@ impl Table {
     }
 }
 
+#[cfg(feature = "enabled")]
 fn lock() -> Locked<Table> {
     // Built in place, not in a `OnceLock`: a fork during its first use would leave
     // the child waiting on it (see `fork`).
@@ -297,11 +315,15 @@ fn lock() -> Locked<Table> {
     t
 }
 
+#[cfg(feature = "enabled")]
 pub(crate) const THREAD_FRAME: u32 = 0;
+#[cfg(feature = "enabled")]
 pub(crate) const OVERFLOW_FRAME: u32 = 1;
+#[cfg(feature = "enabled")]
 pub(crate) const OVERFLOW_CALL: u32 = 0;
 
 /// Frame id for the static at `key`, creating it with `info` the first time.
+#[cfg(feature = "enabled")]
 pub(crate) fn frame_id(key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
     let mut t = lock();
     if let Some(&id) = t.frame_ids.get(&key) {
@@ -314,6 +336,7 @@ pub(crate) fn frame_id(key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
 }
 
 /// Call id for the static (or `Location`) at `key`.
+#[cfg(feature = "enabled")]
 pub(crate) fn call_id(key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
     let mut t = lock();
     if let Some(&id) = t.call_ids.get(&key) {
@@ -326,11 +349,13 @@ pub(crate) fn call_id(key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
 }
 
 /// A copy of the tables, for a report.
+#[cfg(feature = "enabled")]
 pub(crate) fn tables() -> (Vec<FrameInfo>, Vec<CallInfo>) {
     let t = lock();
     (t.frames.clone(), t.calls.clone())
 }
 
+#[cfg(feature = "enabled")]
 impl EpisodeSite {
     pub(crate) fn info(&self) -> FrameInfo {
         let name = self.name.and_then(host_name).unwrap_or_else(|| {
@@ -350,6 +375,7 @@ impl EpisodeSite {
     }
 }
 
+#[cfg(feature = "enabled")]
 impl WorkSite {
     pub(crate) fn info(&self) -> FrameInfo {
         // A blank name (`frame!("")`, a nameless span) goes by where it was opened.
@@ -365,6 +391,7 @@ impl WorkSite {
     }
 }
 
+#[cfg(feature = "enabled")]
 impl CallSite {
     pub(crate) fn info(&self) -> CallInfo {
         CallInfo {
@@ -406,6 +433,7 @@ pub enum Limit {
 
 /// Whether `query` names the site called `name` with full path `path`: the name, the
 /// path, or a tail of the path that starts at a `::`.
+#[cfg(feature = "enabled")]
 pub(crate) fn names_site(name: &str, path: &str, query: &str) -> bool {
     name == query
         || path == query

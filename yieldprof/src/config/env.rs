@@ -6,6 +6,9 @@
 //! used instead; an empty value counts as unset.
 
 use super::values::{parse_switch, CounterSampling, Metric};
+use super::{
+    DEFAULT_FD_BUDGET, DEFAULT_KEEP_SNAPSHOTS, DEFAULT_MAX_NODES, DEFAULT_OUT_DIR, DEFAULT_TIMELINE,
+};
 use crate::base::fork::ForkOnce;
 use crate::base::reentry::Inside;
 use std::ffi::OsString;
@@ -14,10 +17,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Default output folder, relative to the working directory.
-pub(crate) const DEFAULT_OUT_DIR: &str = "target/yieldprof";
-/// Default cap on calling-context-tree nodes per thread.
-pub(crate) const DEFAULT_MAX_NODES: u32 = 4096;
 /// Fewest nodes a thread may be given: below it nearly every entry would land in
 /// `[overflow]` (the root and the overflow node take two).
 pub(crate) const MIN_NODES: u32 = 16;
@@ -25,16 +24,10 @@ pub(crate) const MIN_NODES: u32 = 16;
 /// as distinct stacks appear, so this bounds one thread at ~210 MiB (slots ~2× the
 /// nodes in count, each 40 B).
 pub(crate) const MAX_NODES: u32 = 1 << 18;
-/// Default length of each thread's timeline: the last episodes it keeps.
-pub(crate) const DEFAULT_TIMELINE: u32 = 4096;
 /// Longest timeline a thread may keep. An episode takes 32 B, and a thread's ring is
 /// allocated in full (zeroed pages, touched as it fills) when it first records, so
 /// this bounds one thread at 32 MiB.
 pub(crate) const MAX_TIMELINE: u32 = 1 << 20;
-/// Default perf-event fd budget of the process.
-pub(crate) const DEFAULT_FD_BUDGET: usize = 512;
-/// How many snapshots are kept by default.
-pub(crate) const DEFAULT_KEEP_SNAPSHOTS: usize = 60;
 /// Shortest snapshot interval: each snapshot copies every thread's tree and writes,
 /// and syncs, two files.
 pub(crate) const MIN_SNAPSHOT_INTERVAL: Duration = Duration::from_millis(10);

@@ -1,6 +1,19 @@
 //! The values settings take beyond numbers and switches, with the words that name them:
 //! the one parser for each, whether the word comes from a variable or from code.
 
+// The defaults of `Options`, which a build without the `enabled` feature keeps
+// without reading the environment.
+/// Default output folder, relative to the working directory.
+pub(crate) const DEFAULT_OUT_DIR: &str = "target/yieldprof";
+/// Default cap on calling-context-tree nodes per thread.
+pub(crate) const DEFAULT_MAX_NODES: u32 = 4096;
+/// Default length of each thread's timeline: the last episodes it keeps.
+pub(crate) const DEFAULT_TIMELINE: u32 = 4096;
+/// Default perf-event fd budget of the process.
+pub(crate) const DEFAULT_FD_BUDGET: usize = 512;
+/// How many snapshots are kept by default.
+pub(crate) const DEFAULT_KEEP_SNAPSHOTS: usize = 60;
+
 /// The value each folded line carries.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -44,6 +57,7 @@ impl Metric {
     }
 
     /// Unit shown in the flame graph.
+    #[cfg(feature = "enabled")]
     pub(crate) fn unit(self) -> &'static str {
         match self {
             Metric::Wall => "ns",
@@ -112,6 +126,7 @@ impl CounterSampling {
         }
     }
 
+    #[cfg(feature = "enabled")]
     pub(crate) fn encode(self) -> u32 {
         match self.normal() {
             CounterSampling::Off => 1,
@@ -120,6 +135,7 @@ impl CounterSampling {
         }
     }
 
+    #[cfg(feature = "enabled")]
     pub(crate) fn decode(v: u32) -> CounterSampling {
         match v {
             1 => CounterSampling::Off,

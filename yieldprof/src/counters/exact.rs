@@ -68,6 +68,12 @@ impl Mark {
         }
     }
 
+    /// The thread's run-queue wait (schedstat `run_delay`) at the mark; 0 without
+    /// schedstat.
+    pub(crate) fn queued_ns(&self) -> u64 {
+        self.queued_ns
+    }
+
     /// The thread's totals since `base` (its first mark).
     pub(crate) fn since(&self, base: &Mark) -> Delta {
         base.until(self)
@@ -113,7 +119,9 @@ impl std::fmt::Display for SplitMethod {
 /// A thread's switch pages and the sources read when its switch count moves.
 pub(crate) struct Exact {
     switches: UserPage,
-    migrations: Option<UserPage>,
+    /// The migration counter's fd, read only when the switch count moved (a
+    /// migration takes the thread off its CPU): a syscall there saves mapping its page.
+    migrations: Option<RawFd>,
     schedstat: Option<File>,
     page_time: bool,
     last: Cell<Mark>,
@@ -132,7 +140,7 @@ impl Exact {
         let page_time = switches.read().cap_user_time();
         let mut x = Exact {
             switches,
-            migrations: migrations.and_then(|fd| UserPage::map(fd).ok()),
+            migrations,
             schedstat,
             page_time,
             last: Cell::new(Mark::ZERO),
@@ -190,7 +198,7 @@ impl Exact {
             };
             m = read_sources(cpu, self.schedstat.as_ref().map(|f| f.as_raw_fd()));
             m.switches = before;
-            m.migrations = self.migrations.as_ref().map_or(0, |p| p.offset() as u32);
+            m.migrations = self.migrations.and_then(read_count).unwrap_or(0) as u32;
             if self.switches.offset() as u32 == before {
                 break;
             }
@@ -219,6 +227,14 @@ fn read_sources(cpu_ns: Option<u64>, schedstat: Option<RawFd>) -> Mark {
     }
 }
 
+/// The value of a lone counter (no read format flags: one `u64`).
+fn read_count(fd: RawFd) -> Option<u64> {
+    let mut v = 0u64;
+    // SAFETY: `v` is valid for writes of 8 bytes; the fd is open.
+    let n = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+    (n == 8).then_some(v)
+}
+
 /// The calling thread's off-CPU clock: `CLOCK_MONOTONIC` minus its CPU time.
 pub(crate) fn off_clock_ns() -> u64 {
     let cpu = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
@@ -235,10 +251,21 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// The calling thread's schedstat file, kept open for [`read_sources`].
+/// The calling thread's schedstat file, kept open for [`read_sources`], where it reads.
 pub(crate) fn open_schedstat() -> Option<File> {
-    let f = File::open("/proc/thread-self/schedstat").ok()?;
+    let f = open_schedstat_unread()?;
     run_delay_of(f.as_raw_fd()).map(|_| f)
+}
+
+/// As [`open_schedstat`], without the trial read, for a machine whose schedstat
+/// reads (the probe checked): the first mark reads it anyway.
+pub(crate) fn open_schedstat_unread() -> Option<File> {
+    File::open("/proc/thread-self/schedstat").ok()
+}
+
+/// The calling thread's run-queue wait now, from its schedstat file.
+pub(crate) fn run_delay_now() -> Option<u64> {
+    open_schedstat().and_then(|f| run_delay_of(f.as_raw_fd()))
 }
 
 /// `run_delay` read from an open schedstat file, from its start.

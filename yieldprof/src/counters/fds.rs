@@ -45,6 +45,15 @@ pub(crate) struct Reservation {
     n: usize,
 }
 
+impl Reservation {
+    /// Moves `n` of these fds (at most all) into a reservation of their own.
+    pub(crate) fn split(&mut self, n: usize) -> Reservation {
+        let n = n.min(self.n);
+        self.n -= n;
+        Reservation { pool: self.pool, n }
+    }
+}
+
 impl Drop for Reservation {
     fn drop(&mut self) {
         self.pool.used.fetch_sub(self.n, Relaxed);

@@ -3,8 +3,10 @@
 use super::*;
 use crate::base::arena::bump;
 use crate::base::clock;
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
 
 /// The sampling policy as credit arithmetic: each closed wait episode earns
 /// `elapsed × per_ns + per_episode`, each sample costs `cost × debit_per_ns +
@@ -81,7 +83,21 @@ pub(crate) fn open_here() -> bool {
     OPEN.with(Cell::get)
 }
 
+/// A perf group planned when the thread's counters opened, opened at its second
+/// sampled episode: its events and the fds reserved for it.
+struct Pending {
+    events: Vec<CounterEvent>,
+    fds: Reservation,
+}
+
 /// A thread's own counter state: only the owner touches it.
+///
+/// A thread's first episode opens only what it needs to count every episode's
+/// switches: the context-switch counter with its user page, the migration counter
+/// (read when a switch was seen) and the schedstat file. Its perf groups (page faults, hardware events) open
+/// at its second sampled episode, so setup costs are spread over two episodes; the
+/// group events' thread totals then start later than the thread and are shown scaled
+/// (`ThreadCounters::root`).
 pub(crate) struct LocalCounters {
     credit: Cell<i64>,
     // Readings of the sampled episodes still open, innermost last. Kept here rather
@@ -90,11 +106,20 @@ pub(crate) struct LocalCounters {
     policy: Policy,
     on: bool,
     base: [u64; 2],
-    // Fields drop in order: the pages unmap before their group's fds close.
+    // When the counters opened: the groups' lateness is measured from it.
+    opened: Instant,
+    // Whether a sampled episode has begun: the next one opens the pending groups.
+    sampled_once: Cell<bool>,
+    // Fields drop in order: the pages unmap before their fds close, and fds close
+    // before their reservation is given back.
     exact: Option<Exact>,
+    // The counters behind `exact`'s pages.
+    exact_fds: Vec<OwnedFd>,
     // Events counted on every episode through `exact`, by bit.
     exact_mask: u16,
-    groups: [Option<PerfGroup>; GROUPS],
+    groups: [OnceCell<PerfGroup>; GROUPS],
+    pending: [Cell<Option<Pending>>; GROUPS],
+    exact_reserved: Option<Reservation>,
 }
 
 impl LocalCounters {
@@ -108,9 +133,14 @@ impl LocalCounters {
             policy,
             on: sampling != CounterSampling::Off,
             base: [0; 2],
+            opened: Instant::now(),
+            sampled_once: Cell::new(false),
             exact: None,
+            exact_fds: Vec::new(),
             exact_mask: 0,
-            groups: [None, None],
+            groups: [OnceCell::new(), OnceCell::new()],
+            pending: [Cell::new(None), Cell::new(None)],
+            exact_reserved: None,
         };
         if !local.on {
             let _ = shared.setup.set(Setup {
@@ -121,8 +151,6 @@ impl LocalCounters {
             });
             return local;
         }
-        let mut r = local.read();
-        local.base = [r.values[0], r.values[1]];
         let p = probed();
         let budget = fd_budget();
         let mut why = None;
@@ -136,7 +164,7 @@ impl LocalCounters {
             .into_iter()
             .enumerate()
         {
-            let events = plan(&p.status, source);
+            let mut events = plan(&p.status, source);
             if events.is_empty() {
                 if source == EventSource::PerfSoftware {
                     why = p.status[CounterEvent::ContextSwitches.index()].reason();
@@ -147,28 +175,31 @@ impl LocalCounters {
                 EventSource::PerfSoftware => software_fds(events.len(), p.schedstat),
                 _ => group_fds(events.len()),
             };
-            let Some(fds) = FDS.reserve(need, budget) else {
+            let Some(mut fds) = FDS.reserve(need, budget) else {
                 why = why.or(Some(Reason::FdBudget { budget }));
                 continue;
             };
-            match PerfGroup::open(&events, fds) {
-                Ok(g) => {
-                    for e in g.events() {
-                        mask |= e.bit();
+            if source == EventSource::PerfSoftware {
+                match local.open_exact(&events, p.schedstat, &mut fds) {
+                    Ok(counted) => events.retain(|e| !counted.contains(e)),
+                    Err(err) => {
+                        why = why.or(Some(reason_of(&err, p.paranoid, source)));
+                        continue;
                     }
-                    local.groups[k] = Some(g);
                 }
-                Err(err) => why = why.or(Some(reason_of(&err, p.paranoid, source))),
+            }
+            if !events.is_empty() {
+                local.pending[k].set(Some(Pending { events, fds }));
             }
         }
-        let source = if local.groups[0].is_some() {
+        let source = if local.exact.is_some() || local.pending[0].get_mut().is_some() {
             THREADS_ON_PERF.fetch_add(1, Relaxed);
             CounterSource::Perf
         } else {
             THREADS_ON_GETRUSAGE.fetch_add(1, Relaxed);
             CounterSource::Getrusage(why.unwrap_or(Reason::Off))
         };
-        local.open_exact(p.schedstat);
+        mask |= local.exact_mask;
         let split = match &local.exact {
             Some(x) => x.method(),
             None => SplitMethod {
@@ -183,34 +214,87 @@ impl LocalCounters {
             exact: local.exact_mask,
             split: Some(split),
         });
-        // Perf counters start at 0 now; the getrusage base was taken above.
-        r = local.read();
+        // The thread's run-queue wait so far: the page's first mark read it already.
+        let queued = match &local.exact {
+            Some(x) if split.schedstat => Some(x.base.queued_ns()),
+            _ if p.schedstat => exact::run_delay_now(),
+            _ => None,
+        };
+        if let Some(q) = queued {
+            let _ = shared.run_queue_start.set(q);
+        }
+        // Without a page, switches come from getrusage: counted from now. Perf counters
+        // start at 0 now.
+        let r = local.read();
+        if local.exact.is_none() {
+            local.base = [r.values[0], r.values[1]];
+        }
         local.publish(shared, &r);
         OPEN.with(|o| o.set(true));
         local
     }
 
-    /// Maps the user pages of the software group's switch counters, so switches are
-    /// counted on every episode; keeps the thread's schedstat open where the machine
-    /// has one (its fd was reserved with the group's).
-    fn open_exact(&mut self, schedstat: bool) {
-        let Some(g) = &self.groups[0] else {
-            return;
+    /// Opens the context-switch counter and, where available, the migration counter,
+    /// each alone, and maps the first's user page, so switches are counted on every
+    /// episode; keeps the thread's schedstat file open where the machine has one.
+    /// Takes their fds out of `fds`; returns the events counted this way, none when
+    /// the page could not be mapped (the group then counts them on sampled episodes).
+    fn open_exact(
+        &mut self,
+        events: &[CounterEvent],
+        schedstat: bool,
+        fds: &mut Reservation,
+    ) -> std::io::Result<Vec<CounterEvent>> {
+        if !events.contains(&CounterEvent::ContextSwitches) {
+            return Ok(Vec::new());
+        }
+        let switches = open_alone(CounterEvent::ContextSwitches)?;
+        let migrations = events
+            .contains(&CounterEvent::CpuMigrations)
+            .then(|| open_alone(CounterEvent::CpuMigrations).ok())
+            .flatten();
+        let schedstat = schedstat.then(exact::open_schedstat_unread).flatten();
+        let reserved = 1 + usize::from(migrations.is_some()) + usize::from(schedstat.is_some());
+        let Ok(x) = Exact::open(
+            switches.as_raw_fd(),
+            migrations.as_ref().map(AsRawFd::as_raw_fd),
+            schedstat,
+        ) else {
+            return Ok(Vec::new());
         };
-        let Some(switches) = g.fd_of(CounterEvent::ContextSwitches) else {
-            return;
-        };
-        let schedstat = schedstat.then(exact::open_schedstat).flatten();
-        let Ok(x) = Exact::open(switches, g.fd_of(CounterEvent::CpuMigrations), schedstat) else {
-            return;
-        };
+        let mut counted = vec![CounterEvent::ContextSwitches];
         self.exact_mask = CounterEvent::VoluntarySwitches.bit()
             | CounterEvent::InvoluntarySwitches.bit()
             | CounterEvent::ContextSwitches.bit();
         if x.counts_migrations() {
             self.exact_mask |= CounterEvent::CpuMigrations.bit();
+            counted.push(CounterEvent::CpuMigrations);
         }
         self.exact = Some(x);
+        self.exact_fds = [Some(switches), migrations].into_iter().flatten().collect();
+        self.exact_reserved = Some(fds.split(reserved));
+        Ok(counted)
+    }
+
+    /// Opens the groups planned at setup: the thread's second sampled episode, so
+    /// that its first pays only for the switch counters.
+    #[cold]
+    #[inline(never)]
+    fn open_pending(&self, shared: &ThreadCounters) {
+        for (k, pending) in self.pending.iter().enumerate() {
+            let Some(Pending { events, mut fds }) = pending.take() else {
+                continue;
+            };
+            // What the group needs; the rest (a schedstat file that did not open) goes back.
+            let reserved = fds.split(group_fds(events.len()));
+            drop(fds);
+            // Rare (the fds were reserved): on failure its events stay uncounted, n/a.
+            if let Ok(g) = PerfGroup::open(&events, reserved) {
+                let late = u64::try_from(self.opened.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                shared.opened_late(k, g.events(), late);
+                let _ = self.groups[k].set(g);
+            }
+        }
     }
 
     /// The thread's switch figures now (see [`Mark`]): the last ones while the
@@ -264,7 +348,10 @@ impl LocalCounters {
     /// Reads every source at a sampled episode's start; the returned index goes
     /// back to [`LocalCounters::finish`].
     #[inline(never)]
-    pub(crate) fn begin(&self) -> u32 {
+    pub(crate) fn begin(&self, shared: &ThreadCounters) -> u32 {
+        if self.sampled_once.replace(true) {
+            self.open_pending(shared);
+        }
         let begin = Begin {
             t0: clock::now(),
             reading: self.read(),
@@ -318,7 +405,7 @@ impl LocalCounters {
             bump(&node.src_ns[EventSource::Getrusage.index()], wall);
         }
         for (k, g) in self.groups.iter().enumerate() {
-            let (Some(g), Some(t0), Some(t1)) = (g, b.times[k], r.times[k]) else {
+            let (Some(g), Some(t0), Some(t1)) = (g.get(), b.times[k], r.times[k]) else {
                 continue;
             };
             let enabled = t1.0.saturating_sub(t0.0);
@@ -376,7 +463,7 @@ impl LocalCounters {
             r.off_ns = Some(exact::off_clock_ns());
         }
         for (k, g) in self.groups.iter().enumerate() {
-            if let Some(g) = g {
+            if let Some(g) = g.get() {
                 r.times[k] = g.read_into(&mut r.values);
             }
         }
@@ -399,7 +486,7 @@ impl LocalCounters {
             }
         }
         for (k, g) in self.groups.iter().enumerate() {
-            let (Some(g), Some((enabled, running))) = (g, r.times[k]) else {
+            let (Some(g), Some((enabled, running))) = (g.get(), r.times[k]) else {
                 continue;
             };
             for &e in g.events().iter().filter(|e| self.exact_mask & e.bit() == 0) {

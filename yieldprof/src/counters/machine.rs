@@ -3,6 +3,7 @@
 use super::*;
 use crate::base::fork::ForkOnce;
 use perf_event::{Builder, Counter, Group};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
 
 /// Parses `/proc/sys/kernel/perf_event_paranoid`.
@@ -22,6 +23,19 @@ pub(super) struct Probed {
     pub(super) status: [Availability; N],
     /// Whether a thread can read its schedstat file (the run-queue wait).
     pub(super) schedstat: bool,
+    _anchor: Option<Anchor>,
+}
+
+/// The software events the probe opened, kept open for the life of the process. The
+/// kernel turns a software event type's hooks on when the first event of that type
+/// opens anywhere and off when the last one closes, rewriting its code each time
+/// (~40–60 µs per type on the build VM, at open and again at close): while these
+/// live, a thread opens and closes its own counters at ~5 µs each, so a thread's
+/// first episode and its exit stay cheap. A few fds, counted in the pool.
+struct Anchor {
+    _members: Vec<Counter>,
+    _group: Group,
+    _fds: Option<Reservation>,
 }
 
 pub(super) fn probed() -> &'static Probed {
@@ -29,9 +43,15 @@ pub(super) fn probed() -> &'static Probed {
     PROBED.get_or_init(|| {
         let paranoid = paranoid();
         let mut status = [Availability::Available; N];
+        let mut anchor = None;
         for source in [EventSource::PerfSoftware, EventSource::PerfHardware] {
-            for (e, r) in open_errors(source, paranoid) {
+            let (errors, kept) = open_errors(source, paranoid);
+            for (e, r) in errors {
                 status[e.index()] = Availability::Unavailable(r);
+            }
+            // Hardware events stay closed: they would hold counters of the PMU.
+            if source == EventSource::PerfSoftware {
+                anchor = kept;
             }
         }
         // A hardware group that opens may still never get on the PMU (more events than
@@ -52,23 +72,25 @@ pub(super) fn probed() -> &'static Probed {
             paranoid,
             status,
             schedstat: exact::open_schedstat().is_some(),
+            _anchor: anchor,
         }
     })
 }
 
-/// The events of `source` that cannot join a group, and why.
-pub(super) fn open_errors(
+/// The events of `source` that cannot join a group, and why; and the group with the
+/// events that opened (see [`Anchor`]).
+fn open_errors(
     source: EventSource,
     paranoid: Option<i32>,
-) -> Vec<(CounterEvent, Reason)> {
+) -> (Vec<(CounterEvent, Reason)>, Option<Anchor>) {
     let events = events_of(source, |_| true);
-    // The probe's fds are counted, not limited: a few, for microseconds, once.
-    let _fds = FDS.reserve(1 + events.len(), usize::MAX);
+    // The probe's fds are counted, not limited: a few, once.
+    let fds = FDS.reserve(1 + events.len(), usize::MAX);
     let mut group = match new_group() {
         Ok(g) => g,
         Err(err) => {
             let r = reason_of(&err, paranoid, source);
-            return events.into_iter().map(|e| (e, r)).collect();
+            return (events.into_iter().map(|e| (e, r)).collect(), None);
         }
     };
     // Members stay open while the next ones join: they must fit in one group.
@@ -80,8 +102,21 @@ pub(super) fn open_errors(
             Err(err) => errors.push((e, reason_of(&err, paranoid, source))),
         }
     }
-    drop(members);
-    errors
+    // Kept for the life of the process, but not by the programs it executes.
+    for fd in members
+        .iter()
+        .map(|c| c.as_raw_fd())
+        .chain([group.as_raw_fd()])
+    {
+        // SAFETY: fcntl on an fd this process owns.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    let anchor = Anchor {
+        _members: members,
+        _group: group,
+        _fds: fds,
+    };
+    (errors, Some(anchor))
 }
 
 /// Whether a group of `events` gets scheduled on the PMU within ~50 µs of running.
@@ -127,8 +162,14 @@ pub(crate) fn fail_perf_groups(errno: i32) {
 
 /// Every perf group starts here.
 pub(super) fn new_group() -> std::io::Result<Group> {
+    injected()?;
+    Group::new()
+}
+
+/// The error a test injected for every perf open, if any.
+pub(super) fn injected() -> std::io::Result<()> {
     match INJECTED_ERRNO.load(Relaxed) {
-        0 => Group::new(),
+        0 => Ok(()),
         errno => Err(std::io::Error::from_raw_os_error(errno)),
     }
 }

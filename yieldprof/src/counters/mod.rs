@@ -3,9 +3,10 @@
 //! and where each episode's time went (on the CPU, queued for one, blocked).
 //!
 //! Sources, cheapest first:
-//! - the perf **user page** of the thread's context-switch and cpu-migration counters
-//!   (`userpage`, `exact`): read at both ends of every wait episode and timed call, ~1
-//!   ns and no syscall. Switches and migrations happen only while the thread is off
+//! - the perf **user page** of the thread's context-switch counter (`userpage`,
+//!   `exact`), opened alone with the cpu-migration counter on the thread's first
+//!   episode: read at both ends of every wait episode and timed call, ~1 ns and no
+//!   syscall. Switches and migrations happen only while the thread is off
 //!   the CPU, so the page's count is current, and the figures that change only then
 //!   (getrusage's voluntary/involuntary split, the thread's CPU clock, schedstat's
 //!   run-queue wait) are read again only when the count moved: exact counts for every
@@ -16,7 +17,9 @@
 //! - perf-event software counters (context-switches, cpu-migrations, page-faults): one
 //!   group per thread, counted in kernel mode too (`include_kernel`: switches happen
 //!   there, so a user-only counter reads 0). Page faults happen while the thread runs,
-//!   so they are read with the group on sampled episodes;
+//!   so they are read with the group on sampled episodes. The groups open at the
+//!   thread's second sampled episode, so that its first pays only for the page; their
+//!   thread totals then start late and show as estimates;
 //! - perf-event hardware counters (cache-misses, cache-references, L1D read misses,
 //!   instructions, cycles): a second group, user mode only, read with `rdpmc` through
 //!   the user pages where the kernel allows it (`cap_user_rdpmc`), else with a syscall.
@@ -33,7 +36,9 @@
 //! a budget of them (default 512, never more than a quarter of the
 //! soft `RLIMIT_NOFILE`); a thread whose groups do not fit uses getrusage only. A
 //! thread keeps one more for its schedstat file when the budget allows. A thread's fds
-//! close when it exits.
+//! close when it exits. The probe's software counters stay open for the life of the
+//! process (`machine`): the kernel switches a software event type's hooks on and off
+//! with its first and last event, which costs ~40–60 µs per type each way.
 
 /// Number of [`CounterEvent`]s.
 pub(crate) const N: usize = 10;

@@ -2,8 +2,9 @@
 
 use super::userpage::{tsc, UserPage};
 use super::*;
+use perf_event::hooks::sys::{self, bindings as b};
 use perf_event::{Counter, Group};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 pub(super) const GROUPS: usize = 2;
 pub(super) const MAX_MEMBERS: usize = 5;
@@ -14,7 +15,7 @@ pub(super) struct PerfGroup {
     /// Each member's user page, where every member's allows `rdpmc` (hardware
     /// counters on a machine with a PMU): reads then take no syscall.
     pages: Vec<UserPage>,
-    members: Vec<Counter>,
+    _members: Vec<Counter>,
     group: Group,
     ids: [u64; MAX_MEMBERS],
     events: [CounterEvent; MAX_MEMBERS],
@@ -52,7 +53,7 @@ impl PerfGroup {
                 Vec::new()
             },
             len: members.len(),
-            members,
+            _members: members,
             group,
             ids,
             events: evs,
@@ -62,12 +63,6 @@ impl PerfGroup {
 
     pub(super) fn events(&self) -> &[CounterEvent] {
         &self.events[..self.len]
-    }
-
-    /// The fd of the member counting `e`, for its user page.
-    pub(super) fn fd_of(&self, e: CounterEvent) -> Option<std::os::fd::RawFd> {
-        let i = self.events().iter().position(|&x| x == e)?;
-        Some(self.members[i].as_raw_fd())
     }
 
     /// Reads the whole group into `out`: from the user pages with `rdpmc` where
@@ -95,6 +90,33 @@ impl PerfGroup {
         let words = usize::try_from(n).ok()? / 8;
         parse_group(&buf[..words], &self.ids[..self.len], self.events(), out)
     }
+}
+
+/// Opens the calling thread's counter of the software event `e` alone, counting from
+/// now with the kernel included: read through its user page, it needs no group, no id
+/// and no enabling call (one syscall, where a group member takes three).
+pub(super) fn open_alone(e: CounterEvent) -> std::io::Result<OwnedFd> {
+    injected()?;
+    let config = match e {
+        CounterEvent::ContextSwitches => b::PERF_COUNT_SW_CONTEXT_SWITCHES,
+        CounterEvent::CpuMigrations => b::PERF_COUNT_SW_CPU_MIGRATIONS,
+        CounterEvent::PageFaults => b::PERF_COUNT_SW_PAGE_FAULTS,
+        _ => return Err(std::io::ErrorKind::Unsupported.into()),
+    };
+    let mut attr = b::perf_event_attr {
+        type_: b::PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<b::perf_event_attr>() as u32,
+        config: u64::from(config),
+        ..Default::default()
+    };
+    attr.set_exclude_hv(1);
+    // SAFETY: `attr` is a valid, fully initialised attribute block.
+    let fd = unsafe { sys::perf_event_open(&mut attr, 0, -1, -1, b::PERF_FLAG_FD_CLOEXEC as _) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the fd was just returned to us and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Parses a `PERF_FORMAT_GROUP | ID | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING` read:

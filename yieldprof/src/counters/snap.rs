@@ -3,7 +3,7 @@
 use super::*;
 use crate::base::arena::bump;
 use crate::base::clock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 /// How a thread was set up; written once by the owner.
@@ -28,11 +28,32 @@ pub(crate) struct ThreadCounters {
     pub(super) overhead_ns: AtomicU64,
     pub(super) sampled: AtomicU64,
     pub(super) scaled: AtomicBool,
+    /// The kernel's run-queue wait of the thread when its counters opened; unset with
+    /// counters off.
+    pub(super) run_queue_start: OnceLock<u64>,
+    /// Events of perf groups opened after setup (`LocalCounters`), by bit.
+    late_mask: AtomicU16,
+    /// Per group, ns from setup until it opened: its thread totals miss that much.
+    late_ns: [AtomicU64; GROUPS],
 }
 
 impl ThreadCounters {
+    /// Owner only: group `k` opened `late` ns after setup, counting `events`.
+    pub(super) fn opened_late(&self, k: usize, events: &[CounterEvent], late: u64) {
+        self.late_ns[k].store(late, Relaxed);
+        let bits = events.iter().fold(0, |m, e| m | e.bit());
+        self.late_mask.fetch_or(bits, Relaxed);
+    }
+
+    /// The run-queue wait of thread `tid` since its counters opened; `None` with
+    /// counters off or where the kernel does not say.
+    pub(crate) fn run_queue_since_open(&self, tid: i32) -> Option<u64> {
+        let start = *self.run_queue_start.get()?;
+        run_queue_ns(tid).map(|now| now.saturating_sub(start))
+    }
+
     fn mask(&self) -> u16 {
-        self.setup.get().map_or(0, |s| s.mask)
+        self.setup.get().map_or(0, |s| s.mask) | self.late_mask.load(Relaxed)
     }
 
     /// Whether every wait episode's context switches are counted (the exact page).
@@ -46,14 +67,22 @@ impl ThreadCounters {
         self.setup.get().and_then(|s| s.split)
     }
 
-    /// The root node's counts: the thread totals over its whole `wall`.
+    /// The root node's counts: the thread totals over its whole `wall`, except the
+    /// events of groups that opened late, which cover the thread from then on (and
+    /// so show scaled to its wall).
     pub(crate) fn root(&self, wall: u64) -> NodeSnap {
         let mask = self.mask();
+        let late_mask = self.late_mask.load(Relaxed);
         let mut n = NodeSnap::default();
         for e in CounterEvent::ALL {
             if mask & e.bit() != 0 {
+                let late = match e.source() {
+                    _ if late_mask & e.bit() == 0 => 0,
+                    EventSource::PerfHardware => self.late_ns[1].load(Relaxed),
+                    _ => self.late_ns[0].load(Relaxed),
+                };
                 n.values[e.index()] = self.totals[e.index()].load(Relaxed);
-                n.ns[e.index()] = wall.max(1);
+                n.ns[e.index()] = wall.saturating_sub(late).max(1);
             }
         }
         n.sampled = self.sampled.load(Relaxed);
@@ -78,6 +107,7 @@ impl ThreadCounters {
         let Some(setup) = self.setup.get() else {
             return NodeSnap::default();
         };
+        let mask = self.mask();
         let sampled_ns = c.src_ns[EventSource::Getrusage.index()].load(Relaxed);
         let mut n = NodeSnap {
             sampled: c.sampled.load(Relaxed),
@@ -85,7 +115,7 @@ impl ThreadCounters {
             ..NodeSnap::default()
         };
         for e in CounterEvent::ALL {
-            if setup.mask & e.bit() != 0 {
+            if mask & e.bit() != 0 {
                 n.values[e.index()] = c.values[e.index()].load(Relaxed);
                 n.ns[e.index()] = if setup.exact & e.bit() != 0 {
                     wall
@@ -267,7 +297,7 @@ impl ThreadSnap {
 
 /// Nanoseconds thread `tid` of this process has spent runnable but waiting for a
 /// CPU: the second field of `/proc/self/task/<tid>/schedstat`.
-pub(crate) fn run_queue_ns(tid: i32) -> Option<u64> {
+fn run_queue_ns(tid: i32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
     parse_run_delay(&text)
 }

@@ -51,8 +51,12 @@ pub struct SiteStats {
     pub line: u32,
     /// The limits declared with `#[instrument_wait(budget(...))]`; empty when none.
     pub budget: &'static [Limit],
-    /// Calls of the function.
+    /// Calls of the function: the `returned_without_waiting` ones and the timed
+    /// ones, which `durations` holds.
     pub episodes: u64,
+    /// Calls that returned without having made a wait call (a spin, yield, sleep,
+    /// park, a lock that blocked, ...): counted, never timed, in no stack.
+    pub returned_without_waiting: u64,
     /// Wall time of the episodes, nested frames included.
     pub wall_ns: u64,
     /// Wall time minus nested frames: the site's own waiting.
@@ -61,8 +65,9 @@ pub struct SiteStats {
     /// episode lasts from its first poll to its completion; only the polls are wall
     /// time, so `wall_ns + suspended_ns` is the episodes' whole span. 0 for other sites.
     pub suspended_ns: u64,
-    /// Episode durations (nested frames included); an async episode's is its whole
-    /// span.
+    /// Durations of the timed episodes, from each one's first wait to its return
+    /// (nested frames included); an async episode's is its whole span. Those that
+    /// returned without waiting are not in it.
     pub durations: Histogram,
     /// Calls per call site, ordered by line.
     pub calls: Vec<CallStats>,
@@ -81,6 +86,33 @@ pub struct SiteStats {
 }
 
 impl SiteStats {
+    /// The site of `f`, with nothing recorded yet.
+    fn of(f: &FrameInfo) -> SiteStats {
+        SiteStats {
+            name: f.name.clone(),
+            path: f.path.clone(),
+            file: f.file,
+            line: f.line,
+            budget: f.budget,
+            episodes: 0,
+            returned_without_waiting: 0,
+            wall_ns: 0,
+            self_ns: 0,
+            suspended_ns: 0,
+            durations: Histogram::default(),
+            calls: Vec::new(),
+            call_durations: Vec::new(),
+            counters: Counters::default(),
+            time: TimeSplit::default(),
+            own: OwnTime::default(),
+        }
+    }
+
+    /// The episodes that were timed: those that waited.
+    pub fn timed_episodes(&self) -> u64 {
+        self.episodes - self.returned_without_waiting
+    }
+
     /// Whether `name` names this site: its frame name, its full path, or a tail of
     /// the path that starts at a `::`.
     pub fn matches(&self, name: &str) -> bool {
@@ -138,7 +170,11 @@ pub struct ThreadStats {
     /// Entries made after the thread's recording was torn down (a thread-local
     /// destructor or `atexit` handler running after yieldprof's), not recorded.
     pub entries_after_exit: u64,
-    /// Counter totals over the thread's life (perf ones from its first record on).
+    /// Wait episodes, at every site, that returned without waiting (see
+    /// [`SiteStats::returned_without_waiting`]).
+    pub returned_without_waiting: u64,
+    /// Counter totals over the thread's life (perf ones from its first record on;
+    /// those of its perf group, which opens at its second sampled episode, scaled).
     pub counters: Counters,
     /// The part of `counters` spent in wait episodes; the rest is `[work]`'s.
     pub counters_in_wait: Counters,
@@ -198,23 +234,7 @@ impl Profile {
                 if f.kind != FrameKind::Wait {
                     continue;
                 }
-                let s = by_frame[n.frame as usize].get_or_insert_with(|| SiteStats {
-                    name: f.name.clone(),
-                    path: f.path.clone(),
-                    file: f.file,
-                    line: f.line,
-                    budget: f.budget,
-                    episodes: 0,
-                    wall_ns: 0,
-                    self_ns: 0,
-                    suspended_ns: 0,
-                    durations: Histogram::default(),
-                    calls: Vec::new(),
-                    call_durations: Vec::new(),
-                    counters: Counters::default(),
-                    time: TimeSplit::default(),
-                    own: OwnTime::default(),
-                });
+                let s = by_frame[n.frame as usize].get_or_insert_with(|| SiteStats::of(f));
                 counts[n.frame as usize].add(&n.counts, n.wall_ns);
                 if let Some(o) = &own[i] {
                     s.own.add(o);
@@ -241,6 +261,14 @@ impl Profile {
             }
         }
         for t in &self.threads {
+            for &(frame, n) in &t.unwaited {
+                let Some(f) = self.frames.get(frame as usize) else {
+                    continue;
+                };
+                let s = by_frame[frame as usize].get_or_insert_with(|| SiteStats::of(f));
+                s.episodes += n;
+                s.returned_without_waiting += n;
+            }
             for ((frame, kind), h) in &t.site_durations {
                 let Some(Some(s)) = by_frame.get_mut(*frame as usize) else {
                     continue;
@@ -318,6 +346,7 @@ impl Profile {
                     overflowed: t.overflowed,
                     reentries_skipped: t.reentries_skipped,
                     entries_after_exit: t.entries_after_exit,
+                    returned_without_waiting: t.unwaited.iter().map(|(_, n)| n).sum(),
                     counters,
                     counters_in_wait,
                     counter_source: t.counters.source,

@@ -49,6 +49,9 @@ pub(crate) struct ThreadProfile {
     /// what site quantiles are read from (nodes keep only coarse durations), and of the
     /// timed calls of each kind made directly in it.
     pub(crate) site_durations: Vec<((u32, Option<Kind>), Histogram)>,
+    /// Per wait frame id, its episodes that returned without waiting: counted, never
+    /// timed, in no node (`record::lazy`).
+    pub(crate) unwaited: Vec<(u32, u64)>,
     pub(crate) counters: ThreadSnap,
     /// Its last wait episodes.
     pub(crate) timeline: Timeline,
@@ -143,6 +146,12 @@ impl ThreadProfile {
             match self.site_durations.iter_mut().find(|(k, _)| k == key) {
                 Some((_, mine)) => mine.add(h),
                 None => self.site_durations.push((*key, h.clone())),
+            }
+        }
+        for &(frame, n) in &other.unwaited {
+            match self.unwaited.iter_mut().find(|(f, _)| *f == frame) {
+                Some((_, mine)) => *mine += n,
+                None => self.unwaited.push((frame, n)),
             }
         }
         self.overflowed += other.overflowed;
@@ -309,6 +318,14 @@ impl ThreadProfile {
                 .map(|(key, h)| {
                     let old = earlier.site_durations.iter().find(|(k, _)| k == key);
                     (*key, old.map_or_else(|| h.clone(), |(_, o)| h.minus(o)))
+                })
+                .collect(),
+            unwaited: self
+                .unwaited
+                .iter()
+                .map(|&(frame, n)| {
+                    let old = earlier.unwaited.iter().find(|(f, _)| *f == frame);
+                    (frame, n.saturating_sub(old.map_or(0, |(_, o)| *o)))
                 })
                 .collect(),
             overflowed: self.overflowed.saturating_sub(earlier.overflowed),

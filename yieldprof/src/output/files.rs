@@ -1,12 +1,19 @@
 //! Files: each written to a temporary name and renamed into place, so a reader (or a
 //! crash mid-write) never sees a truncated profile.
 
+#[cfg(feature = "enabled")]
 use crate::model::profile::Profile;
+#[cfg(feature = "enabled")]
 use crate::output::flamegraph;
+#[cfg(feature = "enabled")]
 use crate::output::options::Options;
 use std::fmt;
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::io;
+#[cfg(feature = "enabled")]
+use std::io::Write;
+#[cfg(feature = "enabled")]
+use std::path::Path;
+use std::path::PathBuf;
 
 /// A file that could not be written.
 #[derive(Debug)]
@@ -30,6 +37,7 @@ impl std::error::Error for WriteError {
 }
 
 /// Writes `path` through a temporary file in the same folder and a rename.
+#[cfg(feature = "enabled")]
 pub(crate) fn write_atomic(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
@@ -56,6 +64,7 @@ pub(crate) fn write_atomic(
 }
 
 /// Writes folded `lines`, one per line, to `path` (atomically).
+#[cfg(feature = "enabled")]
 pub(crate) fn write_folded(path: &Path, lines: &[String]) -> Result<(), WriteError> {
     write_atomic(path, |w| lines.iter().try_for_each(|l| writeln!(w, "{l}")))
 }
@@ -63,6 +72,7 @@ pub(crate) fn write_folded(path: &Path, lines: &[String]) -> Result<(), WriteErr
 /// Writes `<name>.folded`, `<name>.svg`, `<name>.split.svg`, `<name>.pb.gz` (pprof),
 /// `<name>.trace.json` (the timeline, unless off), `<name>.json`, `<name>.txt` and the
 /// requested metric views for `profile`.
+#[cfg(feature = "enabled")]
 pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<PathBuf>, WriteError> {
     let dir = &opts.out_dir;
     std::fs::create_dir_all(dir).map_err(|source| WriteError {
@@ -145,6 +155,7 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     Ok(written)
 }
 
+#[cfg(feature = "enabled")]
 impl Profile {
     /// Writes `<dir>/<name>.{folded,svg,split.svg,json,txt,pb.gz}` for this report, and
     /// `<dir>/<name>.trace.json` ([`Profile::write_trace`]) unless the timeline is off.

@@ -72,6 +72,7 @@ pub struct Options {
 impl Options {
     /// Defaults, overridden by the `YIELDPROF_*` variables. A bad value is reported on
     /// stderr and the default kept.
+    #[cfg(feature = "enabled")]
     pub fn from_env() -> Self {
         let env = config::settings();
         Options {
@@ -88,6 +89,26 @@ impl Options {
             write_at_exit: env.write_at_exit,
             http: env.http,
             http_any: env.http_any,
+        }
+    }
+
+    /// The defaults: a build without the `enabled` feature reads no variable.
+    #[cfg(not(feature = "enabled"))]
+    pub fn from_env() -> Self {
+        Options {
+            out_dir: PathBuf::from(config::DEFAULT_OUT_DIR),
+            name: default_name(),
+            metric: Metric::default(),
+            max_nodes: config::DEFAULT_MAX_NODES,
+            timeline: config::DEFAULT_TIMELINE,
+            views: Vec::new(),
+            counters: CounterSampling::default(),
+            fd_budget: config::DEFAULT_FD_BUDGET,
+            snapshot_every: None,
+            keep_snapshots: config::DEFAULT_KEEP_SNAPSHOTS,
+            write_at_exit: false,
+            http: None,
+            http_any: false,
         }
     }
 
@@ -249,6 +270,7 @@ fn default_name() -> String {
         .unwrap_or_else(|| "yieldprof".to_string())
 }
 
+#[cfg(feature = "enabled")]
 /// `opts` as a guard created by process `pid` writes them from this process: under
 /// `<name>.<pid>` when this is a forked child, so the parent's files stay its own.
 pub(crate) fn options_here(opts: &Options, pid: u32) -> Options {
@@ -260,6 +282,7 @@ pub(crate) fn options_here(opts: &Options, pid: u32) -> Options {
     }
 }
 
+#[cfg(feature = "enabled")]
 /// The name a guard created now writes under.
 pub(crate) fn name_here(name: String) -> String {
     if crate::base::fork::is_child() {

@@ -137,6 +137,7 @@ impl Profile {
                 site.line
             );
             let per = |n: u64| n as f64 / site.episodes.max(1) as f64;
+            let timed = site.timed_episodes();
             let _ = writeln!(
                 s,
                 "    {} episodes, {} wall, {} mean",
@@ -144,6 +145,15 @@ impl Profile {
                 duration(site.wall_ns),
                 duration(site.wall_ns / site.episodes.max(1)),
             );
+            if site.returned_without_waiting > 0 {
+                // Timed from the first wait: the wall time is the other episodes'.
+                let _ = writeln!(
+                    s,
+                    "    returned without waiting: {} (not timed); waited: {timed}, {} mean",
+                    site.returned_without_waiting,
+                    duration(site.wall_ns / timed.max(1)),
+                );
+            }
             if site.suspended_ns > 0 {
                 let span = site.wall_ns + site.suspended_ns;
                 let _ = writeln!(

@@ -290,6 +290,7 @@ mod tests {
             entries_after_exit: 0,
             nodes: Vec::new(),
             site_durations: Vec::new(),
+            unwaited: Vec::new(),
             counters: Default::default(),
             timeline: Timeline {
                 recorded: episodes.len() as u64 + 5,

@@ -3,7 +3,7 @@
 use super::thread::*;
 use crate::base::clock;
 use crate::base::site::OVERFLOW_CALL;
-use crate::counters::{self, ThreadSnap};
+use crate::counters::ThreadSnap;
 use crate::model::timeline::Timeline;
 use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
 use std::sync::atomic::Ordering::Relaxed;
@@ -73,11 +73,10 @@ impl ThreadData {
             nodes,
             site_durations,
             counters: ThreadSnap {
-                run_queue_ns: counters::run_queue_ns(self.tid)
-                    .zip(self.run_queue_start)
-                    .map(|(now, start)| now.saturating_sub(start)),
+                run_queue_ns: self.counters.run_queue_since_open(self.tid),
                 ..self.counters.snapshot()
             },
+            unwaited: self.unwaited.read(),
             timeline: Timeline {
                 episodes,
                 recorded,

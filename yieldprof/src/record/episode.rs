@@ -5,37 +5,28 @@
 
 use crate::base::arena::bump;
 use crate::base::clock;
-use crate::base::ring::Episode;
 use crate::base::site::{CallInfo, CallSite, EpisodeSite, FrameInfo, Kind, WorkSite};
-use crate::config;
 use crate::counters::Mark;
-use crate::record::open::{Claimed, Opened, Tally};
+use crate::record::frame::{self, on, Closed};
+use crate::record::lazy;
+pub use crate::record::lazy::WaitGuard;
+use crate::record::open::{Claimed, Tally};
 use crate::record::thread;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::Location;
 use std::pin::Pin;
-use std::sync::atomic::Ordering::Relaxed;
 use std::task::{Context, Poll};
 
-#[inline(always)]
-fn on() -> bool {
-    cfg!(feature = "enabled") && config::enabled()
-}
-
 const NO_NODE: u32 = u32::MAX;
-const NO_SAMPLE: u32 = u32::MAX;
 
-/// Closes a frame when dropped: on return, on `?` and during a panic.
+/// Closes a frame opened at entry when dropped: on return, on `?` and during a panic.
+/// Business frames, and the polls of `async fn` episodes; a sync wait episode is a
+/// [`WaitGuard`].
 #[doc(hidden)]
 #[must_use = "the frame closes when this guard drops"]
 pub struct EpisodeGuard {
-    prev: u32,
     node: u32,
-    start: u64,
-    count: bool,
-    // Wait episodes read counters (on a sample); business frames do not.
-    wait: bool,
     // Its state in the thread's open frames (`record::open`), kept off this guard.
     slot: u32,
     // The frame belongs to this thread's tree.
@@ -44,73 +35,47 @@ pub struct EpisodeGuard {
 
 impl EpisodeGuard {
     const INACTIVE: EpisodeGuard = EpisodeGuard {
-        prev: NO_NODE,
         node: NO_NODE,
-        start: 0,
-        count: false,
-        wait: false,
         slot: 0,
         _not_send: PhantomData,
     };
 
     #[inline(always)]
-    fn open(key: usize, wait: bool, info: impl FnOnce() -> FrameInfo) -> EpisodeGuard {
+    fn open(
+        key: usize,
+        wait: bool,
+        count: bool,
+        nested: bool,
+        info: impl FnOnce() -> FrameInfo,
+    ) -> EpisodeGuard {
         if !on() {
             return EpisodeGuard::INACTIVE;
         }
-        EpisodeGuard::open_here(key, wait, false, info)
+        EpisodeGuard::open_here(key, wait, count, nested, info)
     }
 
-    /// Out of line: the annotated function's own stack frame holds only the guard,
-    /// not this path's locals, which a deep recursion would pay for at every level.
-    /// `nested`: a closure or async block of the site's body, run wherever: it opens
-    /// the site's frame (counting no episode) unless the thread is in that frame now.
+    /// Out of line: the caller's own stack frame holds only the guard, not this path's
+    /// locals. `count`: the frame counts an episode when it closes. `nested`: an
+    /// async block of the site's body, run wherever: it opens the site's frame unless
+    /// the thread is in that frame now.
     #[inline(never)]
     fn open_here(
         key: usize,
         wait: bool,
+        count: bool,
         nested: bool,
         info: impl FnOnce() -> FrameInfo,
     ) -> EpisodeGuard {
         // A match, not `unwrap_or`: that would build and drop a second guard.
         let opened = thread::enter(|l| {
-            let prev = l.current.get();
-            if nested && l.data.node_key(prev) == key {
+            // The pending episodes around it open first, so it opens below them.
+            lazy::materialise(l);
+            if nested && l.data.node_key(l.current.get()) == key {
                 return EpisodeGuard::INACTIVE;
             }
-            let node = l.data.child(prev, key, info);
-            l.data.opened(node);
-            l.current.set(node);
-            // Read before the clock starts, so the episode's wall excludes the read.
-            let sample = if wait && l.counters.wants_sample() {
-                l.counters.begin()
-            } else {
-                NO_SAMPLE
-            };
-            let mark = if wait {
-                l.counters.mark(&l.data.counters)
-            } else {
-                Mark::ZERO
-            };
-            // A wait frame tallies its own calls; a business frame's count in the
-            // wait frame around it.
-            let tally = if wait {
-                l.tally.replace(Tally::ZERO)
-            } else {
-                Tally::ZERO
-            };
-            let slot = l.open.push(Opened {
-                mark,
-                claimed: l.claimed.get(),
-                sample,
-                tally,
-            });
+            let (slot, node, _) = frame::open(l, key, wait, count, info, None);
             EpisodeGuard {
-                prev,
                 node,
-                start: clock::now(),
-                count: !nested,
-                wait,
                 slot,
                 _not_send: PhantomData,
             }
@@ -119,15 +84,6 @@ impl EpisodeGuard {
             Some(guard) => guard,
             None => EpisodeGuard::INACTIVE,
         }
-    }
-}
-
-impl EpisodeGuard {
-    /// The node this guard closes; `None` when it records nothing.
-    #[cfg(feature = "enabled")]
-    #[inline(always)]
-    pub(crate) fn node(&self) -> Option<u32> {
-        (self.node != NO_NODE).then_some(self.node)
     }
 }
 
@@ -144,102 +100,46 @@ impl Drop for EpisodeGuard {
 }
 
 impl EpisodeGuard {
-    /// Closes the frame; its length in ticks.
+    /// Closes the frame.
     #[inline(never)]
-    fn close(&mut self) -> u64 {
+    fn close(&mut self) -> Option<Closed> {
         let end = clock::now();
-        let elapsed = end.saturating_sub(self.start);
-        thread::with(|l| {
-            let n = l.data.node(self.node);
-            // A guard closes once and its slot is its own until then, so this is its
-            // state; were it ever gone, the guard would miscount only itself.
-            let opened = l.open.pop(self.slot).unwrap_or(Opened {
-                mark: Mark::ZERO,
-                claimed: l.claimed.get(),
-                sample: NO_SAMPLE,
-                tally: Tally::ZERO,
-            });
-            let mut off_ns = 0;
-            if self.wait {
-                let m = l.counters.mark(&l.data.counters);
-                if m.switches != opened.mark.switches {
-                    let d = opened.mark.until(&m);
-                    l.counters.add(&n.counts, &d);
-                    off_ns = d.off_ns;
-                }
-                // Every poll of an `async fn` episode is one stretch of the timeline.
-                let mine = l.tally.get();
-                l.tally.set(opened.tally.plus(mine));
-                l.data.timeline.push(&Episode {
-                    start: self.start,
-                    duration: elapsed,
-                    frame: n.frame.load(Relaxed),
-                    kinds: mine.kinds,
-                    calls: mine.calls,
-                    switches: m.switches.wrapping_sub(opened.mark.switches),
-                });
-            }
-            l.claim(opened.claimed, elapsed, off_ns);
-            if self.count {
-                bump(&n.episodes, 1);
-                l.data.record_duration(self.node, elapsed);
-            }
-            bump(&n.wall_ns, elapsed);
-            if opened.sample != NO_SAMPLE {
-                l.counters
-                    .finish(&l.data.counters, &n.counts, opened.sample, self.start, end);
-            } else if self.wait {
-                l.counters.earn(elapsed);
-            }
-            l.current
-                .set(l.data.closed(self.node, self.prev, l.current.get()));
-        });
-        elapsed
+        self.node = NO_NODE;
+        thread::with(|l| frame::close(l, self.slot, end)).flatten()
     }
 }
 
-/// Opens a wait episode for an `#[instrument_wait]` function.
-#[doc(hidden)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-#[cfg_attr(debug_assertions, inline(never))]
-pub fn enter(site: &'static EpisodeSite) -> EpisodeGuard {
-    if !on() {
-        return EpisodeGuard::INACTIVE;
-    }
-    open_site(site, false)
-}
-
-/// Opens `site`'s frame through one non-generic function: the generic path below it
-/// (inlined, with its closure) was compiled again in every crate that annotates a fn.
-#[inline(never)]
-fn open_site(site: &'static EpisodeSite, nested: bool) -> EpisodeGuard {
-    EpisodeGuard::open_here(site as *const EpisodeSite as usize, true, nested, || {
-        site.info()
-    })
-}
-
-/// Opens the frame of the site whose body wrote a closure, when the closure runs
-/// outside it (on another thread, or later): its waits are charged to the site.
+/// Enters a wait episode for an `#[instrument_wait]` function: a mark on the thread;
+/// its frame opens at its first wait call (`record::lazy`).
 #[doc(hidden)]
 #[inline(always)]
-pub fn enter_nested(site: &'static EpisodeSite) -> EpisodeGuard {
-    if !on() {
-        return EpisodeGuard::INACTIVE;
-    }
-    open_site(site, true)
+pub fn enter(site: &'static EpisodeSite) -> WaitGuard {
+    lazy::enter(site, false)
+}
+
+/// Enters the frame of the site whose body wrote a closure, when the closure runs
+/// outside it (on another thread, or later): its waits are charged to the site. It
+/// counts no episode, and opens the site's frame at its first wait, unless the thread
+/// is in that frame then.
+#[doc(hidden)]
+#[inline(always)]
+pub fn enter_nested(site: &'static EpisodeSite) -> WaitGuard {
+    lazy::enter(site, true)
 }
 
 /// Opens a business frame for `frame!`.
 #[doc(hidden)]
 #[inline(always)]
 pub fn enter_work(site: &'static WorkSite) -> EpisodeGuard {
-    EpisodeGuard::open(site as *const WorkSite as usize, false, || site.info())
+    EpisodeGuard::open(site as *const WorkSite as usize, false, true, false, || {
+        site.info()
+    })
 }
 
 /// Opens a business frame for a `tracing` span; `key` is its callsite's address.
 #[cfg(feature = "tracing")]
 pub(crate) fn open_frame(key: usize, info: impl FnOnce() -> FrameInfo) -> EpisodeGuard {
-    EpisodeGuard::open(key, false, info)
+    EpisodeGuard::open(key, false, true, false, info)
 }
 
 /// Times one wait call (yield, sleep, park, lock, ...) when dropped; adds it to the
@@ -256,7 +156,17 @@ pub struct CallGuard {
     serial: u64,
     mark: Mark,
     claimed: Claimed,
+    // A lock taken inside pending episodes: the live count then (`lazy::pending`);
+    // `NOT_DEFERRED` otherwise.
+    deferred: u32,
 }
+
+const NOT_DEFERRED: u32 = u32::MAX;
+
+/// A lock acquired in fewer ticks than this (≈0.3–1 µs on a TSC of 1–3 GHz, 1 µs on
+/// the monotonic clock) did not wait: taking a free lock costs tens of ns, while a
+/// contended one spins and then sleeps in the kernel for µs.
+const FREE_LOCK_TICKS: u64 = 1_000;
 
 #[derive(Clone, Copy)]
 enum Site {
@@ -311,7 +221,11 @@ fn record(l: &thread::Local, key: usize, site: Site, ns: u64, off_ns: u64, ticks
 /// Counts a call that is not timed.
 #[inline(always)]
 fn record_count(key: usize, site: Site) {
-    thread::enter(|l| record(l, key, site, 0, 0, None));
+    thread::enter(|l| {
+        // A wait: the pending episodes around it open now.
+        lazy::materialise(l);
+        record(l, key, site, 0, 0, None)
+    });
 }
 
 impl CallGuard {
@@ -324,6 +238,7 @@ impl CallGuard {
             serial: 0,
             mark: Mark::ZERO,
             claimed: Claimed::ZERO,
+            deferred: NOT_DEFERRED,
         };
         if !on() {
             return idle;
@@ -332,13 +247,32 @@ impl CallGuard {
             record_count(key, site);
             return idle;
         }
-        let opened = thread::enter(|l| CallGuard {
-            key,
-            site: Some(site),
-            serial: l.data.serial(),
-            mark: l.counters.mark(&l.data.counters),
-            claimed: l.claimed.get(),
-            start: clock::now(),
+        let opened = thread::enter(|l| {
+            // A lock is a wait only if it does not succeed at once: the pending
+            // episodes around it stay pending until it is known to have blocked.
+            let deferred = match kind {
+                Kind::Lock => lazy::pending(),
+                _ => None,
+            };
+            // Else this is the first wait of the pending episodes around it, if any:
+            // they start with it.
+            let begun = match deferred {
+                Some(_) => None,
+                None => lazy::materialise(l),
+            };
+            let (start, mark) = begun.unwrap_or_else(|| {
+                let mark = l.counters.mark(&l.data.counters);
+                (clock::now(), mark)
+            });
+            CallGuard {
+                key,
+                site: Some(site),
+                serial: l.data.serial(),
+                mark,
+                claimed: l.claimed.get(),
+                start,
+                deferred: deferred.unwrap_or(NOT_DEFERRED),
+            }
         });
         opened.unwrap_or(idle)
     }
@@ -358,7 +292,16 @@ impl CallGuard {
     #[inline(never)]
     fn close(&self, site: Site) {
         let elapsed = clock::now().saturating_sub(self.start);
+        let deferred = self.deferred != NOT_DEFERRED && lazy::still_pending(self.deferred);
+        if deferred && elapsed < FREE_LOCK_TICKS {
+            // A free lock: no wait, nothing recorded.
+            return;
+        }
         thread::with(|l| {
+            if deferred {
+                // It blocked: the pending episodes started when it began.
+                lazy::materialise_at(l, (self.start, self.mark));
+            }
             if l.data.serial() != self.serial {
                 // Resumed on another thread: this one's figures say nothing of it.
                 return record(l, self.key, site, elapsed, 0, Some(elapsed));
@@ -477,21 +420,33 @@ impl<F: Future> Future for Instrumented<F> {
         // SAFETY: `inner` is structurally pinned: never moved out of `self`, and
         // `Instrumented` has no Drop or Unpin impl of its own that could move it.
         let this = unsafe { self.get_unchecked_mut() };
+        // Timed from each poll's start: a poll may wait where no call shows it (an
+        // executor blocking inside), and whether it did is known only after it. The
+        // episode is counted below, once, with its whole span.
         let mut guard = match this.frame {
-            Frame::Wait(site) => enter(site),
-            Frame::Work(site) => enter_work(site),
-            Frame::Nested(site) => enter_nested(site),
+            Frame::Wait(site) => EpisodeGuard::open(key(site), true, false, false, || site.info()),
+            Frame::Work(site) => EpisodeGuard::open(
+                site as *const WorkSite as usize,
+                false,
+                false,
+                false,
+                || site.info(),
+            ),
+            Frame::Nested(site) => EpisodeGuard::open(key(site), true, false, true, || site.info()),
         };
-        // The episode is counted below, once, with its whole span.
-        guard.count = false;
         // SAFETY: see above.
         let out = unsafe { Pin::new_unchecked(&mut this.inner) }.poll(cx);
         if guard.node == NO_NODE {
             return out;
         }
-        let (node, start) = (guard.node, guard.start);
-        let polled = guard.close();
-        guard.node = NO_NODE;
+        let Some(Closed {
+            node,
+            start,
+            elapsed: polled,
+        }) = guard.close()
+        else {
+            return out;
+        };
         if this.first == 0 {
             this.first = start;
         }
@@ -509,4 +464,8 @@ impl<F: Future> Future for Instrumented<F> {
         }
         out
     }
+}
+
+fn key(site: &'static EpisodeSite) -> usize {
+    site as *const EpisodeSite as usize
 }

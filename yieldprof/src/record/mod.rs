@@ -1,14 +1,23 @@
 //! The hot path: per-thread trees, the registry that keeps them after a thread exits
-//! (`exited`: how), episode guards, counted spins and the public wait helpers.
+//! (`exited`: how), episode guards (a wait episode opens its frame at its first wait:
+//! `lazy`; `frame` opens and closes one), counted spins and the public wait helpers.
 //! Takes no lock after a thread's first episode at a site and never formats text.
 
 // Without the `enabled` feature the hot path is a set of no-ops with the same names.
+#[cfg(feature = "enabled")]
 mod copy;
 #[cfg_attr(not(feature = "enabled"), path = "noop.rs")]
 pub(crate) mod episode;
+#[cfg(feature = "enabled")]
 mod exited;
+#[cfg(feature = "enabled")]
+mod frame;
+#[cfg(feature = "enabled")]
+mod lazy;
+#[cfg(feature = "enabled")]
 pub(crate) mod open;
 pub(crate) mod spins;
+#[cfg_attr(not(feature = "enabled"), path = "nothreads.rs")]
 pub(crate) mod thread;
 #[cfg(feature = "tracing")]
 pub mod tracing_bridge;

@@ -12,6 +12,10 @@ pub struct EpisodeGuard;
 
 /// Records nothing.
 #[doc(hidden)]
+pub struct WaitGuard;
+
+/// Records nothing.
+#[doc(hidden)]
 pub struct CallGuard;
 
 /// The future itself: nothing to time.
@@ -20,8 +24,8 @@ pub type Instrumented<F> = F;
 
 #[doc(hidden)]
 #[inline(always)]
-pub fn enter(_: &'static EpisodeSite) -> EpisodeGuard {
-    EpisodeGuard
+pub fn enter(_: &'static EpisodeSite) -> WaitGuard {
+    WaitGuard
 }
 
 #[doc(hidden)]
@@ -32,16 +36,8 @@ pub fn enter_work(_: &'static WorkSite) -> EpisodeGuard {
 
 #[doc(hidden)]
 #[inline(always)]
-pub fn enter_nested(_: &'static EpisodeSite) -> EpisodeGuard {
-    EpisodeGuard
-}
-
-#[cfg(feature = "tracing")]
-pub(crate) fn open_frame(
-    _: usize,
-    _: impl FnOnce() -> crate::base::site::FrameInfo,
-) -> EpisodeGuard {
-    EpisodeGuard
+pub fn enter_nested(_: &'static EpisodeSite) -> WaitGuard {
+    WaitGuard
 }
 
 #[doc(hidden)]

@@ -3,8 +3,11 @@
 //! of the annotated function, which a deep recursion pays for at every level; this
 //! lives in one list per thread instead.
 
+use crate::base::arena::Arena;
+use crate::base::site::{self, EpisodeSite};
 use crate::counters::Mark;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Wall ticks and off-CPU ns that closed guards have accounted for on this thread:
 /// a timed call subtracts what guards nested in it took (a lock taken in the argument
@@ -48,6 +51,15 @@ impl Tally {
 /// One open frame's state.
 #[derive(Clone, Copy)]
 pub(crate) struct Opened {
+    /// Its node, and the thread's current node before it opened.
+    pub(crate) node: u32,
+    pub(crate) prev: u32,
+    /// The tick it opened at.
+    pub(crate) start: u64,
+    /// A wait frame (else a business frame), and whether it counts an episode when it
+    /// closes (not the frame a closure or an async poll opens).
+    pub(crate) wait: bool,
+    pub(crate) count: bool,
     /// The thread's switch figures when it opened (wait frames; `Mark::ZERO` else).
     pub(crate) mark: Mark,
     /// What closed guards had claimed when it opened.
@@ -72,6 +84,13 @@ impl OpenFrames {
         frames.len() as u32 - 1
     }
 
+    /// The node of the frame in `slot`, while it is open.
+    #[inline]
+    pub(crate) fn node(&self, slot: u32) -> Option<u32> {
+        let frames = self.0.borrow();
+        frames.get(slot as usize).map(|(opened, _)| opened.node)
+    }
+
     /// The frame in `slot` closed: its state. Slots are freed from the top only, so a
     /// frame still open above one closed out of order (frames held across `.await`)
     /// keeps its slot.
@@ -85,5 +104,119 @@ impl OpenFrames {
             frames.pop();
         }
         Some(opened)
+    }
+}
+
+/// Wait episodes entered on this thread and not yet left, innermost last, up to this
+/// many; deeper ones open their frames at entry.
+pub(crate) const LAZY_DEPTH: usize = 64;
+/// Sites whose "returned without waiting" count this thread reaches without a lookup.
+pub(crate) const UNWAITED_CACHE: usize = 32;
+
+/// The entry of a wait episode is only a mark here: its frame opens at its first wait
+/// call (`record::lazy`). A `const` thread-local without a destructor, so reaching it
+/// is one address computation, on any thread, at any time (teardown included).
+pub(crate) struct Lazy {
+    /// Episodes entered and not yet left.
+    pub(crate) depth: Cell<u32>,
+    /// How many of them, from the outermost, have their frames open ("live"); the
+    /// rest are pending.
+    pub(crate) live: Cell<u32>,
+    /// Each entered episode's site (the address of its `EpisodeSite`, tagged with
+    /// `NESTED`).
+    pub(crate) sites: [Cell<usize>; LAZY_DEPTH],
+    /// Each live episode's slot in the thread's open frames.
+    pub(crate) slots: [Cell<u32>; LAZY_DEPTH],
+    /// `(site, address of this thread's count of its episodes that returned without
+    /// waiting)`, direct-mapped by site address; the counts live in the thread's
+    /// `ThreadData`, which a report reads.
+    pub(crate) unwaited: [Cell<(usize, usize)>; UNWAITED_CACHE],
+}
+
+thread_local! {
+    pub(crate) static LAZY: Lazy = const {
+        Lazy {
+            depth: Cell::new(0),
+            live: Cell::new(0),
+            sites: [const { Cell::new(0) }; LAZY_DEPTH],
+            slots: [const { Cell::new(0) }; LAZY_DEPTH],
+            unwaited: [const { Cell::new((0, 0)) }; UNWAITED_CACHE],
+        }
+    };
+}
+
+/// The thread's `ThreadData` is going away: its counts may no longer be reached
+/// through the cache.
+pub(crate) fn forget_unwaited_cache() {
+    LAZY.with(|z| z.unwaited.iter().for_each(|c| c.set((0, 0))));
+}
+
+/// Tag bit on an entry's site: a closure of the site's body (`enter_nested`), or an
+/// episode already counted as skipped, which opens the site's frame but counts no
+/// episode. Sites are aligned, so bit 0 is free.
+pub(crate) const NESTED: usize = 1;
+
+/// The site of an entry's key.
+pub(crate) fn site_of(key: usize) -> &'static EpisodeSite {
+    // SAFETY: `record::lazy::enter` stores only the address of a `&'static
+    // EpisodeSite`, tagged in bit 0, in an entry.
+    unsafe { &*((key & !NESTED) as *const EpisodeSite) }
+}
+
+/// The site of this thread's innermost pending episode, if any.
+pub(crate) fn innermost_pending() -> Option<&'static EpisodeSite> {
+    LAZY.with(|z| {
+        let d = z.depth.get();
+        (d > z.live.get() && d as usize <= LAZY_DEPTH)
+            .then(|| site_of(z.sites[d as usize - 1].get()))
+    })
+}
+
+/// One site's episodes on one thread that returned without waiting (`record::lazy`).
+#[derive(Default)]
+pub(crate) struct Unwaited {
+    key: AtomicUsize,
+    frame: AtomicU32,
+    pub(crate) count: AtomicU64,
+}
+
+/// A thread's `Unwaited` per site: only the owner writes, any thread reads.
+pub(crate) struct UnwaitedTable(Arena<Unwaited>);
+
+impl UnwaitedTable {
+    pub(crate) fn new(cap: u32) -> Self {
+        UnwaitedTable(Arena::new(cap))
+    }
+
+    /// Owner only: the entry of `site`, added on first use (a thread meets few sites,
+    /// and the cache in `Lazy` holds most); `None` once the table is full.
+    pub(crate) fn entry(&self, site: &'static EpisodeSite) -> Option<&Unwaited> {
+        let key = site as *const EpisodeSite as usize;
+        let known = (0..self.0.len())
+            .map(|i| self.0.get(i))
+            .find(|u| u.key.load(Relaxed) == key);
+        if known.is_some() {
+            return known;
+        }
+        let frame = site::frame_id(key, || site.info());
+        let i = self.0.push(|u| {
+            u.key.store(key, Relaxed);
+            u.frame.store(frame, Relaxed);
+        })?;
+        Some(self.0.get(i))
+    }
+
+    /// The frame id of the entry.
+    pub(crate) fn frame(u: &Unwaited) -> u32 {
+        u.frame.load(Relaxed)
+    }
+
+    /// Per frame id, the episodes that returned without waiting (none left out).
+    pub(crate) fn read(&self) -> Vec<(u32, u64)> {
+        (0..self.0.len())
+            .map(|i| self.0.get(i))
+            .map(|u| (u.frame.load(Relaxed), u.count.load(Relaxed)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
     }
 }

@@ -17,7 +17,7 @@ pub use off::SpinCounts;
 mod counting {
     use crate::base::arena::bump;
     use crate::base::site::CallSite;
-    use crate::record::episode::EpisodeGuard;
+    use crate::record::lazy::{self, WaitGuard};
     use crate::record::open::Tally;
     use crate::record::thread;
     use std::cell::Cell;
@@ -27,10 +27,12 @@ mod counting {
     #[doc(hidden)]
     #[must_use = "the counts are recorded when this drops"]
     pub struct SpinCounts<const N: usize> {
-        // `None`: the episode records nothing (recording off, thread shutting down).
-        node: Option<u32>,
+        // The episode's place on the thread's stack of entered episodes (`WaitGuard`).
+        place: (u32, u32),
         sites: &'static [CallSite; N],
         counts: [Cell<u64>; N],
+        // Whether a spin was counted: the first one opens the episode's frame.
+        spun: Cell<bool>,
         // The node belongs to this thread's tree.
         _not_send: PhantomData<*const ()>,
     }
@@ -38,11 +40,13 @@ mod counting {
     impl<const N: usize> SpinCounts<N> {
         /// Counts for `episode`'s node. Declared after the guard, so it drops first.
         #[inline(always)]
-        pub fn new(episode: &EpisodeGuard, sites: &'static [CallSite; N]) -> Self {
+        pub fn new(episode: &WaitGuard, sites: &'static [CallSite; N]) -> Self {
             SpinCounts {
-                node: episode.node(),
+                place: episode.place(),
                 sites,
                 counts: [const { Cell::new(0) }; N],
+                // An episode that records nothing has nothing to open.
+                spun: Cell::new(!episode.active()),
                 _not_send: PhantomData,
             }
         }
@@ -50,6 +54,11 @@ mod counting {
         /// One call at site `i`.
         #[inline(always)]
         pub fn hit(&self, i: usize) {
+            if !self.spun.get() {
+                // The episode's first wait: it is timed from here (`record::lazy`).
+                lazy::began_waiting();
+                self.spun.set(true);
+            }
             let c = &self.counts[i];
             c.set(c.get().wrapping_add(1));
         }
@@ -58,24 +67,35 @@ mod counting {
     impl<const N: usize> Drop for SpinCounts<N> {
         #[inline]
         fn drop(&mut self) {
-            let Some(node) = self.node else {
+            if !self.spun.get() || !WaitGuard::active_at(self.place) {
                 return;
-            };
+            }
             // Only the counts' values leave this frame, never their address: with
             // every access at a constant index, the counters then live in registers
             // for the whole loop instead of being stored at each PAUSE.
-            for (site, count) in self.sites.iter().zip(&self.counts) {
-                let n = count.get();
-                if n > 0 {
-                    record(node, site, n);
-                }
-            }
+            let counts: [u64; N] = std::array::from_fn(|i| self.counts[i].get());
+            record(self.place, self.sites, &counts);
         }
     }
 
     #[inline(never)]
-    fn record(node: u32, site: &'static CallSite, n: u64) {
+    fn record(place: (u32, u32), sites: &'static [CallSite], counts: &[u64]) {
         thread::with(|l| {
+            // `None`: the episode records nothing (recording off, thread state gone).
+            let Some(node) = lazy::node_of(l, place.0, place.1) else {
+                return;
+            };
+            for (site, &n) in sites.iter().zip(counts) {
+                if n > 0 {
+                    add(l, node, site, n);
+                }
+            }
+        });
+    }
+
+    #[inline(always)]
+    fn add(l: &thread::Local, node: u32, site: &'static CallSite, n: u64) {
+        {
             let d = &l.data;
             let key = site as *const CallSite as usize;
             bump(&d.slot_of(node, key, || site.info()).calls, n);
@@ -86,14 +106,14 @@ mod counting {
                 calls: u32::try_from(n).unwrap_or(u32::MAX),
                 kinds: site.kind.bit(),
             }));
-        });
+        }
     }
 }
 
 #[cfg(not(feature = "enabled"))]
 mod off {
     use crate::base::site::CallSite;
-    use crate::record::episode::EpisodeGuard;
+    use crate::record::episode::WaitGuard;
 
     /// Counts nothing: the `enabled` feature is off.
     #[doc(hidden)]
@@ -101,7 +121,7 @@ mod off {
 
     impl<const N: usize> SpinCounts<N> {
         #[inline(always)]
-        pub fn new(_: &EpisodeGuard, _: &'static [CallSite; N]) -> Self {
+        pub fn new(_: &WaitGuard, _: &'static [CallSite; N]) -> Self {
             SpinCounts
         }
 

@@ -18,7 +18,7 @@ use crate::model::histogram::{AtomicDurations, AtomicHistogram};
 use crate::model::profile::Profile;
 use crate::model::tree::ThreadProfile;
 use crate::record::exited::Exited;
-use crate::record::open::{Claimed, OpenFrames, Tally};
+use crate::record::open::{self, Claimed, OpenFrames, Tally, UnwaitedTable};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -101,8 +101,6 @@ pub(crate) struct Slot {
 pub(crate) struct ThreadData {
     pub(super) serial: u64,
     pub(super) tid: i32,
-    /// The kernel's run-queue wait of this thread when it first recorded.
-    pub(super) run_queue_start: Option<u64>,
     pub(super) name: String,
     pub(super) start_ns: u64,
     pub(super) nodes: Arena<Node>,
@@ -115,6 +113,8 @@ pub(crate) struct ThreadData {
     pub(crate) counters: ThreadCounters,
     /// The last wait episodes, for the timeline.
     pub(crate) timeline: Ring,
+    /// Per site, episodes that returned without waiting (`record::lazy`).
+    pub(super) unwaited: UnwaitedTable,
 }
 
 impl ThreadData {
@@ -128,7 +128,6 @@ impl ThreadData {
         let data = ThreadData {
             serial,
             tid,
-            run_queue_start: counters::run_queue_ns(tid),
             name,
             start_ns: clock::now(),
             nodes: Arena::new(max_nodes),
@@ -139,6 +138,7 @@ impl ThreadData {
             reentries_skipped: AtomicU64::new(0),
             counters: ThreadCounters::default(),
             timeline: Ring::new(timeline),
+            unwaited: UnwaitedTable::new(max_nodes),
         };
         data.nodes.push(|n| {
             n.frame.store(THREAD_FRAME, Relaxed);
@@ -245,7 +245,12 @@ impl ThreadData {
     /// Owner only: an episode of `node` that lasted `ticks`.
     #[inline(always)]
     pub(crate) fn record_duration(&self, node: u32, ticks: u64) {
-        let n = self.node(node);
+        self.record_duration_of(self.node(node), ticks);
+    }
+
+    /// Owner only: an episode of node `n` that lasted `ticks`.
+    #[inline(always)]
+    pub(crate) fn record_duration_of(&self, n: &Node, ticks: u64) {
         n.durations.record(ticks);
         let at = n.site_durations.load(Relaxed);
         if at != NO_DURATIONS {
@@ -260,15 +265,15 @@ impl ThreadData {
         n.store(n.load(Relaxed).wrapping_add(1), Relaxed);
     }
 
-    /// A frame on `node`, opened under `prev`, closed while `current` was this thread's
+    /// A frame on `node` (`n`), opened under `prev`, closed while `current` was this thread's
     /// current node: the current node after it. In order, the innermost frame still
     /// open above `node`. Out of order (a frame held across `.await`, closed while a
     /// frame another task opened inside it is still open) the current node stays:
     /// that frame is still running, and restoring `prev` would leave a closed frame
     /// current on the thread for good.
     #[inline(always)]
-    pub(crate) fn closed(&self, node: u32, prev: u32, current: u32) -> u32 {
-        let n = &self.node(node).open;
+    pub(crate) fn closed(&self, n: &Node, node: u32, prev: u32, current: u32) -> u32 {
+        let n = &n.open;
         n.store(n.load(Relaxed).saturating_sub(1), Relaxed);
         if current != node {
             return current;
@@ -360,6 +365,7 @@ pub(crate) struct Local {
 
 impl Drop for Local {
     fn drop(&mut self) {
+        open::forget_unwaited_cache();
         self.counters.refresh(&self.data.counters);
         publish_skipped(&self.data);
         let done = self.data.snapshot(true);
@@ -506,12 +512,16 @@ pub(crate) fn current_serial() -> Option<u64> {
     with(|l| l.data.serial)
 }
 
-/// This thread's serial number and the frame id of its innermost open frame (the
-/// false-sharing detector attributes watched reads to wait sites with it).
+/// This thread's serial number and the frame id of its innermost frame, open or
+/// pending (the false-sharing detector attributes watched reads to wait sites with
+/// it): a read inside an episode that has not waited yet is still that site's.
 #[inline(always)]
 pub(crate) fn current_frame() -> Option<(u64, u32)> {
     with(|l| {
-        let frame = l.data.node(l.current.get()).frame.load(Relaxed);
+        let pending = open::innermost_pending()
+            .and_then(|site| l.data.unwaited.entry(site))
+            .map(UnwaitedTable::frame);
+        let frame = pending.unwrap_or_else(|| l.data.node(l.current.get()).frame.load(Relaxed));
         (l.data.serial, frame)
     })
 }

@@ -28,7 +28,7 @@
 //! ```
 
 use crate::base::site::{EpisodeSite, WorkSite};
-use crate::record::episode::{self, EpisodeGuard};
+use crate::record::episode::{self, EpisodeGuard, WaitGuard};
 use std::cell::RefCell;
 use std::future::Future;
 use std::ops::Deref;
@@ -57,14 +57,14 @@ fn span_of(site: &'static EpisodeSite) -> tracing::Span {
 #[doc(hidden)]
 #[must_use = "the frame closes when this guard drops"]
 pub struct TracedEpisode {
-    episode: EpisodeGuard,
+    episode: WaitGuard,
     _span: EnteredSpan,
 }
 
 impl Deref for TracedEpisode {
-    type Target = EpisodeGuard;
+    type Target = WaitGuard;
 
-    fn deref(&self) -> &EpisodeGuard {
+    fn deref(&self) -> &WaitGuard {
         &self.episode
     }
 }

@@ -417,7 +417,7 @@ thread_local! {
 /// counts on both.
 #[inline(always)]
 pub(crate) fn record_access(addr: usize, size: usize, write: bool) {
-    if !cfg!(feature = "enabled") || !ACTIVE.load(Relaxed) || !config::enabled() {
+    if !ACTIVE.load(Relaxed) || !config::enabled() {
         return;
     }
     if sampled() {
@@ -529,7 +529,7 @@ fn observe_pair(slot: &LineSlot, line: usize, tid: u16, write: bool) {
 /// the calling thread is not the one that wrote. Its counters are updated with atomic
 /// adds: the writer may track `Watched` accesses of its own at the same time.
 pub(super) fn track_write_of(addr: usize, len: usize, serial: u64, tid: u16) {
-    if !cfg!(feature = "enabled") || !config::enabled() {
+    if !config::enabled() {
         return;
     }
     let offset = addr % LINE;

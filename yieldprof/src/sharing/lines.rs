@@ -202,9 +202,6 @@ impl WatchedLines {
 /// Registers `[addr, addr + size)` under `name`, a value of type `type_name`. A range
 /// overlapping an earlier one replaces it: that memory now holds a new object.
 pub(crate) fn register(addr: usize, size: usize, name: &str, type_name: &str) {
-    if !cfg!(feature = "enabled") {
-        return;
-    }
     let size = size.max(1);
     let mut r = watched_lines();
     if SAMPLE_EVERY.load(Relaxed) == 0 {
@@ -232,7 +229,7 @@ pub(crate) fn register(addr: usize, size: usize, name: &str, type_name: &str) {
 /// Ends the watch of `[addr, addr + size)` (its object is going away); the lines it
 /// leaves uncovered keep their counts for the report.
 pub(crate) fn forget(addr: usize, size: usize) {
-    if !cfg!(feature = "enabled") || !ACTIVE.load(Relaxed) {
+    if !ACTIVE.load(Relaxed) {
         return;
     }
     if lines_of(addr, size).all(|l| lookup(l).is_none()) {

@@ -84,65 +84,99 @@
 //! of the accesses themselves. A thread's last read of a granule it writes, if nothing
 //! of that thread's follows it, is not published.
 
+#[cfg(feature = "enabled")]
 mod detector;
+#[cfg(feature = "enabled")]
 mod fields;
+#[cfg(feature = "enabled")]
 mod history;
+#[cfg(feature = "enabled")]
 mod ids;
 pub(crate) mod layout;
+#[cfg(feature = "enabled")]
 mod lines;
+#[cfg(feature = "enabled")]
 mod plain;
+#[cfg(feature = "enabled")]
 mod report;
+#[cfg(feature = "enabled")]
 mod rotation;
+#[cfg(feature = "enabled")]
 mod rows;
+#[cfg(feature = "enabled")]
 mod sampling;
-#[cfg(test)]
+#[cfg(all(test, feature = "enabled"))]
 mod tests;
+#[cfg(feature = "enabled")]
 mod verdicts;
 pub(crate) mod watch;
 
+#[cfg(feature = "enabled")]
 pub(crate) use detector::*;
 pub use layout::SEPARATE_LINE_BYTES;
+#[cfg(feature = "enabled")]
 pub(crate) use lines::*;
+#[cfg(feature = "enabled")]
 pub use plain::{watch_plain, watchpoints, PlainWatch, WatchpointState, WatchpointStatus};
+#[cfg(feature = "enabled")]
 pub use sampling::*;
+#[cfg(feature = "enabled")]
 pub use verdicts::*;
 pub use watch::{WatchableAtomic, WatchableBits, WatchableInteger};
 
 /// The coherence unit the history models.
+#[cfg(feature = "enabled")]
 pub(crate) const LINE: usize = 64;
 /// Two lines: what the adjacent-line prefetcher moves together.
+#[cfg(feature = "enabled")]
 pub(crate) const BLOCK: usize = 2 * LINE;
 /// The unit of the per-thread counts and of the history's packing (`history`).
+#[cfg(feature = "enabled")]
 pub(super) const GRANULE: usize = 4;
+#[cfg(feature = "enabled")]
 pub(super) const GRANULES: usize = LINE / GRANULE;
 /// The widest access tracked: `u128`, or a 16-B compare-exchange.
+#[cfg(feature = "enabled")]
 pub(super) const MAX_ACCESS: usize = 16;
 /// A thread's last access time on a line moves on every this many tracked accesses
 /// to one granule (a power of two): often enough for an overlap in ms.
+#[cfg(feature = "enabled")]
 pub(super) const TIME_EVERY: u64 = 64;
 
 /// Lines watched at once; a `watch` beyond it is refused with a message on stderr.
+#[cfg(feature = "enabled")]
 pub(crate) const MAX_LINES: usize = 256;
 /// Threads per line with counters of their own; later threads share one pooled set.
+#[cfg(feature = "enabled")]
 pub(crate) const OWNED_THREADS: usize = 4;
 /// Fewest tracked invalidations a line needs for a verdict other than quiet.
+#[cfg(feature = "enabled")]
 pub(crate) const MIN_INVALIDATIONS: u64 = 32;
 /// The false (or contended) part must be at least `1 / SHARE_DIVISOR` of all
 /// invalidations: a few stray ones are not worth padding for.
+#[cfg(feature = "enabled")]
 pub(crate) const SHARE_DIVISOR: u64 = 4;
 /// The least time two threads of a line must both have been using it for a quiet line
 /// to mean "not shared": a loaded machine's scheduler gives each runnable thread slices
 /// of about 3 ms, so threads that overlapped less than a few slices may never have run
 /// at the same time, and a quiet verdict then says nothing. Below it the line is
 /// [`Verdict::Uncertain`].
+#[cfg(feature = "enabled")]
 pub(crate) const MIN_OVERLAP_NS: u64 = 10_000_000;
 /// Accesses each thread has tracked in full before sampling starts.
+#[cfg(feature = "enabled")]
 pub(crate) const WARMUP_ACCESSES: u32 = 10_000;
 
+#[cfg(feature = "enabled")]
 pub(super) const BLOCKS: usize = OWNED_THREADS + 1;
+#[cfg(feature = "enabled")]
 pub(super) const FRAMES: usize = 4;
+#[cfg(feature = "enabled")]
 pub(super) const PROBES: usize = 16;
+#[cfg(feature = "enabled")]
 pub(super) const EMPTY_KEY: usize = 0;
 // Never a line address: lines are 64-aligned.
+#[cfg(feature = "enabled")]
 pub(super) const TOMBSTONE: usize = 1;
+#[cfg(feature = "enabled")]
 pub(super) const RETIRED_CAP: usize = 4096;

@@ -47,7 +47,7 @@ pub fn watch_plain<T: ?Sized>(value: &T, name: &str) -> PlainWatch {
     let addr = value as *const T as *const u8 as usize;
     let size = std::mem::size_of_val(value).max(1);
     super::register(addr, size, name, std::any::type_name::<T>());
-    let on = cfg!(feature = "enabled") && crate::config::settings().watchpoint_rate.is_some();
+    let on = crate::config::settings().watchpoint_rate.is_some();
     let id = if on { plain().add(addr, size) } else { 0 };
     PlainWatch { id, addr, size }
 }

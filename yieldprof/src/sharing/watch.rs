@@ -7,6 +7,7 @@
 //! address range; only accesses to lines that some `watch` covers are tracked, so an
 //! unwatched `Watched` costs one relaxed load per access.
 
+#[cfg(feature = "enabled")]
 use crate::sharing;
 use std::fmt;
 use std::mem::ManuallyDrop;
@@ -38,6 +39,10 @@ use std::sync::atomic::{
 /// assert_eq!(line.words.iter().map(|w| w.name.as_str()).collect::<Vec<_>>(), ["head", "tail"]);
 /// ```
 pub fn watch<T: ?Sized>(value: &T, name: &str) {
+    // Without `enabled` nothing is tracked: the value is only named.
+    #[cfg(not(feature = "enabled"))]
+    let _ = (value, name);
+    #[cfg(feature = "enabled")]
     sharing::register(
         value as *const T as *const u8 as usize,
         std::mem::size_of_val(value),
@@ -85,6 +90,7 @@ impl<A> Watched<A> {
 
     #[inline(always)]
     fn read(&self) {
+        #[cfg(feature = "enabled")]
         sharing::record_access(
             self as *const Self as usize,
             std::mem::size_of::<A>(),
@@ -94,11 +100,13 @@ impl<A> Watched<A> {
 
     #[inline(always)]
     fn write(&self) {
+        #[cfg(feature = "enabled")]
         sharing::record_access(self as *const Self as usize, std::mem::size_of::<A>(), true);
     }
 
     #[inline(always)]
     fn exchanged<T>(&self, r: Result<T, T>) -> Result<T, T> {
+        #[cfg(feature = "enabled")]
         sharing::record_access(
             self as *const Self as usize,
             std::mem::size_of::<A>(),
@@ -108,6 +116,7 @@ impl<A> Watched<A> {
     }
 
     fn forget(&self) {
+        #[cfg(feature = "enabled")]
         sharing::forget(self as *const Self as usize, std::mem::size_of::<A>());
     }
 }

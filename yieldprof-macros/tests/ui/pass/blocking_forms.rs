@@ -65,6 +65,8 @@ mod crossbeam_utils {
 
 #[yieldprof::instrument_wait]
 fn sync_forms() -> u32 {
+    // A first wait opens the episode: a free lock before it would not be a wait.
+    std::thread::yield_now();
     let m = Mutex::new(1u32);
     let rw = RwLock::new(2u32);
     let cv = Condvar::new();
@@ -90,6 +92,7 @@ fn sync_forms() -> u32 {
 
 #[yieldprof::instrument_wait]
 fn lookalike_crates() -> u32 {
+    std::thread::yield_now();
     let m = parking_lot::Mutex(Mutex::new(1u32));
     let rw = parking_lot::RwLock(RwLock::new(1u32));
     let mut g = m.lock();

@@ -72,6 +72,18 @@ impl Document {
                 );
             }
         }
+        let by_threads: u64 = self
+            .threads
+            .iter()
+            .map(|t| t.returned_without_waiting)
+            .sum();
+        let by_sites: u64 = self.sites.iter().map(|s| s.returned_without_waiting).sum();
+        check(
+            by_threads == by_sites,
+            format!(
+                "episodes returned without waiting: {by_threads} over threads, {by_sites} over sites"
+            ),
+        );
         for s in &self.sites {
             let who = format!("site {}", s.name);
             check(
@@ -130,9 +142,21 @@ impl Document {
                     format!("{who}: {} {} calls timed, {made} made", k.calls, k.kind),
                 );
             }
+            // Episodes that returned without waiting were never timed.
+            let timed = s.episodes.checked_sub(s.returned_without_waiting);
             check(
-                known.is_empty() == (s.episodes == 0),
-                format!("{who}: {} episodes but quantiles {order:?}", s.episodes),
+                timed.is_some(),
+                format!(
+                    "{who}: {} returned without waiting of {} episodes",
+                    s.returned_without_waiting, s.episodes
+                ),
+            );
+            check(
+                known.is_empty() == (timed == Some(0)),
+                format!(
+                    "{who}: {} episodes ({} returned without waiting) but quantiles {order:?}",
+                    s.episodes, s.returned_without_waiting
+                ),
             );
             if let Some(max) = d.max_ns {
                 // An async episode's span also holds its time between polls.

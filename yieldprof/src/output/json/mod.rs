@@ -35,12 +35,14 @@
 //!   "findings": [ { "rule", "subject", "location", "evidence", "fix" } ],
 //!   "threads": [ { "name", "tid", "exited", "wall_ns", "wait_ns", "work_ns",
 //!                  "wait_share", "overflowed", "reentries_skipped",
-//!                  "entries_after_exit", "run_queue_ns", "counter_source",
+//!                  "entries_after_exit", "returned_without_waiting", "run_queue_ns",
+//!                  "counter_source",
 //!                  "counters": { <event>: counter, ..., "sampled": n },
 //!                  "counters_in_wait": { <event>: counter, ..., "sampled": n },
 //!                  "time_in_wait": <time>, "split_method",
 //!                  "fragmentation": { "episodes_per_s", "short_share" } } ],
-//!   "sites": [ { "name", "path", "file", "line", "episodes", "wall_ns", "self_ns",
+//!   "sites": [ { "name", "path", "file", "line", "episodes", "returned_without_waiting",
+//!                "wall_ns", "self_ns",
 //!                "suspended_ns", "spin_ns", "in_calls_ns", "time": <time>,
 //!                "own": { "spin_ns", "on_cpu_ns", "off_cpu_ns", "unexplained_ns" },
 //!                "durations": { "min_ns", "median_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns" },
@@ -254,6 +256,11 @@ pub struct Thread {
     /// a file written before it was added (`yieldprof/2`).
     #[serde(default)]
     pub entries_after_exit: u64,
+    /// Its wait episodes, at every site, that returned without waiting: the sum of
+    /// the sites' `returned_without_waiting` over threads. 0 when read from a file
+    /// written before it was added.
+    #[serde(default)]
+    pub returned_without_waiting: u64,
     /// Time runnable but waiting for a CPU (the kernel's schedstat); `null` where the
     /// kernel does not say.
     pub run_queue_ns: Option<u64>,
@@ -345,8 +352,14 @@ pub struct Site {
     pub file: String,
     /// Line of the function.
     pub line: u32,
-    /// Calls of the function.
+    /// Calls of the function: `returned_without_waiting` of them, and the timed ones
+    /// that `durations` describes.
     pub episodes: u64,
+    /// Calls that returned without making a wait call: counted, not timed, in no
+    /// stack (the clock starts at an episode's first wait). 0 when read from a file
+    /// written before it was added.
+    #[serde(default)]
+    pub returned_without_waiting: u64,
     /// Wall time of the episodes, nested frames included.
     pub wall_ns: u64,
     /// Wall time minus nested frames: the site's own waiting.

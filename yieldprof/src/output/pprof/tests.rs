@@ -61,6 +61,7 @@ fn sample_profile() -> Profile {
             entries_after_exit: 0,
             nodes: vec![root, node(1, 0, 0, 0), node(2, 0, 2, 6_000 * scale), wait],
             site_durations: Vec::new(),
+            unwaited: Vec::new(),
             counters: Default::default(),
             timeline: Default::default(),
         }

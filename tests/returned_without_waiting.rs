@@ -1,0 +1,323 @@
+//! An `#[instrument_wait]` call that makes no wait call is counted, not timed: its site
+//! shows it as "returned without waiting", per thread (exited threads included), and it
+//! is in no stack. One that waits is timed from its first wait, with every pending
+//! episode around it opened in order. Each test uses sites of its own: the tests of
+//! this binary run at once and share the process's recording.
+
+use std::sync::mpsc;
+use std::time::Duration;
+use yieldprof::report::{Metric, SiteStats, ThreadStats};
+
+#[yieldprof::instrument_wait]
+fn yields_if(wait: bool) {
+    if wait {
+        std::thread::yield_now();
+    }
+}
+
+#[yieldprof::instrument_wait]
+fn spins_if(wait: bool) {
+    // A direct spin: counted in the episode's own frame (`SpinCounts`).
+    if wait {
+        std::hint::spin_loop();
+    }
+}
+
+fn site(name: &str) -> SiteStats {
+    yieldprof::snapshot()
+        .site(name)
+        .unwrap_or_else(|| panic!("no site {name}"))
+}
+
+fn thread(name: &str) -> ThreadStats {
+    yieldprof::snapshot()
+        .threads()
+        .into_iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no thread {name}"))
+}
+
+/// Calls `f(i < waits)` `calls` times on a new thread named `name`.
+fn on_thread(name: &str, calls: u32, waits: u32, f: fn(bool)) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || (0..calls).for_each(|i| f(i < waits)))
+        .unwrap()
+}
+
+#[test]
+fn counts_are_exact_per_site_and_per_thread_exited_or_live() {
+    // Two threads that exit before the report, with 3 of 10 and 6 of 6 waiting.
+    on_thread("rww-a", 10, 3, yields_if).join().unwrap();
+    on_thread("rww-b", 6, 6, yields_if).join().unwrap();
+    // One still running when the report is taken: 1 of 5 waits.
+    let (done, ready) = mpsc::channel();
+    let (release, hold) = mpsc::channel::<()>();
+    let live = std::thread::Builder::new()
+        .name("rww-live".to_string())
+        .spawn(move || {
+            (0..5).for_each(|i| yields_if(i < 1));
+            done.send(()).unwrap();
+            hold.recv().unwrap();
+        })
+        .unwrap();
+    ready.recv().unwrap();
+
+    let s = site("yields_if");
+    assert_eq!(
+        (s.episodes, s.returned_without_waiting, s.timed_episodes()),
+        (21, 7 + 4, 10)
+    );
+    assert_eq!(s.durations.count(), 10, "only waited episodes are timed");
+    assert_eq!(s.calls_of(yieldprof::Kind::Yield), 10);
+    let (a, b, l) = (thread("rww-a"), thread("rww-b"), thread("rww-live"));
+    assert_eq!(
+        (
+            a.returned_without_waiting,
+            b.returned_without_waiting,
+            l.returned_without_waiting
+        ),
+        (7, 0, 4)
+    );
+    assert!(a.exited && b.exited && !l.exited);
+    release.send(()).unwrap();
+    live.join().unwrap();
+    assert_eq!(thread("rww-live").returned_without_waiting, 4);
+    assert_eq!(site("yields_if").returned_without_waiting, 11);
+}
+
+#[test]
+fn a_direct_spin_times_its_episode() {
+    on_thread("rww-spin", 8, 5, spins_if).join().unwrap();
+    let s = site("spins_if");
+    assert_eq!((s.episodes, s.returned_without_waiting), (8, 3));
+    assert_eq!(s.durations.count(), 5);
+    assert_eq!(s.calls_of(yieldprof::Kind::Spin), 5);
+}
+
+#[yieldprof::instrument_wait]
+fn inner_waits(wait: bool) {
+    if wait {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[yieldprof::instrument_wait]
+fn outer_calls_inner(wait: bool) {
+    // Time before the first wait is not the episode's.
+    std::hint::black_box(0);
+    inner_waits(wait);
+}
+
+/// Folded lines (calls metric) on thread `name` that mention `frame`.
+fn folded_on(name: &str, metric: Metric, frame: &str) -> Vec<String> {
+    yieldprof::snapshot()
+        .folded(metric)
+        .into_iter()
+        .filter(|l| l.starts_with(&format!("{name};")) && l.contains(frame))
+        .collect()
+}
+
+#[test]
+fn a_pending_outer_episode_opens_with_its_inner_one_in_order() {
+    std::thread::Builder::new()
+        .name("rww-nested".to_string())
+        .spawn(|| {
+            outer_calls_inner(true);
+            outer_calls_inner(false);
+            outer_calls_inner(false);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let calls = folded_on("rww-nested", Metric::Calls, "outer_calls_inner");
+    let path = "rww-nested;returned_without_waiting::outer_calls_inner;\
+                returned_without_waiting::inner_waits;[sleep] 1";
+    assert_eq!(calls, [path.to_string()]);
+    let (outer, inner) = (site("outer_calls_inner"), site("inner_waits"));
+    assert_eq!((outer.episodes, outer.returned_without_waiting), (3, 2));
+    assert_eq!((inner.episodes, inner.returned_without_waiting), (3, 2));
+    // Both opened at the sleep: the outer one holds the inner one and little more.
+    assert!(outer.wall_ns >= inner.wall_ns && inner.wall_ns >= 2_000_000);
+    assert_eq!(thread("rww-nested").returned_without_waiting, 4);
+}
+
+#[yieldprof::instrument_wait]
+fn yields_in_closure(n: usize) {
+    (0..n).for_each(|_| std::thread::yield_now());
+}
+
+#[yieldprof::instrument_wait]
+fn returns_a_waiting_closure() -> impl Fn() {
+    || std::thread::yield_now()
+}
+
+#[test]
+fn closures_charge_their_site_and_open_it_at_their_first_wait() {
+    std::thread::Builder::new()
+        .name("rww-closure".to_string())
+        .spawn(|| {
+            yields_in_closure(3);
+            yields_in_closure(0);
+            let f = returns_a_waiting_closure();
+            f();
+            f();
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    // Run inside the site's own pending episode: that episode, not a nested frame.
+    assert_eq!(
+        folded_on("rww-closure", Metric::Calls, "yields_in_closure"),
+        ["rww-closure;returned_without_waiting::yields_in_closure;[yield] 3"]
+    );
+    let s = site("yields_in_closure");
+    assert_eq!((s.episodes, s.returned_without_waiting), (2, 1));
+    // Run after its site returned (without waiting): the site's frame, no episode.
+    assert_eq!(
+        folded_on("rww-closure", Metric::Calls, "returns_a_waiting_closure"),
+        ["rww-closure;returned_without_waiting::returns_a_waiting_closure;[yield] 2"]
+    );
+    let s = site("returns_a_waiting_closure");
+    assert_eq!((s.episodes, s.returned_without_waiting), (1, 1));
+}
+
+#[yieldprof::instrument_wait]
+fn recurse(depth: u32, wait: bool) {
+    if depth > 0 {
+        recurse(depth - 1, wait);
+    } else if wait {
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn past_the_pending_stack_episodes_open_at_entry() {
+    std::thread::Builder::new()
+        .name("rww-deep".to_string())
+        .spawn(|| {
+            recurse(10, false);
+            recurse(99, true);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let s = site("recurse");
+    // 11 untimed; the 100 of the deep call are all timed, in one 100-frame stack.
+    assert_eq!((s.episodes, s.returned_without_waiting), (111, 11));
+    let lines = folded_on("rww-deep", Metric::Calls, "[yield]");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0].matches("::recurse;").count(), 100, "{}", lines[0]);
+}
+
+#[yieldprof::instrument_wait]
+fn takes_a_free_lock(m: &std::sync::Mutex<u32>) -> u32 {
+    *m.lock().unwrap()
+}
+
+#[yieldprof::instrument_wait]
+fn warms_the_lock_path(m: &std::sync::Mutex<u32>) -> u32 {
+    *m.lock().unwrap()
+}
+
+#[test]
+fn a_free_lock_is_no_wait_and_the_report_says_so() {
+    // Whether a lock waited is told by its length (< 1000 ticks: no), so a thread
+    // preempted inside one of these locks times it: a bounded number of tries.
+    for attempt in 0..5 {
+        let before = yieldprof::snapshot().site("takes_a_free_lock");
+        let (episodes, rww) = before.map_or((0, 0), |s| (s.episodes, s.returned_without_waiting));
+        std::thread::Builder::new()
+            .name(format!("rww-lock-{attempt}"))
+            .spawn(|| {
+                let m = std::sync::Mutex::new(4);
+                // The first run of a code path faults its pages in, longer than a lock.
+                warms_the_lock_path(&m);
+                for _ in 0..3 {
+                    takes_a_free_lock(&m);
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let p = yieldprof::snapshot();
+        let doc = p.json(&yieldprof::report::Costs::current());
+        assert_eq!(doc.inconsistencies(), Vec::<String>::new());
+        let site = p.site("takes_a_free_lock").unwrap();
+        let (episodes, rww) = (
+            site.episodes - episodes,
+            site.returned_without_waiting - rww,
+        );
+        assert_eq!(episodes, 3);
+        // Every lock either did not wait, or was timed as a wait.
+        assert_eq!(site.calls_of(yieldprof::Kind::Lock), site.timed_episodes());
+        if rww < 3 {
+            eprintln!("attempt {attempt}: {} of 3 locks timed, retrying", 3 - rww);
+            continue;
+        }
+        // No frame, no `[lock]` call.
+        let thread = format!("rww-lock-{attempt}");
+        assert!(folded_on(&thread, Metric::Calls, "takes_a_free_lock").is_empty());
+        let text = p.summary();
+        assert!(
+            text.contains(&format!(
+                "returned without waiting: {} (not timed); waited: {}",
+                site.returned_without_waiting,
+                site.timed_episodes()
+            )),
+            "{text}"
+        );
+        return;
+    }
+    eprintln!("inconclusive: every attempt was preempted inside a lock");
+}
+
+#[yieldprof::instrument_wait]
+fn takes_a_held_lock(m: &std::sync::Mutex<u32>) -> u32 {
+    *m.lock().unwrap()
+}
+
+#[test]
+fn a_lock_that_blocks_times_its_episode_from_the_lock() {
+    let m = std::sync::Mutex::new(5);
+    let (about_to_lock, told) = mpsc::channel();
+    let mut blocked = None;
+    for attempt in 1..=5 {
+        std::thread::scope(|s| {
+            let g = m.lock().unwrap();
+            let waiter = std::thread::Builder::new()
+                .name(format!("rww-held-{attempt}"))
+                .spawn_scoped(s, || {
+                    about_to_lock.send(()).unwrap();
+                    let t = std::time::Instant::now();
+                    takes_a_held_lock(&m);
+                    t.elapsed()
+                })
+                .unwrap();
+            told.recv().unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            drop(g);
+            let took = waiter.join().unwrap();
+            // It surely blocked if the call outlasted most of the hold.
+            if took >= Duration::from_millis(5) && blocked.is_none() {
+                blocked = Some(attempt);
+            }
+        });
+        if blocked.is_some() {
+            break;
+        }
+    }
+    let Some(attempts) = blocked else {
+        eprintln!("inconclusive: the waiter never reached the lock while it was held");
+        return;
+    };
+    let s = site("takes_a_held_lock");
+    assert_eq!(s.episodes, attempts);
+    assert!(s.timed_episodes() >= 1);
+    assert_eq!(s.calls_of(yieldprof::Kind::Lock), s.timed_episodes());
+    // Timed from the lock's start, not from when it was known to have blocked: the
+    // episode holds the whole lock.
+    let lock_ns = s.ns_of(yieldprof::Kind::Lock);
+    assert!(lock_ns >= 5_000_000, "{lock_ns}");
+    assert!(s.wall_ns >= lock_ns, "{} < {lock_ns}", s.wall_ns);
+}

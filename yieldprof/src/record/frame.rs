@@ -1,0 +1,131 @@
+//! Opening and closing one frame of this thread's tree: what a business frame does at
+//! entry, and a wait episode at its first wait call (`record::lazy`).
+
+use crate::base::arena::bump;
+use crate::base::clock;
+use crate::base::ring::Episode;
+use crate::base::site::FrameInfo;
+use crate::config;
+use crate::counters::Mark;
+use crate::record::open::{Opened, Tally};
+use crate::record::thread::Local;
+use std::sync::atomic::Ordering::Relaxed;
+
+const NO_SAMPLE: u32 = u32::MAX;
+
+/// Whether recording is on: one relaxed load at run time (`YIELDPROF=0`), nothing at
+/// all when the `enabled` feature is off.
+#[inline(always)]
+pub(crate) fn on() -> bool {
+    config::enabled()
+}
+
+/// Opens the frame of the site at `key` under the thread's current node and makes it
+/// current: its slot in the open frames, its node, and its start tick and switch mark
+/// (`begin`, else the clock read after the frame's counter reads, so its wall time
+/// excludes them). `count`: it counts an episode when it closes.
+#[inline]
+pub(crate) fn open(
+    l: &Local,
+    key: usize,
+    wait: bool,
+    count: bool,
+    info: impl FnOnce() -> FrameInfo,
+    begin: Option<(u64, Mark)>,
+) -> (u32, u32, (u64, Mark)) {
+    let prev = l.current.get();
+    let node = l.data.child(prev, key, info);
+    l.data.opened(node);
+    l.current.set(node);
+    let sample = if wait && l.counters.wants_sample() {
+        l.counters.begin(&l.data.counters)
+    } else {
+        NO_SAMPLE
+    };
+    let (start, mark) = match begin {
+        Some((start, mark)) => (start, if wait { mark } else { Mark::ZERO }),
+        None => {
+            let mark = if wait {
+                l.counters.mark(&l.data.counters)
+            } else {
+                Mark::ZERO
+            };
+            (clock::now(), mark)
+        }
+    };
+    // A wait frame tallies its own calls; a business frame's count in the wait frame
+    // around it.
+    let tally = if wait {
+        l.tally.replace(Tally::ZERO)
+    } else {
+        Tally::ZERO
+    };
+    let slot = l.open.push(Opened {
+        node,
+        prev,
+        start,
+        wait,
+        count,
+        mark,
+        claimed: l.claimed.get(),
+        sample,
+        tally,
+    });
+    (slot, node, (start, mark))
+}
+
+/// A frame that closed.
+pub(crate) struct Closed {
+    pub(crate) node: u32,
+    pub(crate) start: u64,
+    /// Its length in ticks.
+    pub(crate) elapsed: u64,
+}
+
+/// Closes the frame in `slot` at tick `end`. A frame closes once and its slot is its
+/// own until then; were the slot ever gone, only that frame would go unrecorded.
+#[inline]
+pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
+    let o = l.open.pop(slot)?;
+    let elapsed = end.saturating_sub(o.start);
+    let n = l.data.node(o.node);
+    let mut off_ns = 0;
+    if o.wait {
+        let m = l.counters.mark(&l.data.counters);
+        if m.switches != o.mark.switches {
+            let d = o.mark.until(&m);
+            l.counters.add(&n.counts, &d);
+            off_ns = d.off_ns;
+        }
+        // Every poll of an `async fn` episode is one stretch of the timeline.
+        let mine = l.tally.get();
+        l.tally.set(o.tally.plus(mine));
+        l.data.timeline.push(&Episode {
+            start: o.start,
+            duration: elapsed,
+            frame: n.frame.load(Relaxed),
+            kinds: mine.kinds,
+            calls: mine.calls,
+            switches: m.switches.wrapping_sub(o.mark.switches),
+        });
+    }
+    l.claim(o.claimed, elapsed, off_ns);
+    if o.count {
+        bump(&n.episodes, 1);
+        l.data.record_duration_of(n, elapsed);
+    }
+    bump(&n.wall_ns, elapsed);
+    if o.sample != NO_SAMPLE {
+        l.counters
+            .finish(&l.data.counters, &n.counts, o.sample, o.start, end);
+    } else if o.wait {
+        l.counters.earn(elapsed);
+    }
+    l.current
+        .set(l.data.closed(n, o.node, o.prev, l.current.get()));
+    Some(Closed {
+        node: o.node,
+        start: o.start,
+        elapsed,
+    })
+}

@@ -1,0 +1,275 @@
+//! Wait episodes that are timed from their first wait.
+//!
+//! Entering an `#[instrument_wait]` function only marks it on this thread (`Lazy` in
+//! `record::open`): its site on a small stack, a few ns. The first wait call made in it,
+//! or in anything it calls (a nested annotated function, a closure), opens the frames
+//! of every episode still pending on this thread, outermost first, all starting at that
+//! call: an episode that waits is timed from its first wait to its return. One that
+//! returns without having waited opens no frame and reads no clock; it adds one to this
+//! thread's count of its site's episodes that "returned without waiting". A frame
+//! opened at entry (a business frame, an async poll's) opens the pending episodes
+//! below it first, so the tree keeps its parent-to-child order.
+
+use crate::base::arena::bump;
+use crate::base::clock;
+use crate::base::site::EpisodeSite;
+use crate::counters::Mark;
+use crate::record::frame;
+use crate::record::open::{site_of, Lazy, LAZY, LAZY_DEPTH, NESTED, UNWAITED_CACHE};
+use crate::record::thread::{self, Local};
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{compiler_fence, AtomicU64};
+
+/// A guard that records nothing (recording off, or the thread's state unusable).
+const INACTIVE: u32 = u32::MAX;
+/// The slot of a live entry that opened no frame: a closure of a site that ran inside
+/// that site's own frame.
+const NO_SLOT: u32 = u32::MAX;
+/// Leaves a wait episode when dropped: on return, on `?` and during a panic.
+#[doc(hidden)]
+#[must_use = "the episode ends when this guard drops"]
+pub struct WaitGuard {
+    /// Its place on the thread's stack of entered episodes.
+    at: u32,
+    /// Its slot in the open frames when entered past `LAZY_DEPTH` (opened at entry).
+    slot: u32,
+    // The entry belongs to this thread's stack.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl WaitGuard {
+    const INACTIVE: WaitGuard = WaitGuard {
+        at: INACTIVE,
+        slot: NO_SLOT,
+        _not_send: PhantomData,
+    };
+}
+
+/// Enters a wait episode (`nested`: a closure of the site's body) at `site`.
+#[inline(always)]
+pub(crate) fn enter(site: &'static EpisodeSite, nested: bool) -> WaitGuard {
+    if !frame::on() {
+        return WaitGuard::INACTIVE;
+    }
+    let key = site as *const EpisodeSite as usize | if nested { NESTED } else { 0 };
+    LAZY.with(|z| {
+        let d = z.depth.get();
+        if d as usize >= LAZY_DEPTH {
+            return enter_deep(z, key, d);
+        }
+        if nested && d > z.live.get() && z.sites[d as usize - 1].get() & !NESTED == key & !NESTED {
+            // A closure run inside its own site's pending episode: it is that episode.
+            return WaitGuard::INACTIVE;
+        }
+        let s = &z.sites[d as usize];
+        s.set(key);
+        // A signal handler that enters an episode between these stores takes this
+        // place too and leaves it before returning; the second store puts ours back.
+        compiler_fence(SeqCst);
+        z.depth.set(d + 1);
+        compiler_fence(SeqCst);
+        s.set(key);
+        WaitGuard {
+            at: d,
+            slot: NO_SLOT,
+            _not_send: PhantomData,
+        }
+    })
+}
+
+/// An entry past `LAZY_DEPTH`: its frame (and every pending one) opens now.
+#[cold]
+#[inline(never)]
+fn enter_deep(z: &Lazy, key: usize, d: u32) -> WaitGuard {
+    let opened = thread::enter(|l| {
+        open_pending(l, z, None);
+        let slot = open_entry(l, key, None).0;
+        z.depth.set(d + 1);
+        z.live.set(d + 1);
+        WaitGuard {
+            at: d,
+            slot,
+            _not_send: PhantomData,
+        }
+    });
+    opened.unwrap_or(WaitGuard::INACTIVE)
+}
+
+impl Drop for WaitGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.at != INACTIVE {
+            leave(self.at, self.slot);
+        }
+    }
+}
+
+#[inline(always)]
+fn leave(at: u32, slot: u32) {
+    LAZY.with(|z| {
+        if at < z.live.get() {
+            return close_live(z, at, slot);
+        }
+        z.depth.set(at);
+        let key = z.sites[at as usize].get();
+        if key & NESTED == 0 {
+            count_unwaited(z, key);
+        }
+    });
+}
+
+/// Closes the frame of a live entry and pops it.
+#[inline(never)]
+fn close_live(z: &Lazy, at: u32, deep_slot: u32) {
+    let end = clock::now();
+    let slot = match z.slots.get(at as usize) {
+        Some(s) => s.get(),
+        None => deep_slot,
+    };
+    if slot != NO_SLOT {
+        thread::with(|l| frame::close(l, slot, end));
+    }
+    z.live.set(at);
+    z.depth.set(at);
+}
+
+/// Opens the frames of the thread's pending episodes, outermost first, all starting
+/// at one clock read and switch mark: those, or `None` when none was pending. Called
+/// on the way into every wait call and every frame opened at entry.
+#[inline(always)]
+pub(crate) fn materialise(l: &Local) -> Option<(u64, Mark)> {
+    LAZY.with(|z| {
+        if z.live.get() == z.depth.get() {
+            return None;
+        }
+        open_pending(l, z, None)
+    })
+}
+
+/// As [`materialise`], with the start and mark of a wait call that began before
+/// (a lock that turned out to block).
+pub(crate) fn materialise_at(l: &Local, begin: (u64, Mark)) {
+    LAZY.with(|z| open_pending(l, z, Some(begin)));
+}
+
+#[inline(never)]
+fn open_pending(l: &Local, z: &Lazy, mut begin: Option<(u64, Mark)>) -> Option<(u64, Mark)> {
+    for at in z.live.get()..z.depth.get().min(LAZY_DEPTH as u32) {
+        let (slot, began) = open_entry(l, z.sites[at as usize].get(), begin);
+        begin = begin.or(began);
+        z.slots[at as usize].set(slot);
+        z.live.set(at + 1);
+    }
+    begin
+}
+
+/// Opens the frame of one entry; its slot, start and mark. A closure of the site whose
+/// frame is current opens none.
+#[inline(always)]
+fn open_entry(l: &Local, key: usize, begin: Option<(u64, Mark)>) -> (u32, Option<(u64, Mark)>) {
+    let site = site_of(key);
+    let nested = key & NESTED != 0;
+    let key = key & !NESTED;
+    if nested && l.data.node_key(l.current.get()) == key {
+        return (NO_SLOT, None);
+    }
+    let (slot, _, began) = frame::open(l, key, true, !nested, || site.info(), begin);
+    (slot, Some(began))
+}
+
+/// The live count of this thread's entries while some are pending; `None` when none
+/// is.
+#[inline(always)]
+pub(crate) fn pending() -> Option<u32> {
+    LAZY.with(|z| (z.live.get() < z.depth.get()).then(|| z.live.get()))
+}
+
+/// Whether no entry has opened its frame since [`pending`] returned `live`.
+#[inline(always)]
+pub(crate) fn still_pending(live: u32) -> bool {
+    LAZY.with(|z| z.live.get() == live && live < z.depth.get())
+}
+
+/// Opens the pending episodes of this thread, if any: the first wait of a direct
+/// spin loop (`SpinCounts`), whose episode is the innermost pending one.
+#[cold]
+#[inline(never)]
+pub(crate) fn began_waiting() {
+    if thread::enter(materialise).is_none() {
+        // Counted as skipped (or after the thread's exit): not again when it is left.
+        LAZY.with(|z| {
+            let d = z.depth.get();
+            if d > z.live.get() && d as usize <= LAZY_DEPTH {
+                let s = &z.sites[d as usize - 1];
+                s.set(s.get() | NESTED);
+            }
+        });
+    }
+}
+
+/// The node of the live entry at `at` (`slot` past `LAZY_DEPTH`); `None` while it is
+/// pending or records nothing.
+pub(crate) fn node_of(l: &Local, at: u32, deep_slot: u32) -> Option<u32> {
+    LAZY.with(|z| {
+        if at == INACTIVE || at >= z.live.get() {
+            return None;
+        }
+        let slot = match z.slots.get(at as usize) {
+            Some(s) => s.get(),
+            None => deep_slot,
+        };
+        l.open.node(slot)
+    })
+}
+
+impl WaitGuard {
+    /// Its place and deep slot, for `node_of`.
+    #[inline(always)]
+    pub(crate) fn place(&self) -> (u32, u32) {
+        (self.at, self.slot)
+    }
+
+    /// Whether it records anything.
+    #[inline(always)]
+    pub(crate) fn active(&self) -> bool {
+        WaitGuard::active_at(self.place())
+    }
+
+    /// Whether the guard at `place` records anything.
+    #[inline(always)]
+    pub(crate) fn active_at(place: (u32, u32)) -> bool {
+        place.0 != INACTIVE
+    }
+}
+
+#[inline(always)]
+fn cache_index(key: usize) -> usize {
+    // Fibonacci hashing: the top bits of the product spread nearby addresses.
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize) >> (usize::BITS - 5)) % UNWAITED_CACHE
+}
+
+#[inline(always)]
+fn count_unwaited(z: &Lazy, key: usize) {
+    let (k, count) = z.unwaited[cache_index(key)].get();
+    if k == key {
+        // SAFETY: the address of a count in this thread's `ThreadData`, which lives
+        // until the thread's `Local` drops, and that clears the cache first.
+        bump(unsafe { &*(count as *const AtomicU64) }, 1);
+    } else {
+        count_unwaited_slow(z, key);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn count_unwaited_slow(z: &Lazy, key: usize) {
+    thread::enter(|l| match l.data.unwaited.entry(site_of(key)) {
+        Some(u) => {
+            bump(&u.count, 1);
+            let count = &u.count as *const AtomicU64 as usize;
+            z.unwaited[cache_index(key)].set((key, count));
+        }
+        None => bump(&l.data.overflowed, 1),
+    });
+}
