@@ -223,20 +223,21 @@ impl Rewrite<'_> {
         let i = Literal::usize_unsuffixed(self.spins.len());
         self.spins.push(call.span());
         let spins = spins_local();
-        block(parse_quote!(#spins.hit(#i);), call)
+        let hit = Expr::Verbatim(quote!(#spins.hit(#i)));
+        block(Stmt::Expr(hit, Some(Default::default())), call)
     }
 
     /// `{ { static SITE; count(&SITE) } <base> }`, awaited as before.
     fn counted(&self, kind: Kind, span: Span, base: Expr) -> Expr {
         let krate = self.krate;
         let site = call_site(krate, kind, span, false);
-        let count: Stmt = parse_quote! {
+        let count = Expr::Verbatim(quote! {
             {
                 static __YIELDPROF_CALL: #krate::__private::CallSite = #site;
                 #krate::__private::count(&__YIELDPROF_CALL)
             }
-        };
-        block(count, base)
+        });
+        block(Stmt::Expr(count, None), base)
     }
 }
 
@@ -286,19 +287,21 @@ pub(crate) fn timed(
     in_async: bool,
 ) -> Expr {
     let site = call_site(krate, kind, span, in_async);
-    let guard: Expr = parse_quote! {
+    // Tokens as they are, never parsed again: most of what the macro costs a build is
+    // syn's work in an unoptimised proc-macro.
+    let guard = Expr::Verbatim(quote! {
         {
             static __YIELDPROF_CALL: #krate::__private::CallSite = #site;
             #krate::__private::call(&__YIELDPROF_CALL)
         }
-    };
+    });
     let attrs = take_attrs(&mut expr);
     let mut args = Punctuated::new();
     args.push(guard);
     args.push(expr);
     Expr::Call(ExprCall {
         attrs,
-        func: Box::new(parse_quote!(#krate::__private::timed)),
+        func: Box::new(Expr::Verbatim(quote!(#krate::__private::timed))),
         paren_token: Default::default(),
         args,
     })
