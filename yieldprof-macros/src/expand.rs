@@ -124,13 +124,10 @@ fn take_boxed_future(block: &mut Block) -> Option<ExprAsync> {
     let Expr::Path(path) = &*call.func else {
         return None;
     };
-    let names: Vec<_> = path
-        .path
-        .segments
-        .iter()
-        .map(|s| s.ident.to_string())
-        .collect();
-    if !names.ends_with(&["Box".to_string(), "pin".to_string()]) || call.args.len() != 1 {
+    let mut names = path.path.segments.iter().rev().map(|s| &s.ident);
+    let box_pin =
+        matches!((names.next(), names.next()), (Some(f), Some(b)) if f == "pin" && b == "Box");
+    if !box_pin || call.args.len() != 1 {
         return None;
     }
     match call.args.pop()?.into_value() {
