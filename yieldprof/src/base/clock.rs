@@ -125,6 +125,15 @@ impl Scale {
         }))
     }
 
+    /// The ratio where it is measured already, without waiting for it: for a figure
+    /// the hot path bounds (ticks are ns in monotonic mode).
+    pub(crate) fn known() -> Option<Scale> {
+        if MODE.load(Relaxed) != TSC {
+            return Some(Scale(1.0));
+        }
+        RATIO.get().map(|&r| Scale(r))
+    }
+
     pub(crate) fn ns_per_tick(self) -> f64 {
         self.0
     }

@@ -13,6 +13,7 @@
 //! because the thread was just off the CPU for longer than that.
 
 use super::userpage::{tsc, UserPage};
+use crate::base::clock;
 use std::cell::Cell;
 use std::fs::File;
 use std::io;
@@ -68,6 +69,36 @@ impl Mark {
         }
     }
 
+    /// What an episode from `self` to the page's switch count `end` saw, read from
+    /// `now`, a mark taken later; and whether that is exact. It is when `now` was
+    /// taken at count `end` (nothing changed since the episode ended). Else the thread
+    /// was switched after the episode too and the figures are apportioned: the
+    /// episode keeps its own number of switches, exact, voluntary ones first (a wait
+    /// blocks; a thread running its own code is preempted), and of the off-CPU and
+    /// queued time the same share as of the switches, at most `wall_ns`.
+    pub(crate) fn until_count(&self, end: u32, now: &Mark, wall_ns: u64) -> (Delta, bool) {
+        let all = self.until(now);
+        if end == now.switches {
+            return (all, true);
+        }
+        let mine = u64::from(end.wrapping_sub(self.switches)).min(all.switches);
+        let share = |v: u64| {
+            let v = u128::from(v) * u128::from(mine) / u128::from(all.switches.max(1));
+            u64::try_from(v).unwrap_or(u64::MAX)
+        };
+        let voluntary = all.voluntary.min(mine);
+        let off_ns = share(all.off_ns).min(wall_ns);
+        let d = Delta {
+            voluntary,
+            involuntary: mine - voluntary,
+            switches: mine,
+            migrations: all.migrations.min(mine),
+            off_ns,
+            queued_ns: share(all.queued_ns).min(off_ns),
+        };
+        (d, false)
+    }
+
     /// The thread's run-queue wait (schedstat `run_delay`) at the mark; 0 without
     /// schedstat.
     pub(crate) fn queued_ns(&self) -> u64 {
@@ -119,17 +150,22 @@ impl std::fmt::Display for SplitMethod {
 /// A thread's switch pages and the sources read when its switch count moves.
 pub(crate) struct Exact {
     switches: UserPage,
-    /// The migration counter's fd, read only when the switch count moved (a
-    /// migration takes the thread off its CPU): a syscall there saves mapping its page.
-    migrations: Option<RawFd>,
+    /// The migration counter's page: its count is read as the switch count's, without
+    /// a syscall (a `read()` of its fd cost ~0.9 µs per re-read).
+    migrations: Option<UserPage>,
     schedstat: Option<File>,
     page_time: bool,
     last: Cell<Mark>,
+    /// The fewest ticks a re-read of every source has taken on this thread: what a
+    /// re-read costs here, for callers that read at once only where it is cheap
+    /// next to the episode.
+    read_ticks: Cell<u64>,
     pub(crate) base: Mark,
 }
 
 impl Exact {
-    /// Maps the pages of the thread's context-switch (and migration) counters;
+    /// Maps the pages of the thread's context-switch (and migration) counters (the
+    /// migrations go uncounted where that page does not map);
     /// `schedstat` is its schedstat file, if any (its fd is reserved with the group's).
     pub(crate) fn open(
         switches: RawFd,
@@ -140,10 +176,11 @@ impl Exact {
         let page_time = switches.read().cap_user_time();
         let mut x = Exact {
             switches,
-            migrations,
+            migrations: migrations.and_then(|fd| UserPage::map(fd).ok()),
             schedstat,
             page_time,
             last: Cell::new(Mark::ZERO),
+            read_ticks: Cell::new(u64::MAX),
             base: Mark::ZERO,
         };
         x.base = x.measure();
@@ -163,6 +200,19 @@ impl Exact {
         self.migrations.is_some()
     }
 
+    /// The page's switch count now, ~1 ns: whether the thread was switched since a
+    /// mark is whether this differs from the mark's `switches`.
+    #[inline(always)]
+    pub(crate) fn switches(&self) -> u32 {
+        self.switches.offset() as u32
+    }
+
+    /// What one re-read of every source costs on this thread, in ticks: the fewest
+    /// it has taken yet.
+    pub(crate) fn read_ticks(&self) -> u64 {
+        self.read_ticks.get()
+    }
+
     /// The thread's mark now: the last one while the switch count has not moved.
     #[inline(always)]
     pub(crate) fn mark(&self) -> (Mark, bool) {
@@ -177,7 +227,10 @@ impl Exact {
     #[cold]
     #[inline(never)]
     fn remark(&self) -> Mark {
+        let t0 = clock::now();
         let m = self.measure();
+        let took = clock::now().saturating_sub(t0);
+        self.read_ticks.set(self.read_ticks.get().min(took));
         self.last.set(m);
         m
     }
@@ -198,7 +251,7 @@ impl Exact {
             };
             m = read_sources(cpu, self.schedstat.as_ref().map(|f| f.as_raw_fd()));
             m.switches = before;
-            m.migrations = self.migrations.and_then(read_count).unwrap_or(0) as u32;
+            m.migrations = self.migrations.as_ref().map_or(0, |p| p.offset() as u32);
             if self.switches.offset() as u32 == before {
                 break;
             }
@@ -225,14 +278,6 @@ fn read_sources(cpu_ns: Option<u64>, schedstat: Option<RawFd>) -> Mark {
         off_ns,
         queued_ns: schedstat.and_then(run_delay_of).unwrap_or(0),
     }
-}
-
-/// The value of a lone counter (no read format flags: one `u64`).
-fn read_count(fd: RawFd) -> Option<u64> {
-    let mut v = 0u64;
-    // SAFETY: `v` is valid for writes of 8 bytes; the fd is open.
-    let n = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
-    (n == 8).then_some(v)
 }
 
 /// The calling thread's off-CPU clock: `CLOCK_MONOTONIC` minus its CPU time.
@@ -316,6 +361,34 @@ mod tests {
             }
         );
         assert_eq!(b.since(&a), a.until(&b));
+    }
+
+    #[test]
+    fn a_switch_after_the_episode_leaves_its_count_exact_and_its_split_apportioned() {
+        let start = Mark {
+            switches: 10,
+            voluntary: 5,
+            involuntary: 5,
+            migrations: 0,
+            off_ns: 1_000,
+            queued_ns: 0,
+        };
+        // The episode blocked once (count 10 -> 11); then its thread was preempted.
+        let now = Mark {
+            switches: 12,
+            voluntary: 6,
+            involuntary: 6,
+            migrations: 1,
+            off_ns: 41_000,
+            queued_ns: 10_000,
+        };
+        let (d, exact) = start.until_count(11, &now, 15_000);
+        assert!(!exact);
+        assert_eq!((d.switches, d.voluntary, d.involuntary), (1, 1, 0));
+        assert_eq!((d.off_ns, d.queued_ns, d.migrations), (15_000, 5_000, 1));
+        let (d, exact) = start.until_count(12, &now, u64::MAX);
+        assert!(exact);
+        assert_eq!(d, start.until(&now));
     }
 
     #[test]

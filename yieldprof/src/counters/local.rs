@@ -314,10 +314,23 @@ impl LocalCounters {
         }
     }
 
-    /// Adds what a wait episode saw between its marks to its node.
+    /// The page's switch count now (~1 ns, no syscall); `None` without a page.
+    #[inline(always)]
+    pub(crate) fn switches(&self) -> Option<u32> {
+        self.exact.as_ref().map(Exact::switches)
+    }
+
+    /// What re-reading every source of a [`Mark`] costs on this thread, in ticks
+    /// (the fewest seen); `u64::MAX` before the first re-read or without a page.
+    pub(crate) fn read_ticks(&self) -> u64 {
+        self.exact.as_ref().map_or(u64::MAX, Exact::read_ticks)
+    }
+
+    /// Adds what a wait episode saw between its marks to its node (`read_at_end`:
+    /// else apportioned).
     #[inline]
-    pub(crate) fn add(&self, node: &NodeCounts, d: &Delta) {
-        node.add(d, self.exact_mask);
+    pub(crate) fn add(&self, node: &NodeCounts, d: &Delta, read_at_end: bool) {
+        node.add(d, self.exact_mask, read_at_end);
     }
 
     /// The thread totals of the events counted through the page: since its first mark.

@@ -127,6 +127,7 @@ impl ThreadCounters {
         if let Some(method) = setup.split {
             n.off_ns = c.off_ns.load(Relaxed);
             n.queued_ns = c.queued_ns.load(Relaxed);
+            n.estimated = c.estimated.load(Relaxed);
             n.split_ns = if method.every_episode {
                 wall
             } else {
@@ -152,12 +153,15 @@ pub(crate) struct NodeCounts {
     pub(super) off_ns: AtomicU64,
     /// The part of it spent runnable, waiting for a CPU, ns.
     pub(super) queued_ns: AtomicU64,
+    /// Episodes whose split was apportioned (`Mark::until_count`), not read at their end.
+    pub(super) estimated: AtomicU64,
 }
 
 impl NodeCounts {
     /// Adds what an episode saw between its two marks, for the events that `exact`
     /// counts on every episode.
-    pub(crate) fn add(&self, d: &Delta, exact: u16) {
+    /// `read_at_end`: the figures were read at the episode's end, else apportioned.
+    pub(crate) fn add(&self, d: &Delta, exact: u16, read_at_end: bool) {
         for (e, v) in [
             (CounterEvent::VoluntarySwitches, d.voluntary),
             (CounterEvent::InvoluntarySwitches, d.involuntary),
@@ -170,6 +174,9 @@ impl NodeCounts {
         }
         bump(&self.off_ns, d.off_ns);
         bump(&self.queued_ns, d.queued_ns);
+        if !read_at_end {
+            bump(&self.estimated, 1);
+        }
     }
 }
 
@@ -186,6 +193,8 @@ pub(crate) struct NodeSnap {
     pub(super) queued_ns: u64,
     pub(super) split_ns: u64,
     pub(super) queued_split_ns: u64,
+    /// Episodes whose split was apportioned, not read at their end.
+    pub(super) estimated: u64,
     /// Whether its timed calls measured their own off-CPU time too.
     pub(crate) calls_split: bool,
 }
@@ -224,6 +233,7 @@ impl NodeSnap {
         n.queued_ns = f(self.queued_ns, other.queued_ns);
         n.split_ns = f(self.split_ns, other.split_ns);
         n.queued_split_ns = f(self.queued_split_ns, other.queued_split_ns);
+        n.estimated = f(self.estimated, other.estimated);
         n.calls_split = self.calls_split || other.calls_split;
         n
     }
@@ -329,6 +339,7 @@ pub(crate) struct Acc {
     queued: u128,
     split_ns: u128,
     queued_split_ns: u128,
+    estimated: u64,
 }
 
 impl Acc {
@@ -349,6 +360,7 @@ impl Acc {
         self.queued += u128::from(n.queued_ns);
         self.split_ns += u128::from(n.split_ns);
         self.queued_split_ns += u128::from(n.queued_split_ns);
+        self.estimated += n.estimated;
     }
 
     pub(crate) fn counters(&self) -> Counters {
@@ -386,6 +398,7 @@ impl Acc {
                 (Some(o), Some(q)) => off.map(|_| o - q),
                 _ => Count::NotAvailable,
             },
+            estimated_episodes: self.estimated,
         }
     }
 }

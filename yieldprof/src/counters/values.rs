@@ -75,6 +75,12 @@ pub struct TimeSplit {
     pub queued_ns: Count,
     /// Off the CPU and not runnable: blocked in a lock, a condvar, a channel, a sleep.
     pub blocked_ns: Count,
+    /// Episodes whose voluntary/involuntary split and on/off-CPU split are
+    /// apportioned, not read: the thread was switched again after the episode ended
+    /// and before its figures were read (they are read when the thread next waits,
+    /// off the woken thread's critical path). Their switch counts stay exact, and so
+    /// do the thread's totals.
+    pub estimated_episodes: u64,
 }
 
 impl TimeSplit {

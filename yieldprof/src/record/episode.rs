@@ -10,7 +10,7 @@ use crate::counters::Mark;
 use crate::record::frame::{self, on, Closed};
 use crate::record::lazy;
 pub use crate::record::lazy::WaitGuard;
-use crate::record::open::{Claimed, Tally};
+use crate::record::open::{Claimed, EndedOf, Tally};
 use crate::record::thread;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -197,25 +197,25 @@ impl Site {
     }
 }
 
-/// Adds one call to the current frame: `ns` of its own time (`off_ns` of them off the
-/// CPU), and its whole length `ticks` to its kind's durations when it was timed.
+/// Adds one call to the current frame: `ns` of its own time, and its whole length
+/// `ticks` to its kind's durations when it was timed; its slot (its off-CPU time
+/// is added when read, `record::deferred`).
 #[inline(always)]
-fn record(l: &thread::Local, key: usize, site: Site, ns: u64, off_ns: u64, ticks: Option<u64>) {
+fn record(l: &thread::Local, key: usize, site: Site, ns: u64, ticks: Option<u64>) -> u32 {
     let t = l.tally.get();
     l.tally.set(Tally {
         calls: t.calls.saturating_add(1),
         kinds: t.kinds | site.kind().bit(),
     });
     let d = &l.data;
-    let s = d.slot_of(l.current.get(), key, || site.info());
+    let i = d.slot_index(l.current.get(), key, || site.info());
+    let s = d.slot(i);
     bump(&s.calls, 1);
     bump(&s.ns, ns);
-    if off_ns > 0 {
-        bump(&s.off_ns, off_ns);
-    }
     if let Some(t) = ticks {
         d.record_call_duration(s, t);
     }
+    i
 }
 
 /// Counts a call that is not timed.
@@ -224,7 +224,7 @@ fn record_count(key: usize, site: Site) {
     thread::enter(|l| {
         // A wait: the pending episodes around it open now.
         lazy::materialise(l);
-        record(l, key, site, 0, 0, None)
+        record(l, key, site, 0, None);
     });
 }
 
@@ -261,7 +261,7 @@ impl CallGuard {
                 None => lazy::materialise(l),
             };
             let (start, mark) = begun.unwrap_or_else(|| {
-                let mark = l.counters.mark(&l.data.counters);
+                let mark = l.mark();
                 (clock::now(), mark)
             });
             CallGuard {
@@ -304,16 +304,14 @@ impl CallGuard {
             }
             if l.data.serial() != self.serial {
                 // Resumed on another thread: this one's figures say nothing of it.
-                return record(l, self.key, site, elapsed, 0, Some(elapsed));
+                record(l, self.key, site, elapsed, Some(elapsed));
+                return;
             }
-            let m = l.counters.mark(&l.data.counters);
-            let off_ns = if m.switches != self.mark.switches {
-                self.mark.until(&m).off_ns
-            } else {
-                0
-            };
-            let own = l.claim(self.claimed, elapsed, off_ns);
-            record(l, self.key, site, own.ticks, own.off_ns, Some(elapsed));
+            let own = l.claim_ticks(self.claimed.ticks, elapsed);
+            let slot = record(l, self.key, site, own, Some(elapsed));
+            // Its off-CPU time, when it switched, is read later (`record::deferred`).
+            let to = EndedOf::Call(slot);
+            l.ended(&self.mark, to, self.claimed.off_ns, elapsed);
         });
     }
 }

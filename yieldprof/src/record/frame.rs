@@ -7,7 +7,7 @@ use crate::base::ring::Episode;
 use crate::base::site::FrameInfo;
 use crate::config;
 use crate::counters::Mark;
-use crate::record::open::{Opened, Tally};
+use crate::record::open::{EndedOf, Opened, Tally};
 use crate::record::thread::Local;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -46,7 +46,7 @@ pub(crate) fn open(
         Some((start, mark)) => (start, if wait { mark } else { Mark::ZERO }),
         None => {
             let mark = if wait {
-                l.counters.mark(&l.data.counters)
+                l.mark()
             } else {
                 Mark::ZERO
             };
@@ -89,14 +89,8 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
     let o = l.open.pop(slot)?;
     let elapsed = end.saturating_sub(o.start);
     let n = l.data.node(o.node);
-    let mut off_ns = 0;
     if o.wait {
-        let m = l.counters.mark(&l.data.counters);
-        if m.switches != o.mark.switches {
-            let d = o.mark.until(&m);
-            l.counters.add(&n.counts, &d);
-            off_ns = d.off_ns;
-        }
+        let end = l.counters.switches().unwrap_or(o.mark.switches);
         // Every poll of an `async fn` episode is one stretch of the timeline.
         let mine = l.tally.get();
         l.tally.set(o.tally.plus(mine));
@@ -106,10 +100,14 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
             frame: n.frame.load(Relaxed),
             kinds: mine.kinds,
             calls: mine.calls,
-            switches: m.switches.wrapping_sub(o.mark.switches),
+            switches: end.wrapping_sub(o.mark.switches),
         });
     }
-    l.claim(o.claimed, elapsed, off_ns);
+    l.claim_ticks(o.claimed.ticks, elapsed);
+    if o.wait {
+        // Its switch figures, when it switched, are read later (`record::deferred`).
+        l.ended(&o.mark, EndedOf::Frame(o.node), o.claimed.off_ns, elapsed);
+    }
     if o.count {
         bump(&n.episodes, 1);
         l.data.record_duration_of(n, elapsed);

@@ -9,6 +9,8 @@ mod copy;
 #[cfg_attr(not(feature = "enabled"), path = "noop.rs")]
 pub(crate) mod episode;
 #[cfg(feature = "enabled")]
+mod deferred;
+#[cfg(feature = "enabled")]
 mod exited;
 #[cfg(feature = "enabled")]
 mod frame;

@@ -107,6 +107,44 @@ impl OpenFrames {
     }
 }
 
+/// Episodes and calls that closed switched, whose switch figures are not read yet,
+/// at most: more are read at once (`record::deferred`). They are the closes since
+/// the thread's last mark, which every open takes: a few nested frames.
+pub(crate) const UNREAD: usize = 16;
+
+/// An episode or a timed call that ended after a switch: what its figures go to
+/// once read (`record::deferred`).
+#[derive(Clone, Copy)]
+pub(crate) struct Ended {
+    /// The thread's mark when it opened, and the page's switch count when it closed.
+    pub(crate) start: Mark,
+    pub(crate) end: u32,
+    /// A wait frame's node (its counts take the figures), or a call's slot (its
+    /// off-CPU time takes its own share).
+    pub(crate) to: EndedOf,
+    /// The off-CPU ns closed guards had claimed when it opened.
+    pub(crate) claimed_off: u64,
+    /// Its length, ticks: its off-CPU time is at most that.
+    pub(crate) ticks: u64,
+}
+
+/// What an [`Ended`] was.
+#[derive(Clone, Copy)]
+pub(crate) enum EndedOf {
+    Frame(u32),
+    Call(u32),
+}
+
+/// This thread's [`Ended`]s in the order they closed; allocated once, at most
+/// [`UNREAD`] long.
+pub(crate) struct Unread(pub(crate) RefCell<Vec<Ended>>);
+
+impl Default for Unread {
+    fn default() -> Self {
+        Unread(RefCell::new(Vec::with_capacity(UNREAD)))
+    }
+}
+
 /// Wait episodes entered on this thread and not yet left, innermost last, up to this
 /// many; deeper ones open their frames at entry.
 pub(crate) const LAZY_DEPTH: usize = 64;

@@ -18,7 +18,7 @@ use crate::model::histogram::{AtomicDurations, AtomicHistogram};
 use crate::model::profile::Profile;
 use crate::model::tree::ThreadProfile;
 use crate::record::exited::Exited;
-use crate::record::open::{self, Claimed, OpenFrames, Tally, UnwaitedTable};
+use crate::record::open::{self, Claimed, OpenFrames, Tally, Unread, UnwaitedTable};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -288,16 +288,21 @@ impl ThreadData {
     /// The slot of `node` for the call site at `key`.
     #[inline]
     pub(crate) fn slot_of(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> &Slot {
+        self.slot(self.slot_index(node, key, info))
+    }
+
+    /// The index of [`ThreadData::slot_of`]'s slot.
+    #[inline]
+    pub(crate) fn slot_index(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
         let n = self.node(node);
         let mut s = n.first_slot.own();
         while s != OVERFLOW_SLOT {
-            let slot = self.slot(s);
-            if slot.key.load(Relaxed) == key {
-                return slot;
+            if self.slot(s).key.load(Relaxed) == key {
+                return s;
             }
-            s = slot.next.own();
+            s = self.slot(s).next.own();
         }
-        self.slot(self.new_slot(node, key, info))
+        self.new_slot(node, key, info)
     }
 
     #[cold]
@@ -333,20 +338,29 @@ impl ThreadData {
 }
 
 impl Local {
-    /// A guard that opened when `at_open` was claimed closes after `ticks` (`off_ns`
-    /// of them off the CPU): its own share, less what guards closed inside it claimed,
-    /// is claimed now and returned. The claims only grow, so a guard that outlives
-    /// the guards opened after it (held across an `.await`) miscounts only itself.
+    /// A guard that opened when `at_open` ticks were claimed closes after `ticks`:
+    /// its own share, less what guards closed inside it claimed, is claimed now and
+    /// returned. The claims only grow, so a guard that outlives the guards opened
+    /// after it (held across an `.await`) miscounts only itself.
     #[inline]
-    pub(crate) fn claim(&self, at_open: Claimed, ticks: u64, off_ns: u64) -> Claimed {
+    pub(crate) fn claim_ticks(&self, at_open: u64, ticks: u64) -> u64 {
         let now = self.claimed.get();
-        let own = Claimed {
-            ticks: ticks.saturating_sub(now.ticks.wrapping_sub(at_open.ticks)),
-            off_ns: off_ns.saturating_sub(now.off_ns.wrapping_sub(at_open.off_ns)),
-        };
+        let own = ticks.saturating_sub(now.ticks.wrapping_sub(at_open));
         self.claimed.set(Claimed {
-            ticks: now.ticks.wrapping_add(own.ticks),
-            off_ns: now.off_ns.wrapping_add(own.off_ns),
+            ticks: now.ticks.wrapping_add(own),
+            ..now
+        });
+        own
+    }
+
+    /// As [`Local::claim_ticks`], for off-CPU ns, claimed when a guard's figures are
+    /// read (`record::deferred`), in the order the guards closed.
+    pub(crate) fn claim_off(&self, at_open: u64, off_ns: u64) -> u64 {
+        let now = self.claimed.get();
+        let own = off_ns.saturating_sub(now.off_ns.wrapping_sub(at_open));
+        self.claimed.set(Claimed {
+            off_ns: now.off_ns.wrapping_add(own),
+            ..now
         });
         own
     }
@@ -361,11 +375,14 @@ pub(crate) struct Local {
     pub(crate) claimed: Cell<Claimed>,
     pub(crate) tally: Cell<Tally>,
     pub(crate) open: OpenFrames,
+    pub(crate) unread: Unread,
 }
 
 impl Drop for Local {
     fn drop(&mut self) {
         open::forget_unwaited_cache();
+        // Its closed episodes' switch figures (`record::deferred`).
+        self.settle();
         self.counters.refresh(&self.data.counters);
         publish_skipped(&self.data);
         let done = self.data.snapshot(true);
@@ -403,6 +420,7 @@ fn register() -> Local {
         claimed: Cell::new(Claimed::ZERO),
         tally: Cell::new(Tally::ZERO),
         open: OpenFrames::default(),
+        unread: Unread::default(),
     }
 }
 
@@ -531,7 +549,10 @@ pub(crate) fn all_threads() -> Vec<ThreadProfile> {
     // The calling thread's counter totals are brought up to now; others' are as of
     // their last sampled episode.
     if counters::open_here() {
-        with(|l| l.counters.refresh(&l.data.counters));
+        with(|l| {
+            l.settle();
+            l.counters.refresh(&l.data.counters)
+        });
     }
     let (live, mut out, base) = {
         let r = registry();

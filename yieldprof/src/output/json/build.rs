@@ -42,6 +42,7 @@ fn time_split(t: &counters::TimeSplit) -> TimeSplit {
         off_cpu_ns: count(t.off_cpu_ns),
         queued_ns: count(t.queued_ns),
         blocked_ns: count(t.blocked_ns),
+        estimated_episodes: t.estimated_episodes,
     }
 }
 

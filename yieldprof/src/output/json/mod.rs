@@ -292,6 +292,10 @@ pub struct TimeSplit {
     pub queued_ns: Option<Count>,
     /// Off the CPU and not runnable.
     pub blocked_ns: Option<Count>,
+    /// Episodes whose split was apportioned, not read at their end (the thread was
+    /// switched again before it was read); 0 in reports written before this field.
+    #[serde(default)]
+    pub estimated_episodes: u64,
 }
 
 /// A wait site's own time outside timed calls, as in [`crate::report::OwnTime`].

@@ -1,0 +1,98 @@
+//! Switch figures read after the fact, off the woken thread's critical path.
+//!
+//! An episode or timed call that the thread was switched in (the page's count moved)
+//! needs the figures that change only at a switch (`counters::Mark`): voluntary and
+//! involuntary switches, migrations, off-CPU and queued time. Reading them costs a few
+//! syscalls (~1.5–3 µs), and at the episode's end that is between the wait returning
+//! and the user's code going on. But they stay as they were at the episode's end until
+//! the thread's next switch, so the close only notes what they go to ([`Ended`]) and
+//! the thread reads them at its next mark: when it is about to wait again (every frame
+//! open and timed call takes one), when it reports, at its exit. If it was switched
+//! in between (preempted while running its own code), the episode's split is
+//! apportioned and counted as estimated (`Mark::until_count`); its switch count and
+//! the thread's totals stay exact. An episode long enough that a read is at most 2 %
+//! of it is read at its end.
+
+use crate::base::arena::bump;
+use crate::base::clock::Scale;
+use crate::counters::Mark;
+use crate::record::open::{Ended, EndedOf, UNREAD};
+use crate::record::thread::Local;
+
+/// An episode at least this many times as long as one read of the figures is read at
+/// its end: the read is ≤ 2 % of it.
+const READ_AT_END: u64 = 50;
+
+impl Local {
+    /// The thread's switch figures now, for a frame or call that opens: reading them
+    /// (when the thread was switched since the last read) also gives the figures of
+    /// the episodes that ended unread.
+    #[inline(always)]
+    pub(crate) fn mark(&self) -> Mark {
+        let m = self.counters.mark(&self.data.counters);
+        if self.unread.0.borrow().is_empty() {
+            return m;
+        }
+        self.attribute(&m);
+        m
+    }
+
+    /// Reads the figures of the episodes that ended unread, if any.
+    pub(crate) fn settle(&self) {
+        if !self.unread.0.borrow().is_empty() {
+            self.mark();
+        }
+    }
+
+    /// A wait frame or a timed call that opened at `start` closed after `ticks`:
+    /// where the thread was switched in it, notes what its figures go to (`to`, and
+    /// the off-CPU time claimed when it opened), read now if it is long.
+    #[inline]
+    pub(crate) fn ended(&self, start: &Mark, to: EndedOf, claimed_off: u64, ticks: u64) {
+        let Some(end) = self.counters.switches() else {
+            return;
+        };
+        if end == start.switches {
+            return;
+        }
+        let full = {
+            let mut unread = self.unread.0.borrow_mut();
+            unread.push(Ended {
+                start: *start,
+                end,
+                to,
+                claimed_off,
+                ticks,
+            });
+            unread.len() >= UNREAD
+        };
+        if full || ticks / READ_AT_END >= self.counters.read_ticks() {
+            self.settle();
+        }
+    }
+
+    /// Gives each episode that ended unread its figures from `now`, in the order they
+    /// closed, so that a frame's own off-CPU time is claimed after its calls'.
+    #[cold]
+    #[inline(never)]
+    fn attribute(&self, now: &Mark) {
+        let scale = Scale::known();
+        let mut unread = self.unread.0.borrow_mut();
+        for e in unread.drain(..) {
+            let wall_ns = scale.map_or(e.ticks, |s| s.ns(e.ticks));
+            let (d, read_at_end) = e.start.until_count(e.end, now, wall_ns);
+            let own_off = self.claim_off(e.claimed_off, d.off_ns);
+            match e.to {
+                EndedOf::Frame(node) => {
+                    self.counters
+                        .add(&self.data.node(node).counts, &d, read_at_end)
+                }
+                EndedOf::Call(slot) => {
+                    if own_off > 0 {
+                        bump(&self.data.slot(slot).off_ns, own_off);
+                    }
+                }
+            }
+        }
+    }
+}
