@@ -183,8 +183,7 @@ impl Exact {
             read_ticks: Cell::new(u64::MAX),
             base: Mark::ZERO,
         };
-        x.base = x.measure();
-        x.last.set(x.base);
+        x.base = x.remark();
         Ok(x)
     }
 
