@@ -206,6 +206,12 @@ impl Exact {
         self.switches.offset() as u32
     }
 
+    /// Whether the switch count moved since the last mark.
+    #[inline(always)]
+    pub(crate) fn moved(&self) -> bool {
+        self.switches() != self.last.get().switches
+    }
+
     /// What one re-read of every source costs on this thread, in ticks: the fewest
     /// it has taken yet.
     pub(crate) fn read_ticks(&self) -> u64 {

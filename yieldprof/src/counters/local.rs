@@ -314,6 +314,14 @@ impl LocalCounters {
         }
     }
 
+    /// Whether the thread was switched since its last mark: the next [`mark`] reads.
+    ///
+    /// [`mark`]: LocalCounters::mark
+    #[inline(always)]
+    pub(crate) fn moved(&self) -> bool {
+        self.exact.as_ref().is_some_and(Exact::moved)
+    }
+
     /// The page's switch count now (~1 ns, no syscall); `None` without a page.
     #[inline(always)]
     pub(crate) fn switches(&self) -> Option<u32> {

@@ -83,6 +83,9 @@ pub struct SiteStats {
     /// Own time outside timed calls, by what was measured: `[spin]`, `[on-cpu]`,
     /// `[off-cpu]` or `[unexplained]`.
     pub own: OwnTime,
+    /// yieldprof's own time inside the site's frames (nodes created, switch figures
+    /// read): its `[profiler]` frame, never in `own`.
+    pub profiler_ns: u64,
 }
 
 impl SiteStats {
@@ -105,6 +108,7 @@ impl SiteStats {
             counters: Counters::default(),
             time: TimeSplit::default(),
             own: OwnTime::default(),
+            profiler_ns: 0,
         }
     }
 
@@ -182,6 +186,9 @@ pub struct ThreadStats {
     pub counter_source: CounterSource,
     /// Time the thread spent reading its counters.
     pub counter_overhead_ns: u64,
+    /// yieldprof's own time on the thread: its set-up (counters opened), nodes
+    /// created, switch figures read; the `[profiler]` frames of its stacks.
+    pub profiler_ns: u64,
     /// Time it was runnable but waited for a CPU (the kernel's schedstat), since it
     /// first recorded, at most its wall time (the kernel credits a wait when the thread
     /// next runs); `None` where the kernel does not say.
@@ -243,6 +250,7 @@ impl Profile {
                 s.episodes += n.episodes;
                 s.wall_ns += n.wall_ns;
                 s.suspended_ns += n.suspended_ns;
+                s.profiler_ns += n.profiler_ns;
                 s.self_ns += n.wall_ns.saturating_sub(child_wall[i]);
                 for slot in &n.slots {
                     let info = self.calls[slot.call as usize];
@@ -351,6 +359,7 @@ impl Profile {
                     counters_in_wait,
                     counter_source: t.counters.source,
                     counter_overhead_ns: t.counters.overhead_ns,
+                    profiler_ns: t.nodes.iter().map(|n| n.profiler_ns).sum(),
                     // The kernel credits a run-queue wait when the thread next runs, so
                     // a wait begun before the thread's first event can land in its
                     // window (seen: 3.5 ms queued in a 0.2 ms life): never more than

@@ -17,6 +17,9 @@ pub(crate) struct NodeStats {
     pub(crate) wall_ns: u64,
     /// Async episodes: time between polls, outside `wall_ns` (see `record::episode`).
     pub(crate) suspended_ns: u64,
+    /// yieldprof's own time inside `wall_ns` while this node was current: set-up,
+    /// node creation, switch figures read (`[profiler]`).
+    pub(crate) profiler_ns: u64,
     pub(crate) durations: Histogram,
     pub(crate) counts: NodeSnap,
     pub(crate) slots: Vec<SlotStats>,
@@ -64,11 +67,13 @@ impl NodeStats {
     }
 
     /// The frame's own time outside its children and its timed calls (`child_wall`:
-    /// its children's wall time): `[spin]` for a wait frame, `[work]` otherwise.
+    /// its children's wall time) and the profiler's: `[spin]` for a wait frame,
+    /// `[work]` otherwise.
     pub(crate) fn rest_ns(&self, child_wall: u64) -> u64 {
         self.wall_ns
             .saturating_sub(child_wall)
             .saturating_sub(self.timed_ns())
+            .saturating_sub(self.profiler_ns)
     }
 }
 
@@ -129,6 +134,7 @@ impl ThreadProfile {
             m.episodes += n.episodes;
             m.wall_ns += n.wall_ns;
             m.suspended_ns += n.suspended_ns;
+            m.profiler_ns += n.profiler_ns;
             m.durations.add(&n.durations);
             m.counts = m.counts.plus(&n.counts);
             for s in &n.slots {
@@ -207,6 +213,7 @@ impl ThreadProfile {
         for n in &mut self.nodes {
             n.wall_ns = scale.ns(n.wall_ns);
             n.suspended_ns = scale.ns(n.suspended_ns);
+            n.profiler_ns = scale.ns(n.profiler_ns);
             n.durations.scale_to_ns(scale);
             n.counts.scale_to_ns(scale);
             for s in &mut n.slots {
@@ -291,6 +298,7 @@ impl NodeStats {
             episodes: self.episodes.saturating_sub(earlier.episodes),
             wall_ns: self.wall_ns.saturating_sub(earlier.wall_ns),
             suspended_ns: self.suspended_ns.saturating_sub(earlier.suspended_ns),
+            profiler_ns: self.profiler_ns.saturating_sub(earlier.profiler_ns),
             durations: self.durations.minus(&earlier.durations),
             counts: self.counts.minus(&earlier.counts),
             slots,

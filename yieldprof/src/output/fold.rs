@@ -4,7 +4,8 @@
 //! kind's frame (`[yield]`, `[sleep]`, `[lock]`, `[condvar]`, `[channel]`, ...); a wait
 //! frame's own time outside them by what was measured (`[spin]`, `[on-cpu]`,
 //! `[off-cpu]`, `[unexplained]`: see [`OwnTime`](crate::report::OwnTime)); `[work]` for a
-//! thread's or business frame's own time. Exited threads with the same name share
+//! thread's or business frame's own time; `[profiler]` for yieldprof's own time inside
+//! a frame (set-up, node creation, switch figures read), taken out of the frame's own. Exited threads with the same name share
 //! lines, so the file grows with unique stacks, never with episodes; live threads that
 //! share a name (a pool's workers) are told apart by their tid.
 
@@ -16,6 +17,10 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 pub use crate::config::Metric;
+
+/// The leaf of yieldprof's own time inside a frame (`NodeStats::profiler_ns`): its
+/// set-up, node creation and switch figures read; never in the frame's own time.
+pub(crate) const PROFILER: &str = "[profiler]";
 
 /// A frame name safe inside a folded line (`;` separates frames, a newline ends it)
 /// and inside inferno's frame attribute files (tab-separated).
@@ -115,6 +120,7 @@ impl Profile {
                         (FrameKind::Overflow, _) => out.add(path, None, n.rest_ns(child_wall[i])),
                         _ => out.add(path, Some("[work]"), n.rest_ns(child_wall[i])),
                     }
+                    out.add(path, Some(PROFILER), n.profiler_ns);
                 }
                 for kind in Kind::ALL {
                     out.add(path, Some(kind.frame()), kinds[kind as usize]);

@@ -379,4 +379,18 @@ fn write_thread_counters(threads: &[crate::model::profile::ThreadStats], s: &mut
             wrap(&format!("on/off-CPU split: {m}"), "  ", "    ")
         );
     }
+    let own: u64 = threads.iter().map(|t| t.profiler_ns).sum();
+    let wall: u64 = threads.iter().map(|t| t.wall_ns).sum();
+    let estimated: u64 = threads
+        .iter()
+        .map(|t| t.time_in_wait.estimated_episodes)
+        .sum();
+    let line = format!(
+        "profiler's own time: {} ({:.2}% of the threads' wall), shown as [profiler], not in \
+         any site's own time; {estimated} outermost episodes with their on/off-CPU split \
+         apportioned (switched again before it was read)",
+        duration(own),
+        percent(own, wall)
+    );
+    let _ = writeln!(s, "{}", wrap(&line, "  ", "    "));
 }

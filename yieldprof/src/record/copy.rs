@@ -22,6 +22,7 @@ impl ThreadData {
                     episodes: n.episodes.load(Relaxed),
                     wall_ns: n.wall_ns.load(Relaxed),
                     suspended_ns: n.suspended_ns.load(Relaxed),
+                    profiler_ns: n.profiler_ticks.load(Relaxed),
                     durations: n.durations.load(),
                     counts: self.counters.node(&n.counts, n.wall_ns.load(Relaxed)),
                     slots: Vec::new(),

@@ -14,7 +14,7 @@
 //! of it is read at its end.
 
 use crate::base::arena::bump;
-use crate::base::clock::Scale;
+use crate::base::clock::{self, Scale};
 use crate::counters::Mark;
 use crate::record::open::{Ended, EndedOf, UNREAD};
 use crate::record::thread::Local;
@@ -29,12 +29,28 @@ impl Local {
     /// the episodes that ended unread.
     #[inline(always)]
     pub(crate) fn mark(&self) -> Mark {
-        let m = self.counters.mark(&self.data.counters);
-        if self.unread.0.borrow().is_empty() {
-            return m;
+        if !self.counters.moved() && self.unread.0.borrow().is_empty() {
+            return self.counters.mark(&self.data.counters);
         }
+        self.read_mark()
+    }
+
+    /// [`Local::mark`] where it reads: timed, as the profiler's own time.
+    #[cold]
+    #[inline(never)]
+    fn read_mark(&self) -> Mark {
+        let t0 = clock::now();
+        let m = self.counters.mark(&self.data.counters);
         self.attribute(&m);
+        self.charge(t0);
         m
+    }
+
+    /// The time since tick `t0` was yieldprof's own: it is in the current frame's
+    /// wall time (or the thread's), shown as its `[profiler]` frame, not its own time.
+    pub(crate) fn charge(&self, t0: u64) {
+        let n = self.data.node(self.current.get());
+        bump(&n.profiler_ticks, clock::now().saturating_sub(t0));
     }
 
     /// Reads the figures of the episodes that ended unread, if any.
@@ -73,8 +89,6 @@ impl Local {
 
     /// Gives each episode that ended unread its figures from `now`, in the order they
     /// closed, so that a frame's own off-CPU time is claimed after its calls'.
-    #[cold]
-    #[inline(never)]
     fn attribute(&self, now: &Mark) {
         let scale = Scale::known();
         let mut unread = self.unread.0.borrow_mut();

@@ -48,6 +48,9 @@ pub(crate) struct Node {
     /// Async episodes only: time between their polls (first poll to completion, minus
     /// the polls), which `wall_ns` leaves out.
     pub(crate) suspended_ns: AtomicU64,
+    /// Ticks yieldprof spent in its own slow paths while this node was current
+    /// (`[profiler]`: see `Local::charge`), inside its wall time.
+    pub(crate) profiler_ticks: AtomicU64,
     pub(crate) counts: NodeCounts,
     pub(crate) durations: AtomicHistogram,
     /// Index of this node's frame in the thread's `site_durations`; `NO_DURATIONS` for
@@ -193,6 +196,14 @@ impl ThreadData {
 
     #[cold]
     fn new_child(&self, parent: u32, key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
+        let t0 = clock::now();
+        let i = self.push_child(parent, key, info);
+        // Inside the parent's time: the profiler's, not the parent's own.
+        bump(&self.node(parent).profiler_ticks, clock::now().saturating_sub(t0));
+        i
+    }
+
+    fn push_child(&self, parent: u32, key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
         let frame = site::frame_id(key, info);
         let durations = self.site_durations_of(frame, EPISODES);
         let p = self.node(parent);
@@ -402,6 +413,7 @@ thread_local! {
 }
 
 fn register() -> Local {
+    let t0 = clock::now();
     let data = {
         let mut r = registry();
         r.next_serial += 1;
@@ -413,6 +425,8 @@ fn register() -> Local {
     SERIAL.with(|s| s.set(data.serial));
     // Outside the registry lock: opening perf counters takes a few syscalls.
     let counters = LocalCounters::open(&data.counters);
+    // The thread's set-up, its counters' first of all: the profiler's time.
+    bump(&data.node(ROOT).profiler_ticks, clock::now().saturating_sub(t0));
     Local {
         data,
         current: Cell::new(ROOT),

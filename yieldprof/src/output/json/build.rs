@@ -140,6 +140,7 @@ impl Profile {
             time_in_wait: time_split(&t.time_in_wait),
             split_method: t.split_method.map(|m| m.to_string()),
             fragmentation: fragmentation(f),
+            profiler_ns: t.profiler_ns,
         });
         let falsely_shared: Vec<&str> = self
             .false_sharing_frames()
@@ -168,6 +169,7 @@ impl Profile {
                     off_cpu_ns: s.own.off_cpu_ns,
                     unexplained_ns: s.own.unexplained_ns,
                 },
+                profiler_ns: s.profiler_ns,
                 durations: durations(h),
                 call_durations: s
                     .call_durations

@@ -277,6 +277,10 @@ pub struct Thread {
     pub split_method: Option<String>,
     /// Its wait episodes' fragmentation.
     pub fragmentation: Fragmentation,
+    /// yieldprof's own time on the thread (`[profiler]`): set-up, nodes created,
+    /// switch figures read; 0 in reports written before this field.
+    #[serde(default)]
+    pub profiler_ns: u64,
 }
 
 /// Where wait episodes' time went, as in [`crate::counters::TimeSplit`]: each `null`
@@ -381,6 +385,10 @@ pub struct Site {
     pub time: TimeSplit,
     /// Own time outside timed calls, by what was measured.
     pub own: OwnTime,
+    /// yieldprof's own time inside the site's frames (`[profiler]`), never in `own`;
+    /// 0 in reports written before this field.
+    #[serde(default)]
+    pub profiler_ns: u64,
     /// Episode durations.
     pub durations: Durations,
     /// Its episodes' fragmentation.
