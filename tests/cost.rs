@@ -109,9 +109,19 @@ fn matches_kernel(site: &str, mut scenario: impl FnMut() -> (u64, u64)) -> bool 
             "{site} attempt {attempt}: site {v} voluntary + {i} involuntary = {s}; kernel \
              {kv} + {ki}; {e1} estimated episodes so far"
         );
-        assert_eq!(s, v + i, "{site}: the split does not add up to the switches");
-        assert!(v <= kv, "{site}: {v} voluntary switches, the kernel saw {kv}");
-        assert!(i <= ki, "{site}: {i} involuntary switches, the kernel saw {ki}");
+        assert_eq!(
+            s,
+            v + i,
+            "{site}: the split does not add up to the switches"
+        );
+        assert!(
+            v <= kv,
+            "{site}: {v} voluntary switches, the kernel saw {kv}"
+        );
+        assert!(
+            i <= ki,
+            "{site}: {i} involuntary switches, the kernel saw {ki}"
+        );
         if v == kv && kv > 0 {
             return true;
         }
@@ -220,8 +230,7 @@ fn run_for(d: Duration) {
 }
 
 #[test]
-fn a_thread_preempted_between_episodes_keeps_exact_voluntary_counts_and_says_what_it_estimated()
-{
+fn a_thread_preempted_between_episodes_keeps_exact_voluntary_counts_and_says_what_it_estimated() {
     if !capabilities()
         .get(CounterEvent::ContextSwitches)
         .is_available()
@@ -275,4 +284,53 @@ fn a_thread_preempted_between_episodes_keeps_exact_voluntary_counts_and_says_wha
     if !shown {
         eprintln!("inconclusive: no attempt was preempted between naps without blocking outside");
     }
+}
+
+#[yieldprof::instrument_wait]
+fn first_nap() {
+    // SAFETY: usleep has no preconditions.
+    unsafe { libc::usleep(1) };
+}
+
+#[test]
+fn a_threads_set_up_is_the_profilers_own_time_not_its_first_sites() {
+    // The first wait call of a new thread sets the thread up (its counters open).
+    let (tid, window) = std::thread::Builder::new()
+        .name("first".into())
+        .spawn(|| {
+            let t = Instant::now();
+            first_nap();
+            (tid(), t.elapsed().as_nanos() as u64)
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let profile = yieldprof::snapshot();
+    let thread = profile
+        .threads()
+        .into_iter()
+        .find(|t| t.tid == tid)
+        .unwrap();
+    let site = profile.site("first_nap").unwrap();
+    eprintln!(
+        "first call {window} ns by the caller's clock: episode {} ns, profiler {} ns",
+        site.wall_ns, thread.profiler_ns
+    );
+    assert!(thread.profiler_ns > 0, "the set-up took no time");
+    // Set-up and episode are apart: together within what the caller measured (1 µs
+    // for rounding ticks to ns).
+    assert!(
+        site.wall_ns + thread.profiler_ns <= window + 1_000,
+        "episode {} + profiler {} > the caller's {window} ns",
+        site.wall_ns,
+        thread.profiler_ns
+    );
+    // And the folded stacks show it as the thread's `[profiler]` frame, to the ns.
+    let folded = profile.folded(yieldprof::report::Metric::Wall);
+    let shown: u64 = folded
+        .iter()
+        .filter(|l| l.starts_with("first") && l.contains(";[profiler] "))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(shown, thread.profiler_ns, "{folded:?}");
 }

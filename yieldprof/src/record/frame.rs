@@ -35,6 +35,13 @@ pub(crate) fn open(
 ) -> (u32, u32, (u64, Mark)) {
     let prev = l.current.get();
     let node = l.data.child(prev, key, info);
+    // Before the frame is current: a read here is outside its time (its clock starts
+    // after), so the profiler's time it takes is the parent's.
+    let mark = match begin {
+        Some((_, mark)) if wait => mark,
+        None if wait => l.mark(),
+        _ => Mark::ZERO,
+    };
     l.data.opened(node);
     l.current.set(node);
     let sample = if wait && l.counters.wants_sample() {
@@ -42,16 +49,9 @@ pub(crate) fn open(
     } else {
         NO_SAMPLE
     };
-    let (start, mark) = match begin {
-        Some((start, mark)) => (start, if wait { mark } else { Mark::ZERO }),
-        None => {
-            let mark = if wait {
-                l.mark()
-            } else {
-                Mark::ZERO
-            };
-            (clock::now(), mark)
-        }
+    let start = match begin {
+        Some((start, _)) => start,
+        None => clock::now(),
     };
     // A wait frame tallies its own calls; a business frame's count in the wait frame
     // around it.
@@ -104,10 +104,6 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
         });
     }
     l.claim_ticks(o.claimed.ticks, elapsed);
-    if o.wait {
-        // Its switch figures, when it switched, are read later (`record::deferred`).
-        l.ended(&o.mark, EndedOf::Frame(o.node), o.claimed.off_ns, elapsed);
-    }
     if o.count {
         bump(&n.episodes, 1);
         l.data.record_duration_of(n, elapsed);
@@ -121,6 +117,11 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
     }
     l.current
         .set(l.data.closed(n, o.node, o.prev, l.current.get()));
+    if o.wait {
+        // Its switch figures, when it switched, are read later (`record::deferred`),
+        // or now, in the parent's time, if it is long.
+        l.ended(&o.mark, EndedOf::Frame(o.node), o.claimed.off_ns, elapsed);
+    }
     Some(Closed {
         node: o.node,
         start: o.start,

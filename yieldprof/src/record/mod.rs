@@ -6,10 +6,10 @@
 // Without the `enabled` feature the hot path is a set of no-ops with the same names.
 #[cfg(feature = "enabled")]
 mod copy;
-#[cfg_attr(not(feature = "enabled"), path = "noop.rs")]
-pub(crate) mod episode;
 #[cfg(feature = "enabled")]
 mod deferred;
+#[cfg_attr(not(feature = "enabled"), path = "noop.rs")]
+pub(crate) mod episode;
 #[cfg(feature = "enabled")]
 mod exited;
 #[cfg(feature = "enabled")]

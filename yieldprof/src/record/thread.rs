@@ -199,7 +199,10 @@ impl ThreadData {
         let t0 = clock::now();
         let i = self.push_child(parent, key, info);
         // Inside the parent's time: the profiler's, not the parent's own.
-        bump(&self.node(parent).profiler_ticks, clock::now().saturating_sub(t0));
+        bump(
+            &self.node(parent).profiler_ticks,
+            clock::now().saturating_sub(t0),
+        );
         i
     }
 
@@ -426,7 +429,10 @@ fn register() -> Local {
     // Outside the registry lock: opening perf counters takes a few syscalls.
     let counters = LocalCounters::open(&data.counters);
     // The thread's set-up, its counters' first of all: the profiler's time.
-    bump(&data.node(ROOT).profiler_ticks, clock::now().saturating_sub(t0));
+    bump(
+        &data.node(ROOT).profiler_ticks,
+        clock::now().saturating_sub(t0),
+    );
     Local {
         data,
         current: Cell::new(ROOT),
