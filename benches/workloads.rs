@@ -28,6 +28,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
 
+// Handoffs between threads that block: ping-pongs, a rendezvous channel, the Mutex
+// loop with more threads, and the profiler's own time against what they measure.
+#[path = "workloads/handoffs.rs"]
+mod handoffs;
+
 const ROUNDS: usize = 7;
 /// Spins before a wait fn starts yielding.
 const SPINS: u32 = 64;
@@ -405,6 +410,8 @@ fn main() {
         ring[0] / ring[1],
     );
     println!("({:.0} s)", started.elapsed().as_secs_f64());
+
+    handoffs::run(&mutex);
 
     flush.flush().expect("flush tracing-flame");
     drop(guard);

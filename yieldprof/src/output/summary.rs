@@ -176,6 +176,13 @@ impl Profile {
             if !own.is_empty() {
                 let _ = writeln!(s, "    own time outside calls: {}", own.join(", "));
             }
+            if site.profiler_ns > 0 {
+                let _ = writeln!(
+                    s,
+                    "    the profiler's own time in it: [profiler] {}",
+                    duration(site.profiler_ns)
+                );
+            }
             let frag = self.site_fragmentation(site, &costs);
             let _ = writeln!(
                 s,

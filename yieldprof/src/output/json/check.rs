@@ -92,11 +92,13 @@ impl Document {
             );
             let own = &s.own;
             let outside = own.spin_ns + own.on_cpu_ns + own.off_cpu_ns + own.unexplained_ns;
+            // The profiler's time inside the site's frames is in its own time, apart.
             check(
-                s.spin_ns == own.spin_ns && outside + s.in_calls_ns == s.self_ns,
+                s.spin_ns == own.spin_ns && outside + s.in_calls_ns + s.profiler_ns == s.self_ns,
                 format!(
-                    "{who}: own time outside calls {outside} + in calls {} != own time {}",
-                    s.in_calls_ns, s.self_ns
+                    "{who}: own time outside calls {outside} + in calls {} + profiler {} != \
+                     own time {}",
+                    s.in_calls_ns, s.profiler_ns, s.self_ns
                 ),
             );
             let exact = |c: Option<Count>| c.filter(|c| !c.estimated).map(|c| c.value);

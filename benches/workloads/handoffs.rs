@@ -1,0 +1,276 @@
+//! Handoffs between threads that block, raw against `#[yieldprof::instrument_wait]` on
+//! the waits (default settings), rounds interleaved, each side's best kept:
+//!
+//! - mpsc ping-pong: two threads pass a token through two channels, each waiting in
+//!   `recv()`; Mutex+Condvar ping-pong: two threads take turns under one lock;
+//! - a rendezvous channel (`sync_channel(0)`) with 1 and 4 producers, `send` and
+//!   `recv` both in wait fns;
+//! - the Mutex loop of the main table with 2 and 4 unpinned threads, against one bare
+//!   rdtsc pair per acquire;
+//! - the profiler's own time (`[profiler]`) in the annotated ping-pong rounds against
+//!   what the rounds measured over raw ones (means here, not bests).
+
+use super::{acquire_raw, acquire_rdtsc, acquire_yieldprof};
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+const ROUNDS: usize = 5;
+/// Round trips of a ping-pong round.
+const TRIPS: u64 = 20_000;
+/// Messages of a rendezvous round.
+const MESSAGES: u64 = 40_000;
+/// Increments per thread of a Mutex round.
+const INCREMENTS: u64 = 200_000;
+
+type Recv = fn(&Receiver<u64>) -> u64;
+type Send = fn(&SyncSender<u64>, u64);
+type Turn = fn(&(Mutex<u64>, Condvar), u64);
+type Acquire = for<'a> fn(&'a Mutex<u64>) -> MutexGuard<'a, u64>;
+
+#[inline(never)]
+fn recv_raw(rx: &Receiver<u64>) -> u64 {
+    rx.recv().unwrap_or(0)
+}
+
+#[yieldprof::instrument_wait]
+#[inline(never)]
+fn recv_annotated(rx: &Receiver<u64>) -> u64 {
+    rx.recv().unwrap_or(0)
+}
+
+#[inline(never)]
+fn send_raw(tx: &SyncSender<u64>, v: u64) {
+    tx.send(v).expect("receiver alive");
+}
+
+#[yieldprof::instrument_wait]
+#[inline(never)]
+fn send_annotated(tx: &SyncSender<u64>, v: u64) {
+    tx.send(v).expect("receiver alive");
+}
+
+macro_rules! take_turn {
+    ($(#[$attr:meta])* fn $name:ident) => {
+        /// Waits for turn `mine` (0 or 1) of a two-thread alternation and passes it on.
+        $(#[$attr])*
+        #[inline(never)]
+        fn $name(turns: &(Mutex<u64>, Condvar), mine: u64) {
+            let mut turn = turns.0.lock().unwrap_or_else(PoisonError::into_inner);
+            while *turn % 2 != mine {
+                turn = turns.1.wait(turn).unwrap_or_else(PoisonError::into_inner);
+            }
+            *turn += 1;
+            turns.1.notify_one();
+        }
+    };
+}
+
+take_turn!(fn turn_raw);
+take_turn!(#[yieldprof::instrument_wait] fn turn_annotated);
+
+/// ns per round trip of a token through two channels.
+fn mpsc_pingpong(recv: Recv) -> f64 {
+    let (to_b, b_rx) = channel();
+    let (to_a, a_rx) = channel();
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            for _ in 0..TRIPS {
+                let v = recv(&b_rx);
+                to_a.send(v + 1).expect("a alive");
+            }
+        });
+        s.spawn(move || {
+            for i in 0..TRIPS {
+                to_b.send(i).expect("b alive");
+                recv(&a_rx);
+            }
+        });
+    });
+    start.elapsed().as_nanos() as f64 / TRIPS as f64
+}
+
+/// ns per round trip (two turns) of a Mutex+Condvar alternation.
+fn condvar_pingpong(turn: Turn) -> f64 {
+    let turns = (Mutex::new(0u64), Condvar::new());
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for mine in 0..2 {
+            let turns = &turns;
+            s.spawn(move || (0..TRIPS).for_each(|_| turn(turns, mine)));
+        }
+    });
+    start.elapsed().as_nanos() as f64 / TRIPS as f64
+}
+
+/// ns per message through a rendezvous channel from `producers` threads.
+fn rendezvous(producers: u64, send: Send, recv: Recv) -> f64 {
+    let (tx, rx) = sync_channel(0);
+    let each = MESSAGES / producers;
+    let start = Instant::now();
+    let sum = std::thread::scope(|s| {
+        for p in 0..producers {
+            let tx = tx.clone();
+            s.spawn(move || (0..each).for_each(|i| send(&tx, p * each + i)));
+        }
+        drop(tx);
+        let consumer = s.spawn(move || (0..each * producers).map(|_| recv(&rx)).sum::<u64>());
+        consumer.join().expect("consumer")
+    });
+    let n = each * producers;
+    assert_eq!(sum, n * (n - 1) / 2, "messages lost or repeated");
+    start.elapsed().as_nanos() as f64 / n as f64
+}
+
+/// ns per increment of `threads` unpinned threads adding to one counter.
+fn mutex_loop(threads: u64, acquire: Acquire) -> f64 {
+    let counter = Mutex::new(0u64);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let counter = &counter;
+            s.spawn(move || (0..INCREMENTS).for_each(|_| *acquire(counter) += 1));
+        }
+    });
+    assert_eq!(
+        *acquire_raw(&counter),
+        threads * INCREMENTS,
+        "increments lost"
+    );
+    start.elapsed().as_nanos() as f64 / (threads * INCREMENTS) as f64
+}
+
+/// Best and mean of each case's runs.
+#[derive(Clone, Copy)]
+struct Figure {
+    best: f64,
+    sum: f64,
+    runs: u32,
+}
+
+impl Figure {
+    const NONE: Figure = Figure {
+        best: f64::INFINITY,
+        sum: 0.0,
+        runs: 0,
+    };
+
+    fn add(&mut self, ns: f64) {
+        self.best = self.best.min(ns);
+        self.sum += ns;
+        self.runs += 1;
+    }
+
+    fn mean(&self) -> f64 {
+        self.sum / f64::from(self.runs.max(1))
+    }
+}
+
+fn row(case: &str, raw: f64, annotated: f64, target: &str, holds: Option<bool>) {
+    let verdict = match holds {
+        Some(true) => "holds",
+        Some(false) => "does not hold",
+        None => "",
+    };
+    println!(
+        "| {case:<40} | {raw:>10.1} | {annotated:>10.1} | {:>7.3}× | {target:<16} | {verdict:<13} |",
+        raw / annotated
+    );
+}
+
+/// The profiler's own time recorded since `before`, ns.
+fn profiler_ns_since(before: &yieldprof::Profile) -> u64 {
+    let since = yieldprof::snapshot().since(before);
+    since.threads().iter().map(|t| t.profiler_ns).sum()
+}
+
+/// Runs every case, interleaved, and prints the table. `mutex2` is the main table's
+/// Mutex row (raw, rdtsc pair, annotated, ...), pinned, for reference.
+pub(crate) fn run(mutex2: &[f64; 5]) {
+    println!("\nHandoffs, best of {ROUNDS} interleaved rounds (throughput × raw)\n");
+    let mut f = [Figure::NONE; 16];
+    let (mut own_mpsc, mut own_condvar) = (0u64, 0u64);
+    let started = Instant::now();
+    for _ in 0..ROUNDS {
+        f[0].add(mpsc_pingpong(recv_raw));
+        let before = yieldprof::snapshot();
+        f[1].add(mpsc_pingpong(recv_annotated));
+        own_mpsc += profiler_ns_since(&before);
+        f[2].add(condvar_pingpong(turn_raw));
+        let before = yieldprof::snapshot();
+        f[3].add(condvar_pingpong(turn_annotated));
+        own_condvar += profiler_ns_since(&before);
+        for (k, producers) in [1, 4].into_iter().enumerate() {
+            f[4 + 2 * k].add(rendezvous(producers, send_raw, recv_raw));
+            f[5 + 2 * k].add(rendezvous(producers, send_annotated, recv_annotated));
+        }
+        for (k, threads) in [2, 4].into_iter().enumerate() {
+            f[8 + 3 * k].add(mutex_loop(threads, acquire_raw));
+            f[9 + 3 * k].add(mutex_loop(threads, acquire_rdtsc));
+            f[10 + 3 * k].add(mutex_loop(threads, acquire_yieldprof));
+        }
+    }
+    println!(
+        "| {:<40} | {:>10} | {:>10} | {:>8} | {:<16} | {:<13} |",
+        "case (ns per round trip / message / increment)", "raw", "annotated", "× raw", "target", ""
+    );
+    println!(
+        "|{:-<42}|{:-<12}|{:-<12}|{:-<10}|{:-<18}|{:-<15}|",
+        "", "", "", "", "", ""
+    );
+    let ratio = |raw: &Figure, inst: &Figure| raw.best / inst.best;
+    for (case, raw, inst) in [
+        ("mpsc ping-pong", 0, 1),
+        ("Mutex+Condvar ping-pong", 2, 3),
+        ("rendezvous sync_channel(0), 1 producer", 4, 5),
+        ("rendezvous sync_channel(0), 4 producers", 6, 7),
+    ] {
+        let holds = ratio(&f[raw], &f[inst]) >= 0.9;
+        row(case, f[raw].best, f[inst].best, "≥ 0.9×", Some(holds));
+    }
+    // Each round trip is two switching episodes, one per thread.
+    let added_us = |raw: &Figure, inst: &Figure| (inst.best - raw.best) / 2.0 / 1e3;
+    for (case, raw, inst) in [("mpsc", 0, 1), ("Mutex+Condvar", 2, 3)] {
+        let added = added_us(&f[raw], &f[inst]);
+        println!(
+            "  switching episode, {case}: {added:+.2} µs each (target ≤ +1 µs: {})",
+            if added <= 1.0 {
+                "holds"
+            } else {
+                "does not hold"
+            }
+        );
+    }
+    println!();
+    for (threads, at) in [(2, 8), (4, 11)] {
+        let (raw, pair, ours) = (f[at].best, f[at + 1].best, f[at + 2].best);
+        let case = format!("Mutex loop, {threads} threads unpinned");
+        row(&case, raw, ours, "≥ rdtsc pair", Some(ours <= pair));
+        println!(
+            "  the same loop with one bare rdtsc pair per acquire: {:.3}× raw",
+            raw / pair
+        );
+    }
+    println!(
+        "  (pinned, 2 threads, main table: rdtsc pair {:.3}×, annotated {:.3}× raw)",
+        mutex2[0] / mutex2[1],
+        mutex2[0] / mutex2[2]
+    );
+    println!();
+    // The profiler's own figure against what the runs measured, per round trip (means:
+    // the figure covers every annotated round).
+    for (case, raw, inst, own) in [
+        ("mpsc", 0, 1, own_mpsc),
+        ("Mutex+Condvar", 2, 3, own_condvar),
+    ] {
+        let measured = f[inst].mean() - f[raw].mean();
+        let shown = own as f64 / (ROUNDS as u64 * TRIPS) as f64;
+        println!(
+            "  [profiler] in {case} ping-pong: {shown:.0} ns per round trip shown; annotated \
+             − raw measured {measured:.0} ns ({:.0} % of it shown as the profiler's)",
+            100.0 * shown / measured.max(1.0)
+        );
+    }
+    println!("({:.0} s)", started.elapsed().as_secs_f64());
+}
