@@ -334,3 +334,84 @@ fn a_threads_set_up_is_the_profilers_own_time_not_its_first_sites() {
         .sum();
     assert_eq!(shown, thread.profiler_ns, "{folded:?}");
 }
+
+#[yieldprof::instrument_wait]
+fn timed_sleep(d: Duration) -> Duration {
+    let t = Instant::now();
+    std::thread::sleep(d);
+    t.elapsed()
+}
+
+#[yieldprof::instrument_wait]
+fn timed_recv(rx: &Receiver<u64>) -> Duration {
+    let t = Instant::now();
+    let _ = rx.recv();
+    t.elapsed()
+}
+
+/// The median of `v`, sorted in place.
+fn median(v: &mut [Duration]) -> u64 {
+    v.sort();
+    v[v.len() / 2].as_nanos() as u64
+}
+
+#[test]
+fn per_call_durations_match_the_callers_clock_around_the_call() {
+    const CALLS: usize = 201;
+    // Each case on a thread of its own, so a site holds only its calls.
+    let sleeps = |d: Duration| {
+        std::thread::spawn(move || {
+            // The thread's set-up (the profiler's time, outside every call) first.
+            warm_up();
+            (0..CALLS).map(|_| timed_sleep(d)).collect::<Vec<_>>()
+        })
+        .join()
+        .unwrap()
+    };
+    let recvs = || {
+        let (tx, rx) = channel();
+        let sender = std::thread::spawn(move || {
+            for i in 0..CALLS as u64 {
+                std::thread::sleep(Duration::from_micros(20));
+                tx.send(i).unwrap();
+            }
+        });
+        let seen = std::thread::spawn(move || {
+            warm_up();
+            (0..CALLS).map(|_| timed_recv(&rx)).collect()
+        })
+        .join()
+        .unwrap();
+        sender.join().unwrap();
+        seen
+    };
+    type Case<'a> = (&'a str, Box<dyn Fn() -> Vec<Duration> + 'a>);
+    let cases: [Case; 3] = [
+        ("timed_sleep", Box::new(|| sleeps(Duration::from_micros(1)))),
+        (
+            "timed_sleep",
+            Box::new(|| sleeps(Duration::from_micros(50))),
+        ),
+        ("timed_recv", Box::new(recvs)),
+    ];
+    // An unoptimised build (plain `cargo test`) spends µs on the bookkeeping inside
+    // the window; `cargo test --release` holds the 1 µs.
+    let within = if cfg!(debug_assertions) { 5_000 } else { 1_000 };
+    for (site, run) in cases {
+        // Both sleeps are one site: each case is read as the difference of snapshots.
+        let before = yieldprof::snapshot();
+        let mut seen = run();
+        let after = yieldprof::snapshot().since(&before);
+        let s = after.site(site).unwrap();
+        let h = &s.call_durations[0].1;
+        assert_eq!(h.count(), CALLS as u64);
+        let mine = h.quantile(0.5).unwrap();
+        let caller = median(&mut seen);
+        eprintln!("{site}: median {mine} ns recorded, {caller} ns by the caller's clock");
+        // Within 1 µs at the median, plus the histogram's 1.6 % bucket.
+        assert!(
+            mine.abs_diff(caller) <= within + caller * 16 / 1_000,
+            "{site}: median {mine} ns recorded, {caller} ns by the caller's clock"
+        );
+    }
+}

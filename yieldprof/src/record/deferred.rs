@@ -29,28 +29,37 @@ impl Local {
     /// the episodes that ended unread.
     #[inline(always)]
     pub(crate) fn mark(&self) -> Mark {
+        let (m, ticks) = self.mark_uncharged();
+        if ticks > 0 {
+            self.charge(ticks);
+        }
+        m
+    }
+
+    /// As [`Local::mark`], with the ticks reading took (0 where nothing was read),
+    /// for the caller to [`charge`](Local::charge) to the frame whose time holds them.
+    #[inline(always)]
+    pub(crate) fn mark_uncharged(&self) -> (Mark, u64) {
         if !self.counters.moved() && self.unread.0.borrow().is_empty() {
-            return self.counters.mark(&self.data.counters);
+            return (self.counters.mark(&self.data.counters), 0);
         }
         self.read_mark()
     }
 
-    /// [`Local::mark`] where it reads: timed, as the profiler's own time.
     #[cold]
     #[inline(never)]
-    fn read_mark(&self) -> Mark {
+    fn read_mark(&self) -> (Mark, u64) {
         let t0 = clock::now();
         let m = self.counters.mark(&self.data.counters);
         self.attribute(&m);
-        self.charge(t0);
-        m
+        (m, clock::now().saturating_sub(t0).max(1))
     }
 
-    /// The time since tick `t0` was yieldprof's own: it is in the current frame's
-    /// wall time (or the thread's), shown as its `[profiler]` frame, not its own time.
-    pub(crate) fn charge(&self, t0: u64) {
-        let n = self.data.node(self.current.get());
-        bump(&n.profiler_ticks, clock::now().saturating_sub(t0));
+    /// `ticks` of the current frame's wall time (or the thread's) were yieldprof's
+    /// own: its `[profiler]` frame, not the frame's own time.
+    pub(crate) fn charge(&self, ticks: u64) {
+        bump(&self.data.node(self.current.get()).profiler_ticks, ticks);
+        bump(&self.data.profiler_ticks, ticks);
     }
 
     /// Reads the figures of the episodes that ended unread, if any.
@@ -62,7 +71,7 @@ impl Local {
 
     /// A wait frame or a timed call that opened at `start` closed after `ticks`:
     /// where the thread was switched in it, notes what its figures go to (`to`, and
-    /// the off-CPU time claimed when it opened), read now if it is long.
+    /// the off-CPU time claimed when it opened), read now if it is a long frame.
     #[inline]
     pub(crate) fn ended(&self, start: &Mark, to: EndedOf, claimed_off: u64, ticks: u64) {
         let Some(end) = self.counters.switches() else {
@@ -82,7 +91,11 @@ impl Local {
             });
             unread.len() >= UNREAD
         };
-        if full || ticks / READ_AT_END >= self.counters.read_ticks() {
+        // A call is read with its frame, which closes later, outside the caller's clock
+        // around the call.
+        let long =
+            matches!(to, EndedOf::Frame(_)) && ticks / READ_AT_END >= self.counters.read_ticks();
+        if full || long {
             self.settle();
         }
     }

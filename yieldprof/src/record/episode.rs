@@ -16,6 +16,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::Location;
 use std::pin::Pin;
+use std::sync::atomic::Ordering::Relaxed;
 use std::task::{Context, Poll};
 
 const NO_NODE: u32 = u32::MAX;
@@ -156,6 +157,9 @@ pub struct CallGuard {
     serial: u64,
     mark: Mark,
     claimed: Claimed,
+    // The thread's profiler ticks when it opened: those spent inside it (a read of
+    // the switch figures, a node made) are the profiler's, not the call's own.
+    profiled: u64,
     // A lock taken inside pending episodes: the live count then (`lazy::pending`);
     // `NOT_DEFERRED` otherwise.
     deferred: u32,
@@ -238,6 +242,7 @@ impl CallGuard {
             serial: 0,
             mark: Mark::ZERO,
             claimed: Claimed::ZERO,
+            profiled: 0,
             deferred: NOT_DEFERRED,
         };
         if !on() {
@@ -248,6 +253,7 @@ impl CallGuard {
             return idle;
         }
         let opened = thread::enter(|l| {
+            let profiled = l.data.profiler_ticks.load(Relaxed);
             // A lock is a wait only if it does not succeed at once: the pending
             // episodes around it stay pending until it is known to have blocked.
             let deferred = match kind {
@@ -260,9 +266,11 @@ impl CallGuard {
                 Some(_) => None,
                 None => lazy::materialise(l),
             };
+            // Its clock starts first, as the caller's around it: a read of the switch
+            // figures here is inside, the profiler's time (`profiled`).
             let (start, mark) = begun.unwrap_or_else(|| {
-                let mark = l.mark();
-                (clock::now(), mark)
+                let start = clock::now();
+                (start, l.mark())
             });
             CallGuard {
                 key,
@@ -270,6 +278,7 @@ impl CallGuard {
                 serial: l.data.serial(),
                 mark,
                 claimed: l.claimed.get(),
+                profiled,
                 start,
                 deferred: deferred.unwrap_or(NOT_DEFERRED),
             }
@@ -307,7 +316,12 @@ impl CallGuard {
                 record(l, self.key, site, elapsed, Some(elapsed));
                 return;
             }
-            let own = l.claim_ticks(self.claimed.ticks, elapsed);
+            let profiler = l
+                .data
+                .profiler_ticks
+                .load(Relaxed)
+                .saturating_sub(self.profiled);
+            let own = l.claim_ticks(self.claimed.ticks, elapsed.saturating_sub(profiler));
             let slot = record(l, self.key, site, own, Some(elapsed));
             // Its off-CPU time, when it switched, is read later (`record::deferred`).
             let to = EndedOf::Call(slot);

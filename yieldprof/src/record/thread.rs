@@ -118,6 +118,9 @@ pub(crate) struct ThreadData {
     pub(crate) timeline: Ring,
     /// Per site, episodes that returned without waiting (`record::lazy`).
     pub(super) unwaited: UnwaitedTable,
+    /// The profiler's own ticks on this thread so far (each also in a node's
+    /// `profiler_ticks`): a timed call leaves out those inside it.
+    pub(crate) profiler_ticks: AtomicU64,
 }
 
 impl ThreadData {
@@ -142,6 +145,7 @@ impl ThreadData {
             counters: ThreadCounters::default(),
             timeline: Ring::new(timeline),
             unwaited: UnwaitedTable::new(max_nodes),
+            profiler_ticks: AtomicU64::new(0),
         };
         data.nodes.push(|n| {
             n.frame.store(THREAD_FRAME, Relaxed);
@@ -199,10 +203,9 @@ impl ThreadData {
         let t0 = clock::now();
         let i = self.push_child(parent, key, info);
         // Inside the parent's time: the profiler's, not the parent's own.
-        bump(
-            &self.node(parent).profiler_ticks,
-            clock::now().saturating_sub(t0),
-        );
+        let ticks = clock::now().saturating_sub(t0);
+        bump(&self.node(parent).profiler_ticks, ticks);
+        bump(&self.profiler_ticks, ticks);
         i
     }
 
@@ -429,10 +432,9 @@ fn register() -> Local {
     // Outside the registry lock: opening perf counters takes a few syscalls.
     let counters = LocalCounters::open(&data.counters);
     // The thread's set-up, its counters' first of all: the profiler's time.
-    bump(
-        &data.node(ROOT).profiler_ticks,
-        clock::now().saturating_sub(t0),
-    );
+    let ticks = clock::now().saturating_sub(t0);
+    bump(&data.node(ROOT).profiler_ticks, ticks);
+    bump(&data.profiler_ticks, ticks);
     Local {
         data,
         current: Cell::new(ROOT),
