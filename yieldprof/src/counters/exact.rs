@@ -9,8 +9,9 @@
 //! switch stays exact until the next one, and the page's switch count (~1 ns to read,
 //! no syscall) says whether one happened. An episode reads the page at each end; only
 //! when the count moved since the last mark are the sources read again (getrusage,
-//! the thread's CPU clock or the page's time fields, schedstat: ~2 µs), and then
-//! because the thread was just off the CPU for longer than that.
+//! the thread's CPU clock or the page's time fields, schedstat: ~2 µs), and not at the
+//! episode's end but at the thread's next mark (`record::deferred`): the figures stay
+//! as they were until its next switch.
 
 use super::userpage::{tsc, UserPage};
 use crate::base::clock;

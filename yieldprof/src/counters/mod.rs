@@ -9,8 +9,10 @@
 //!   syscall. Switches and migrations happen only while the thread is off
 //!   the CPU, so the page's count is current, and the figures that change only then
 //!   (getrusage's voluntary/involuntary split, the thread's CPU clock, schedstat's
-//!   run-queue wait) are read again only when the count moved: exact counts for every
-//!   episode, and its [`TimeSplit`], at a syscall cost paid only after a switch;
+//!   run-queue wait) are read again only when the count moved, and then when the
+//!   thread next waits rather than when it wakes (`record::deferred`): exact counts for
+//!   every episode, and its [`TimeSplit`], at a syscall cost paid only after a switch
+//!   and off the woken thread's critical path;
 //! - `getrusage(RUSAGE_THREAD)`: voluntary and involuntary context switches. Always
 //!   there, and what is left when perf-event is denied or the fd budget is spent: then
 //!   switches and the time split are read on sampled episodes and scaled up;
