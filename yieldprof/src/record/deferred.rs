@@ -11,12 +11,13 @@
 //! in between (preempted while running its own code), the episode's split is
 //! apportioned and counted as estimated (`Mark::until_count`); its switch count and
 //! the thread's totals stay exact. An episode long enough that a read is at most 2 %
-//! of it is read at its end.
+//! of it is read at its end. Wall ticks are claimed at a guard's close, off-CPU ns when
+//! read (`claim_ticks`, `claim_off`), so nested calls' time counts once.
 
 use crate::base::arena::bump;
 use crate::base::clock::{self, Scale};
 use crate::counters::Mark;
-use crate::record::open::{Ended, EndedOf, UNREAD};
+use crate::record::open::{Claimed, Ended, EndedOf, UNREAD};
 use crate::record::thread::Local;
 
 /// An episode at least this many times as long as one read of the figures is read at
@@ -121,5 +122,32 @@ impl Local {
                 }
             }
         }
+    }
+
+    /// A guard that opened when `at_open` ticks were claimed closes after `ticks`:
+    /// its own share, less what guards closed inside it claimed, is claimed now and
+    /// returned. The claims only grow, so a guard that outlives the guards opened
+    /// after it (held across an `.await`) miscounts only itself.
+    #[inline]
+    pub(crate) fn claim_ticks(&self, at_open: u64, ticks: u64) -> u64 {
+        let now = self.claimed.get();
+        let own = ticks.saturating_sub(now.ticks.wrapping_sub(at_open));
+        self.claimed.set(Claimed {
+            ticks: now.ticks.wrapping_add(own),
+            ..now
+        });
+        own
+    }
+
+    /// As [`Local::claim_ticks`], for off-CPU ns, claimed when a guard's figures are
+    /// read (above), in the order the guards closed.
+    pub(crate) fn claim_off(&self, at_open: u64, off_ns: u64) -> u64 {
+        let now = self.claimed.get();
+        let own = off_ns.saturating_sub(now.off_ns.wrapping_sub(at_open));
+        self.claimed.set(Claimed {
+            off_ns: now.off_ns.wrapping_add(own),
+            ..now
+        });
+        own
     }
 }

@@ -354,35 +354,6 @@ impl ThreadData {
     }
 }
 
-impl Local {
-    /// A guard that opened when `at_open` ticks were claimed closes after `ticks`:
-    /// its own share, less what guards closed inside it claimed, is claimed now and
-    /// returned. The claims only grow, so a guard that outlives the guards opened
-    /// after it (held across an `.await`) miscounts only itself.
-    #[inline]
-    pub(crate) fn claim_ticks(&self, at_open: u64, ticks: u64) -> u64 {
-        let now = self.claimed.get();
-        let own = ticks.saturating_sub(now.ticks.wrapping_sub(at_open));
-        self.claimed.set(Claimed {
-            ticks: now.ticks.wrapping_add(own),
-            ..now
-        });
-        own
-    }
-
-    /// As [`Local::claim_ticks`], for off-CPU ns, claimed when a guard's figures are
-    /// read (`record::deferred`), in the order the guards closed.
-    pub(crate) fn claim_off(&self, at_open: u64, off_ns: u64) -> u64 {
-        let now = self.claimed.get();
-        let own = off_ns.saturating_sub(now.off_ns.wrapping_sub(at_open));
-        self.claimed.set(Claimed {
-            off_ns: now.off_ns.wrapping_add(own),
-            ..now
-        });
-        own
-    }
-}
-
 /// The thread-local handle. Dropped when the thread exits: its data then moves into
 /// the registry as a finished profile.
 pub(crate) struct Local {
