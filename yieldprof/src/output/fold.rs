@@ -5,7 +5,8 @@
 //! frame's own time outside them by what was measured (`[spin]`, `[on-cpu]`,
 //! `[off-cpu]`, `[unexplained]`: see [`OwnTime`](crate::report::OwnTime)); `[work]` for a
 //! thread's or business frame's own time; `[profiler]` for yieldprof's own time inside
-//! a frame (set-up, node creation, switch figures read), taken out of the frame's own. Exited threads with the same name share
+//! a frame (node creation, switch figures and sampled counters read), taken out of the
+//! frame's own (a thread root's, its set-up included, stays in its `[work]`). Exited threads with the same name share
 //! lines, so the file grows with unique stacks, never with episodes; live threads that
 //! share a name (a pool's workers) are told apart by their tid.
 
@@ -118,9 +119,19 @@ impl Profile {
                             }
                         }
                         (FrameKind::Overflow, _) => out.add(path, None, n.rest_ns(child_wall[i])),
+                        // The thread's own profiler time (its set-up, reads between
+                        // frames) stays in its `[work]`: a thread's stacks keep one
+                        // root line; `ThreadStats::profiler_ns` says how much.
+                        (FrameKind::Thread, _) => out.add(
+                            path,
+                            Some("[work]"),
+                            n.rest_ns(child_wall[i]) + n.profiler_ns,
+                        ),
                         _ => out.add(path, Some("[work]"), n.rest_ns(child_wall[i])),
                     }
-                    out.add(path, Some(PROFILER), n.profiler_ns);
+                    if frame.kind != FrameKind::Thread {
+                        out.add(path, Some(PROFILER), n.profiler_ns);
+                    }
                 }
                 for kind in Kind::ALL {
                     out.add(path, Some(kind.frame()), kinds[kind as usize]);

@@ -59,7 +59,12 @@ impl Local {
     /// `ticks` of the current frame's wall time (or the thread's) were yieldprof's
     /// own: its `[profiler]` frame, not the frame's own time.
     pub(crate) fn charge(&self, ticks: u64) {
-        bump(&self.data.node(self.current.get()).profiler_ticks, ticks);
+        self.charge_to(self.current.get(), ticks);
+    }
+
+    /// As [`Local::charge`], to the frame of `node`.
+    pub(crate) fn charge_to(&self, node: u32, ticks: u64) {
+        bump(&self.data.node(node).profiler_ticks, ticks);
         bump(&self.data.profiler_ticks, ticks);
     }
 

@@ -45,7 +45,13 @@ pub(crate) fn open(
     l.data.opened(node);
     l.current.set(node);
     let sample = if wait && l.counters.wants_sample() {
-        l.counters.begin(&l.data.counters)
+        let t0 = clock::now();
+        let sample = l.counters.begin(&l.data.counters);
+        // The profiler's time: inside this frame where it started before (pending
+        // episodes opened at a wait), else before it, in the parent's.
+        let at = if begin.is_some() { node } else { prev };
+        l.charge_to(at, clock::now().saturating_sub(t0));
+        sample
     } else {
         NO_SAMPLE
     };
@@ -109,14 +115,21 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
         l.data.record_duration_of(n, elapsed);
     }
     bump(&n.wall_ns, elapsed);
+    let mut read = 0;
     if o.sample != NO_SAMPLE {
+        let t0 = clock::now();
         l.counters
             .finish(&l.data.counters, &n.counts, o.sample, o.start, end);
+        read = clock::now().saturating_sub(t0);
     } else if o.wait {
         l.counters.earn(elapsed);
     }
     l.current
         .set(l.data.closed(n, o.node, o.prev, l.current.get()));
+    if read > 0 {
+        // After the frame's end: the parent's time.
+        l.charge(read);
+    }
     if o.wait {
         // Its switch figures, when it switched, are read later (`record::deferred`),
         // or now, in the parent's time, if it is long.

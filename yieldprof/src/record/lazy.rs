@@ -83,8 +83,8 @@ pub(crate) fn enter(site: &'static EpisodeSite, nested: bool) -> WaitGuard {
 #[inline(never)]
 fn enter_deep(z: &Lazy, key: usize, d: u32) -> WaitGuard {
     let opened = thread::enter(|l| {
-        let begin = open_pending(l, z, None).unwrap_or_else(|| (clock::now(), l.mark()));
-        let slot = open_entry(l, key, begin);
+        let begin = open_pending(l, z, None);
+        let slot = open_entry(l, key, begin).0;
         z.depth.set(d + 1);
         z.live.set(d + 1);
         WaitGuard {
@@ -153,43 +153,32 @@ pub(crate) fn materialise_at(l: &Local, begin: (u64, Mark)) {
     LAZY.with(|z| open_pending(l, z, Some(begin)));
 }
 
-/// Without `begin`, the episodes start now, and a read of the switch figures that
-/// their mark needs (`record::deferred`) is inside them, as the caller's clock around
-/// the call that opens them sees it: the profiler's time of the innermost.
+/// Without `begin`, the outermost takes the thread's mark and then its start tick, and
+/// the others start with it: a read of the switch figures that the mark needs
+/// (`record::deferred`) is before them all, the profiler's time in the frame around.
 #[inline(never)]
-fn open_pending(l: &Local, z: &Lazy, begin: Option<(u64, Mark)>) -> Option<(u64, Mark)> {
-    let (begin, read) = match begin {
-        Some(begin) => (begin, 0),
-        None => {
-            let start = clock::now();
-            let (mark, read) = l.mark_uncharged();
-            ((start, mark), read)
-        }
-    };
-    let mut opened = false;
+fn open_pending(l: &Local, z: &Lazy, mut begin: Option<(u64, Mark)>) -> Option<(u64, Mark)> {
     for at in z.live.get()..z.depth.get().min(LAZY_DEPTH as u32) {
-        let slot = open_entry(l, z.sites[at as usize].get(), begin);
-        opened |= slot != NO_SLOT;
+        let (slot, began) = open_entry(l, z.sites[at as usize].get(), begin);
+        begin = begin.or(began);
         z.slots[at as usize].set(slot);
         z.live.set(at + 1);
     }
-    if read > 0 {
-        l.charge(read);
-    }
-    opened.then_some(begin)
+    begin
 }
 
-/// Opens the frame of one entry, from `begin`; its slot. A closure of the site whose
-/// frame is current opens none.
+/// Opens the frame of one entry (from `begin`, else now); its slot, start and mark.
+/// A closure of the site whose frame is current opens none.
 #[inline(always)]
-fn open_entry(l: &Local, key: usize, begin: (u64, Mark)) -> u32 {
+fn open_entry(l: &Local, key: usize, begin: Option<(u64, Mark)>) -> (u32, Option<(u64, Mark)>) {
     let site = site_of(key);
     let nested = key & NESTED != 0;
     let key = key & !NESTED;
     if nested && l.data.node_key(l.current.get()) == key {
-        return NO_SLOT;
+        return (NO_SLOT, None);
     }
-    frame::open(l, key, true, !nested, || site.info(), Some(begin)).0
+    let (slot, _, began) = frame::open(l, key, true, !nested, || site.info(), begin);
+    (slot, Some(began))
 }
 
 /// The live count of this thread's entries while some are pending; `None` when none
