@@ -83,8 +83,8 @@ pub(crate) fn enter(site: &'static EpisodeSite, nested: bool) -> WaitGuard {
 #[inline(never)]
 fn enter_deep(z: &Lazy, key: usize, d: u32) -> WaitGuard {
     let opened = thread::enter(|l| {
-        let begin = open_pending(l, z, None);
-        let slot = open_entry(l, key, begin).0;
+        open_pending(l, z, None);
+        let slot = open_entry(l, key, None).0;
         z.depth.set(d + 1);
         z.live.set(d + 1);
         WaitGuard {
