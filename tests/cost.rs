@@ -395,7 +395,11 @@ fn per_call_durations_match_the_callers_clock_around_the_call() {
     ];
     // An unoptimised build (plain `cargo test`) spends 2–6 µs on the bookkeeping
     // inside the window; `cargo test --release` holds the 1 µs.
-    let within = if cfg!(debug_assertions) { 10_000 } else { 1_000 };
+    let within = if cfg!(debug_assertions) {
+        10_000
+    } else {
+        1_000
+    };
     for (site, run) in cases {
         // Both sleeps are one site: each case is read as the difference of snapshots.
         let before = yieldprof::snapshot();
