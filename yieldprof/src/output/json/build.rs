@@ -88,6 +88,8 @@ fn line(l: &LineVerdict) -> Line {
         wait_sites: wait_sites.collect(),
         fix: l.fix.clone(),
         note: l.note.clone(),
+        confidence: l.confidence,
+        evidence: l.evidence.clone(),
     }
 }
 

@@ -56,7 +56,8 @@
 //!                  "false_invalidations", "contended_invalidations", "sample_every",
 //!                  "words": [ { "offset", "size", "name", "invalidations",
 //!                               "threads": [ { "thread", "reads", "writes" } ] } ],
-//!                  "wait_sites": [ { "name", "reads" } ], "fix", "note" } ],
+//!                  "wait_sites": [ { "name", "reads" } ], "fix", "note", "confidence",
+//!                  "evidence" } ],
 //!   "watchpoints": { "state", "reason", "threads", "over_cap", "refused", "hits",
 //!                    "lost", "rate", "note" },
 //!   "capabilities": { "paranoid", "fd_budget", "fds_in_use",
@@ -475,6 +476,15 @@ pub struct Line {
     /// Why the evidence is thin (`uncertain`, `untracked`), else `null`.
     #[serde(default)]
     pub note: Option<String>,
+    /// How sure the verdict is (0.95 to 1; below for `uncertain` with enough
+    /// invalidations), as [`crate::sharing::LineVerdict::confidence`]; absent in older
+    /// files.
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    /// The evidence in words, as [`crate::sharing::LineVerdict::evidence`]; empty in
+    /// older files.
+    #[serde(default)]
+    pub evidence: String,
 }
 
 /// One row of a line (a field, an array element), as in [`crate::sharing::WordAccess`].
