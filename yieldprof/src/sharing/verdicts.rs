@@ -195,7 +195,7 @@ fn evidence_text(h: &HotRecord, j: Judgement, ns: u64, sample_every: u32) -> Str
     let Some(confidence) = j.confidence else {
         if n == 0 {
             return match ns {
-                0 => "no invalidation; the threads never used the line at the same time".into(),
+                0 => "no invalidation: one thread at a time used the line".into(),
                 // The rule of three: no event in `t` bounds the rate below 3 / t at 95 %.
                 _ => format!(
                     "no invalidation{together}{tracked}: fewer than {:.1}/s at 95% confidence",
@@ -227,7 +227,11 @@ fn evidence_text(h: &HotRecord, j: Judgement, ns: u64, sample_every: u32) -> Str
         );
         CONFIDENCE
     } else {
-        text += &format!("{:.1}% sure", (confidence * 1000.0).floor() / 10.0);
+        text += &if confidence >= 0.999 {
+            "> 99.9% sure".to_string()
+        } else {
+            format!("{:.1}% sure", (confidence * 1000.0).floor() / 10.0)
+        };
         FIRM
     };
     if confidence < target {
