@@ -141,7 +141,6 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
             fix,
         })
     };
-    let slack = costs.timer_slack_ns as f64;
     for c in site.calls.iter().filter(|c| c.calls >= MIN_CALLS) {
         let at = format!("{}:{}", c.site.file, c.site.line);
         let mean = per_call(c.ns, c.calls);
@@ -160,25 +159,10 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
                  others run, or wait for the event with park/unpark or a Condvar"
                     .into(),
             ),
-            Kind::Sleep | Kind::Park
-                if slack > 0.0 && mean >= 0.5 * slack && mean <= 2.5 * slack =>
-            {
-                add(
-                    Rule::SleepRoundedToSlack,
-                    at,
-                    format!(
-                        "{} {} calls took {} each, within 2.5× the timer slack ({}): a zero or \
-                         short sleep is rounded up by the slack",
-                        c.calls,
-                        c.site.kind.name(),
-                        duration(mean as u64),
-                        duration(costs.timer_slack_ns)
-                    ),
-                    "wake on the event instead (park/unpark, Condvar, futex), or lower the \
-                     slack with prctl(PR_SET_TIMERSLACK, 1) (~9 µs per sleep on the build \
-                     machine)"
-                        .into(),
-                )
+            Kind::Sleep | Kind::Park => {
+                if let Some((evidence, fix)) = super::slack::rounded_to_slack(site, c, costs) {
+                    add(Rule::SleepRoundedToSlack, at, evidence, fix);
+                }
             }
             _ => {}
         }

@@ -35,6 +35,9 @@ pub struct CallStats {
     pub calls: u64,
     /// Time inside the calls (0 for spins, which are counted only).
     pub ns: u64,
+    /// What the calls asked to sleep for (`sleep(d)`, `park_timeout(d)`, `usleep`,
+    /// `nanosleep` with a reference), over the whole run; `None` for other calls.
+    pub asked: Option<crate::base::asked::Asked>,
 }
 
 /// A wait site (an `#[instrument_wait]` function), summed over threads and callers.
@@ -255,6 +258,7 @@ impl Profile {
                             site: info,
                             calls: slot.calls,
                             ns: slot.ns,
+                            asked: crate::base::asked::asked_at(info.file, info.line, info.column),
                         }),
                     }
                 }

@@ -1,6 +1,7 @@
 //! The plain-text summary: where each thread's time went and what each wait site did.
 //! Lines stay within 100 columns.
 
+use crate::analysis::slack::asked_vs_got;
 use crate::base::site::Kind;
 use crate::base::text::{count, duration, percent, tail, wrap};
 use crate::counters::{Count, TimeSplit};
@@ -249,6 +250,9 @@ impl Profile {
                     }
                 );
                 let _ = writeln!(s, "{}", line.trim_end());
+                if let Some(a) = &c.asked {
+                    let _ = writeln!(s, "      {}", asked_vs_got(site, c, a));
+                }
             }
         }
         self.write_sharing(&mut s);

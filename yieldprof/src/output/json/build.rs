@@ -1,7 +1,7 @@
 //! A [`Profile`] into the schema's types.
 
 use super::{
-    Call, Capabilities, Costs, Count, Counters, Document, Durations, EventStatus, Finding,
+    Asked, Call, Capabilities, Costs, Count, Counters, Document, Durations, EventStatus, Finding,
     Fragmentation, KindDurations, Line, OwnTime, Run, Site, SpinningSite, Thread, ThreadAccess,
     TimeSplit, Totals, Watchpoints, Word, SCHEMA,
 };
@@ -158,6 +158,12 @@ impl Profile {
                 ns: c.ns,
                 per_episode: share(c.calls, s.episodes),
                 in_async: c.site.in_async,
+                asked: c.asked.map(|a| Asked {
+                    calls: a.calls,
+                    min_ns: a.min_ns,
+                    max_ns: a.max_ns,
+                    mean_ns: a.mean_ns,
+                }),
             });
             Site {
                 spin_ns: s.spin_ns(),

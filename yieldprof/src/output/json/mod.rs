@@ -49,7 +49,8 @@
 //!                "fragmentation": { "episodes_per_s", "short_share" },
 //!                "counters": { <event>: counter, ..., "sampled": n },
 //!                "calls": [ { "kind", "file", "line", "column", "calls", "ns",
-//!                             "per_episode", "in_async" } ],
+//!                             "per_episode", "in_async",
+//!                             "asked": { "calls", "min_ns", "max_ns", "mean_ns" } } ],
 //!                "call_durations": [ { "kind", "calls", "durations": { ... } } ],
 //!                "false_sharing" } ],
 //!   "sharing": [ { "verdict", "address", "size", "invalidations",
@@ -446,6 +447,24 @@ pub struct Call {
     /// Made without `.await` in async code: it blocked the executor's thread.
     #[serde(default)]
     pub in_async: bool,
+    /// What a sleep-like call asked for (`sleep(d)`, `park_timeout(d)`, `usleep`,
+    /// `nanosleep`); absent for other calls and in older files.
+    #[serde(default)]
+    pub asked: Option<Asked>,
+}
+
+/// The durations one call line asked to sleep for, as in [`crate::report::Asked`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Asked {
+    /// Calls whose request was seen.
+    pub calls: u64,
+    /// The shortest request, ns.
+    pub min_ns: u64,
+    /// The longest request, ns.
+    pub max_ns: u64,
+    /// The mean request, ns.
+    pub mean_ns: u64,
 }
 
 /// One watched line (or 128-B block), as in [`crate::sharing::LineVerdict`].
