@@ -193,7 +193,7 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
     }
     let yields = site.calls_of(Kind::Yield);
     if yields >= MIN_CALLS * 10 {
-        let at = site_at(site);
+        let at = call_at(site, Kind::Yield);
         let switches = site.counters.switches().value();
         let mean = per_call(site.ns_of(Kind::Yield), yields);
         let no_switch = match switches {
@@ -248,7 +248,7 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
         if yields_worth >= LONG_SPIN_YIELDS {
             add(
                 Rule::LongSpin,
-                site_at(site),
+                call_at(site, Kind::Spin),
                 format!(
                     "{} spin-only episodes, median {} ({:.0}× a {} yield), p90 {}, burnt {} \
                      of CPU ({:.0}% of their time on the CPU)",
@@ -272,7 +272,7 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
     if let (Some(on_cpu), true) = (on_cpu, spins >= 1_000 && costs.cores == 1) {
         add(
             Rule::SingleCoreSpin,
-            site_at(site),
+            call_at(site, Kind::Spin),
             format!(
                 "{spins} spins on a machine with one core, {:.0}% of the episodes' time on \
                  the CPU",
@@ -306,6 +306,16 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
 
 fn site_at(site: &SiteStats) -> String {
     format!("{}:{}", site.file, site.line)
+}
+
+/// The line of the site's call of `kind` that made the most calls: where a finding
+/// about those calls points (the fn's line when the site made none).
+fn call_at(site: &SiteStats, kind: Kind) -> String {
+    site.calls
+        .iter()
+        .filter(|c| c.site.kind == kind)
+        .max_by_key(|c| c.calls)
+        .map_or_else(|| site_at(site), |c| format!("{}:{}", c.site.file, c.site.line))
 }
 
 fn thread_findings(t: &ThreadStats, costs: &Costs, out: &mut Vec<Finding>) {
