@@ -114,7 +114,11 @@ fn every_written_file_keeps_parts_within_wholes() {
     for (frames, v) in &lines {
         *by_root.entry(frames[0].as_str()).or_default() += v;
     }
-    for t in doc.threads.iter().filter(|t| t.name.starts_with("spinner-")) {
+    for t in doc
+        .threads
+        .iter()
+        .filter(|t| t.name.starts_with("spinner-"))
+    {
         assert_eq!(by_root.get(t.name.as_str()), Some(&t.wall_ns), "{}", t.name);
     }
     let leaf = |name: &str| -> u64 {
@@ -155,7 +159,9 @@ fn every_written_file_keeps_parts_within_wholes() {
 
     // The summary against the JSON, and its own parts within its wholes.
     let summary = file("run.txt");
-    let at = summary.find("spin_then_nap  (").expect("the site in the summary");
+    let at = summary
+        .find("spin_then_nap  (")
+        .expect("the site in the summary");
     let block: Vec<&str> = summary[at..].lines().take(10).collect();
     let time = block
         .iter()

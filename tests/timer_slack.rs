@@ -98,7 +98,10 @@ fn each_sleep_line_reports_what_it_asked_for_and_what_it_took() {
     let sleep = site("short_sleeps");
     let c = &sleep.calls[0];
     let asked = c.asked.expect("sleep(d) records d");
-    assert_eq!((asked.calls, asked.min_ns, asked.max_ns), (CALLS, 1_000, 1_000));
+    assert_eq!(
+        (asked.calls, asked.min_ns, asked.max_ns),
+        (CALLS, 1_000, 1_000)
+    );
     assert_eq!(asked.mean_ns, 1_000);
     // A sleep never returns early.
     assert!(c.ns >= CALLS * 1_000, "{c:?}");
@@ -106,10 +109,16 @@ fn each_sleep_line_reports_what_it_asked_for_and_what_it_took() {
     let libc = site("libc_sleeps");
     let by_line: Vec<_> = libc.calls.iter().map(|c| (c.site.kind, c.asked)).collect();
     let usleep = by_line[0].1.expect("usleep(us) records us");
-    assert_eq!((usleep.calls, usleep.min_ns, usleep.max_ns), (CALLS, 3_000, 4_000));
+    assert_eq!(
+        (usleep.calls, usleep.min_ns, usleep.max_ns),
+        (CALLS, 3_000, 4_000)
+    );
     assert_eq!(usleep.mean_ns, 3_500);
     let nanosleep = by_line[1].1.expect("nanosleep(&req) records req");
-    assert_eq!((nanosleep.calls, nanosleep.min_ns, nanosleep.max_ns), (CALLS, 2_000, 2_000));
+    assert_eq!(
+        (nanosleep.calls, nanosleep.min_ns, nanosleep.max_ns),
+        (CALLS, 2_000, 2_000)
+    );
 
     let park = site("parks_with_timeout");
     assert_eq!(park.calls[0].site.kind, Kind::Park);
@@ -118,14 +127,18 @@ fn each_sleep_line_reports_what_it_asked_for_and_what_it_took() {
     // The summary says it on the call's own line, and the JSON carries it.
     let profile = yieldprof::snapshot();
     let text = profile.summary();
+    assert!(text.contains("      asked 1.0 µs each, slept "), "{text}");
     assert!(
-        text.contains("      asked 1.0 µs each, slept "),
+        text.contains("      asked 3.5 µs mean (3.0 µs–4.0 µs), slept "),
         "{text}"
     );
-    assert!(text.contains("      asked 3.5 µs mean (3.0 µs–4.0 µs), slept "), "{text}");
     assert!(text.contains("      asked 1.0 µs each, parked "), "{text}");
     let doc = profile.json(&Costs::current());
-    let json = doc.sites.iter().find(|s| s.name.ends_with("short_sleeps")).unwrap();
+    let json = doc
+        .sites
+        .iter()
+        .find(|s| s.name.ends_with("short_sleeps"))
+        .unwrap();
     let a = json.calls[0].asked.as_ref().expect("asked in the JSON");
     assert_eq!((a.calls, a.mean_ns), (CALLS, 1_000));
 }
@@ -136,7 +149,11 @@ fn an_argument_is_evaluated_once_and_a_raw_request_is_left_unread() {
     side_effects(&mut evaluated);
     assert_eq!(evaluated as u64, CALLS);
     let s = site("side_effects");
-    let asked: Vec<_> = s.calls.iter().map(|c| (c.calls, c.asked.map(|a| a.calls))).collect();
+    let asked: Vec<_> = s
+        .calls
+        .iter()
+        .map(|c| (c.calls, c.asked.map(|a| a.calls)))
+        .collect();
     assert_eq!(asked, [(CALLS, Some(CALLS)), (CALLS, None)]);
 }
 
@@ -163,7 +180,9 @@ fn the_slack_finding_follows_what_was_asked_not_a_fixed_cut() {
         .collect();
     println!("timer slack here: {} ns; findings: {slack:#?}", slack_ns());
     assert!(
-        !slack.iter().any(|f| f.subject.ends_with("parks_until_unparked")),
+        !slack
+            .iter()
+            .any(|f| f.subject.ends_with("parks_until_unparked")),
         "park() sets no timer: {slack:#?}"
     );
     assert!(
@@ -171,21 +190,35 @@ fn the_slack_finding_follows_what_was_asked_not_a_fixed_cut() {
         "150 µs asked is longer than the slack: {slack:#?}"
     );
     if costs.timer_slack_ns <= 2_000 {
-        println!("inconclusive: a timer slack of {} ns rounds nothing", costs.timer_slack_ns);
+        println!(
+            "inconclusive: a timer slack of {} ns rounds nothing",
+            costs.timer_slack_ns
+        );
         return;
     }
     let short = slack
         .iter()
         .find(|f| f.subject.ends_with("tiny_sleeps"))
-        .unwrap_or_else(|| panic!("1 µs asked under a {} ns slack: {findings:#?}", costs.timer_slack_ns));
+        .unwrap_or_else(|| {
+            panic!(
+                "1 µs asked under a {} ns slack: {findings:#?}",
+                costs.timer_slack_ns
+            )
+        });
     // The call's own line, not the fn's.
     let line = site("tiny_sleeps").calls[0].site.line;
     assert!(
-        short.location.as_deref().unwrap().ends_with(&format!("timer_slack.rs:{line}")),
+        short
+            .location
+            .as_deref()
+            .unwrap()
+            .ends_with(&format!("timer_slack.rs:{line}")),
         "{short:#?}"
     );
     assert!(
-        short.evidence.starts_with(&format!("{CALLS} sleep calls: asked 1.0 µs each, slept ")),
+        short
+            .evidence
+            .starts_with(&format!("{CALLS} sleep calls: asked 1.0 µs each, slept ")),
         "{}",
         short.evidence
     );

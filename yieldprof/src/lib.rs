@@ -385,8 +385,8 @@ pub mod budget {
 pub mod __private {
     pub use crate::base::asked::AskedSite;
     pub use crate::base::site::Limit;
-    pub use crate::record::asked::{asked, asked_micros, asked_timespec, Timespec};
     pub use crate::base::site::{CallSite, EpisodeSite, Kind, WorkSite};
+    pub use crate::record::asked::{asked, asked_micros, asked_timespec, Timespec};
     pub use crate::record::episode::{
         call, count, enter_nested, enter_work, framed, nested, timed, CallGuard, EpisodeGuard,
         Instrumented, WaitGuard,

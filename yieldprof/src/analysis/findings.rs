@@ -315,7 +315,10 @@ fn call_at(site: &SiteStats, kind: Kind) -> String {
         .iter()
         .filter(|c| c.site.kind == kind)
         .max_by_key(|c| c.calls)
-        .map_or_else(|| site_at(site), |c| format!("{}:{}", c.site.file, c.site.line))
+        .map_or_else(
+            || site_at(site),
+            |c| format!("{}:{}", c.site.file, c.site.line),
+        )
 }
 
 fn thread_findings(t: &ThreadStats, costs: &Costs, out: &mut Vec<Finding>) {

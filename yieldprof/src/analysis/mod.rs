@@ -8,5 +8,5 @@ pub(crate) mod costs;
 pub(crate) mod findings;
 #[cfg(feature = "enabled")]
 pub mod probe;
-pub(crate) mod slack;
 pub(crate) mod session;
+pub(crate) mod slack;

@@ -30,7 +30,12 @@ pub(crate) fn asked_vs_got(site: &SiteStats, c: &CallStats, a: &Asked) -> String
         "slept"
     };
     let mean = duration(c.ns / c.calls.max(1));
-    let one_line = site.calls.iter().filter(|o| o.site.kind == c.site.kind).count() == 1;
+    let one_line = site
+        .calls
+        .iter()
+        .filter(|o| o.site.kind == c.site.kind)
+        .count()
+        == 1;
     let median = site
         .call_durations
         .iter()
@@ -45,7 +50,12 @@ pub(crate) fn asked_vs_got(site: &SiteStats, c: &CallStats, a: &Asked) -> String
 /// The median duration of call `c` where the site has one line of its kind, else its
 /// mean, ns.
 fn typical(site: &SiteStats, c: &CallStats) -> u64 {
-    let one_line = site.calls.iter().filter(|o| o.site.kind == c.site.kind).count() == 1;
+    let one_line = site
+        .calls
+        .iter()
+        .filter(|o| o.site.kind == c.site.kind)
+        .count()
+        == 1;
     site.call_durations
         .iter()
         .find(|(k, _)| *k == c.site.kind && one_line)

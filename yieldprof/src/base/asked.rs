@@ -5,9 +5,9 @@
 
 #[cfg(feature = "enabled")]
 use crate::base::fork::{ForkMutex, Locked};
-use std::sync::atomic::{AtomicBool, AtomicU64};
 #[cfg(feature = "enabled")]
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 /// The durations one sleep-like call line asked for: a static per call, made by the
 /// macro. Threads share it: an atomic add costs tens of ns on a call that sleeps for

@@ -43,7 +43,10 @@ pub trait Timespec {
 #[cfg(feature = "enabled")]
 impl Timespec for libc::timespec {
     fn ns(&self) -> Option<u64> {
-        let (s, n) = (u64::try_from(self.tv_sec).ok()?, u64::try_from(self.tv_nsec).ok()?);
+        let (s, n) = (
+            u64::try_from(self.tv_sec).ok()?,
+            u64::try_from(self.tv_nsec).ok()?,
+        );
         Some(s.saturating_mul(1_000_000_000).saturating_add(n))
     }
 }

@@ -160,7 +160,11 @@ impl Profile {
                     let _ = writeln!(s, "{}", wrap(note, "    note: ", "          "));
                 }
                 None => {
-                    let _ = writeln!(s, "{}", wrap(&l.evidence, "    evidence: ", "              "));
+                    let _ = writeln!(
+                        s,
+                        "{}",
+                        wrap(&l.evidence, "    evidence: ", "              ")
+                    );
                 }
             }
             if !l.verdict.is_suspicious() {

@@ -189,7 +189,10 @@ fn evidence_text(h: &HotRecord, j: Judgement, ns: u64, sample_every: u32) -> Str
         if ns == 0 || n == 0 {
             format!("~{more} more invalidations")
         } else {
-            format!("~{} more at this rate", duration(ns.saturating_mul(more) / n))
+            format!(
+                "~{} more at this rate",
+                duration(ns.saturating_mul(more) / n)
+            )
         }
     };
     let Some(confidence) = j.confidence else {
@@ -236,7 +239,11 @@ fn evidence_text(h: &HotRecord, j: Judgement, ns: u64, sample_every: u32) -> Str
     };
     if confidence < target {
         text += &match evidence::needed(n, h.false_inv, target) {
-            Some(m) => format!("; {} for {:.0}%", longer(m.saturating_sub(n)), target * 100.0),
+            Some(m) => format!(
+                "; {} for {:.0}%",
+                longer(m.saturating_sub(n)),
+                target * 100.0
+            ),
             None => format!("; no run length decides: the share sits at 1/{SHARE_DIVISOR}"),
         };
     }
