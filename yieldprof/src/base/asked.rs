@@ -6,12 +6,12 @@
 #[cfg(feature = "enabled")]
 use crate::base::fork::{ForkMutex, Locked};
 #[cfg(feature = "enabled")]
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 /// The durations one sleep-like call line asked for: a static per call, made by the
 /// macro. Threads share it: an atomic add costs tens of ns on a call that sleeps for
 /// tens of µs at least, and keeps the figures exact without a per-thread table.
+#[cfg(feature = "enabled")]
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct AskedSite {
@@ -25,6 +25,7 @@ pub struct AskedSite {
     listed: AtomicBool,
 }
 
+#[cfg(feature = "enabled")]
 impl AskedSite {
     /// Called by the macro, with the location of the call.
     pub const fn new(file: &'static str, line: u32, column: u32) -> Self {
@@ -41,7 +42,6 @@ impl AskedSite {
     }
 
     /// Adds one call's request; the first one lists the site for the report.
-    #[cfg(feature = "enabled")]
     pub(crate) fn add(&'static self, ns: u64) {
         if !self.listed.load(Relaxed) && !self.listed.swap(true, Relaxed) {
             sites().push(self);
@@ -53,7 +53,22 @@ impl AskedSite {
     }
 }
 
+/// Nothing is recorded without the `enabled` feature: the macro's statics hold nothing.
+#[cfg(not(feature = "enabled"))]
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct AskedSite;
+
+#[cfg(not(feature = "enabled"))]
+impl AskedSite {
+    /// Called by the macro, with the location of the call.
+    pub const fn new(_file: &'static str, _line: u32, _column: u32) -> Self {
+        AskedSite
+    }
+}
+
 /// What the calls of one line asked for, since the process started.
+#[cfg(feature = "enabled")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct Asked {
