@@ -93,6 +93,28 @@ fn an_async_episode_spans_first_poll_to_completion() {
         text.contains("suspended between polls"),
         "summary names the suspended time:\n{text}"
     );
+    // Every figure on one line covers the same thing, and says which: whole episodes on
+    // the count and durations lines, polls on the async line.
+    use yieldprof::report::text::duration;
+    let whole = format!(
+        "    {EPISODES} episodes, {} span (first poll to completion), {} mean span\n",
+        duration(span),
+        duration(span / EPISODES)
+    );
+    assert!(text.contains(&whole), "{whole:?} not in\n{text}");
+    let polls = format!(
+        "    async: {} polled ({} mean per episode), {} suspended between polls",
+        duration(site.wall_ns),
+        duration(site.wall_ns / EPISODES),
+        duration(site.suspended_ns)
+    );
+    assert!(text.contains(&polls), "{polls:?} not in\n{text}");
+    let durations = format!(
+        "    durations (first poll to completion): min {}, ",
+        duration(min)
+    );
+    assert!(text.contains(&durations), "{durations:?} not in\n{text}");
+    assert!(text.contains("    time (polls): "), "{text}");
     let doc = profile.json(&yieldprof::report::Costs::current());
     assert_eq!(doc.inconsistencies(), Vec::<String>::new());
     let json = doc

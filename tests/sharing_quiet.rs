@@ -27,7 +27,7 @@ fn quiet_lines_fold_into_one_summary_line() {
     let quiet: Vec<&str> = section.lines().filter(|l| l.contains("quiet")).collect();
     assert_eq!(quiet.len(), 1, "{section}");
     assert!(
-        quiet[0].contains("40 lines, each < 32 invalidations: idle0, idle1"),
+        quiet[0].contains("40 lines, each < 6 invalidations: idle0, idle1"),
         "{}",
         quiet[0]
     );

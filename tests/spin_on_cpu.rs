@@ -96,8 +96,13 @@ fn a_cas_spin_loop_on_two_busy_threads_is_measured_on_the_cpu() {
         // Both really spun at once, and passed the token to each other.
         let overlap =
             spun.iter().map(|s| s.end).min().unwrap() - spun.iter().map(|s| s.start).max().unwrap();
-        assert!(overlap >= RUN * 3 / 4, "overlapped only {overlap:?}");
-        assert!(spun.iter().all(|s| s.passes > 10), "no token passed");
+        // A loaded machine may keep one spinner off the CPU for the whole run: no
+        // evidence either way, retried.
+        let passes: Vec<u64> = spun.iter().map(|s| s.passes).collect();
+        if overlap < RUN * 3 / 4 || passes.iter().any(|&p| p <= 10) {
+            eprintln!("attempt {n}: overlapped {overlap:?}, passes {passes:?}: retrying");
+            continue;
+        }
 
         // The figure is checked against the threads' CPU clocks in every run.
         let truth: u64 = spun.iter().map(|s| s.cpu_ns).sum();

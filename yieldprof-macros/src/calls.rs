@@ -37,6 +37,19 @@ const PATHS: &[(&str, Kind)] = &[
     ("thread::park_timeout", "Park"),
 ];
 
+/// Sleep-like functions whose first argument is a duration, and the runtime function
+/// that records it: what the call asked for, beside what it took.
+const ASKED: &[(&str, &str)] = &[
+    ("std::thread::sleep", "asked"),
+    ("thread::sleep", "asked"),
+    ("std::thread::park_timeout", "asked"),
+    ("thread::park_timeout", "asked"),
+    ("libc::usleep", "asked_micros"),
+    ("usleep", "asked_micros"),
+    ("libc::nanosleep", "asked_timespec"),
+    ("nanosleep", "asked_timespec"),
+];
+
 /// Functions counted when they are the base of `.await`.
 const AWAITED_PATHS: &[(&str, Kind)] = &[
     ("tokio::task::yield_now", "AsyncYield"),
@@ -261,6 +274,14 @@ impl Scope {
             .iter()
             .find(|(p, _)| self.path_is(func, p))
             .map(|&(_, k)| k)
+    }
+
+    /// The runtime function that records the duration a sleep-like call asks for.
+    pub(crate) fn asked_form(&self, func: &Expr) -> Option<&'static str> {
+        ASKED
+            .iter()
+            .find(|(p, _)| self.path_is(func, p))
+            .map(|&(_, f)| f)
     }
 
     /// The kind of a method call, or of an awaited one.

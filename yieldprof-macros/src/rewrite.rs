@@ -149,6 +149,17 @@ impl VisitMut for Rewrite<'_> {
                 if let Some(kind) = self.scope.call_kind(&call.func, false) {
                     self.wrapped += 1;
                     let span = call.span();
+                    if let Some(form) = self.scope.asked_form(&call.func) {
+                        // A `nanosleep` request is read only through `&req`: a raw
+                        // pointer may not be valid to read.
+                        let readable = |arg: &Expr| {
+                            form != "asked_timespec"
+                                || matches!(arg, Expr::Reference(r) if r.mutability.is_none())
+                        };
+                        if let Some(arg) = call.args.first_mut().filter(|a| readable(a)) {
+                            *arg = asked(self.krate, form, span, take(arg));
+                        }
+                    }
                     let call = take(expr);
                     *expr = if kind == "Spin" && self.local_spins && !self.nested {
                         self.local_spin(call)
@@ -304,6 +315,24 @@ pub(crate) fn timed(
         func: Box::new(Expr::Verbatim(quote!(#krate::__private::timed))),
         paren_token: Default::default(),
         args,
+    })
+}
+
+/// `asked(&ASKED, <arg>)`: the duration a sleep-like call asks for, recorded as the
+/// argument passes through, evaluated once where it was written. `ASKED` has the
+/// location of the call's own site, which the report matches it by.
+fn asked(krate: &TokenStream, form: &str, span: Span, arg: Expr) -> Expr {
+    let form = Ident::new(form, Span::call_site());
+    let location = quote_spanned!(span=> ::core::file!(), ::core::line!(), ::core::column!());
+    Expr::Verbatim(quote! {
+        #krate::__private::#form(
+            {
+                static __YIELDPROF_ASKED: #krate::__private::AskedSite =
+                    #krate::__private::AskedSite::new(#location);
+                &__YIELDPROF_ASKED
+            },
+            #arg,
+        )
     })
 }
 

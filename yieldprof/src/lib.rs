@@ -351,6 +351,7 @@ pub mod report {
     pub use crate::{
         analysis::costs::{CostSource, Costs},
         analysis::findings::{Finding, Fragmentation, Rule},
+        base::asked::Asked,
         base::site::{CallInfo, FrameInfo, FrameKind},
         model::histogram::Histogram,
         model::own::OwnTime,
@@ -382,8 +383,10 @@ pub mod budget {
 /// What `#[instrument_wait]` expands to. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::base::asked::AskedSite;
     pub use crate::base::site::Limit;
     pub use crate::base::site::{CallSite, EpisodeSite, Kind, WorkSite};
+    pub use crate::record::asked::{asked, asked_micros, asked_timespec, Timespec};
     pub use crate::record::episode::{
         call, count, enter_nested, enter_work, framed, nested, timed, CallGuard, EpisodeGuard,
         Instrumented, WaitGuard,

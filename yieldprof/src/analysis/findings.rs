@@ -141,7 +141,6 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
             fix,
         })
     };
-    let slack = costs.timer_slack_ns as f64;
     for c in site.calls.iter().filter(|c| c.calls >= MIN_CALLS) {
         let at = format!("{}:{}", c.site.file, c.site.line);
         let mean = per_call(c.ns, c.calls);
@@ -160,25 +159,10 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
                  others run, or wait for the event with park/unpark or a Condvar"
                     .into(),
             ),
-            Kind::Sleep | Kind::Park
-                if slack > 0.0 && mean >= 0.5 * slack && mean <= 2.5 * slack =>
-            {
-                add(
-                    Rule::SleepRoundedToSlack,
-                    at,
-                    format!(
-                        "{} {} calls took {} each, within 2.5× the timer slack ({}): a zero or \
-                         short sleep is rounded up by the slack",
-                        c.calls,
-                        c.site.kind.name(),
-                        duration(mean as u64),
-                        duration(costs.timer_slack_ns)
-                    ),
-                    "wake on the event instead (park/unpark, Condvar, futex), or lower the \
-                     slack with prctl(PR_SET_TIMERSLACK, 1) (~9 µs per sleep on the build \
-                     machine)"
-                        .into(),
-                )
+            Kind::Sleep | Kind::Park => {
+                if let Some((evidence, fix)) = super::slack::rounded_to_slack(site, c, costs) {
+                    add(Rule::SleepRoundedToSlack, at, evidence, fix);
+                }
             }
             _ => {}
         }
@@ -209,7 +193,7 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
     }
     let yields = site.calls_of(Kind::Yield);
     if yields >= MIN_CALLS * 10 {
-        let at = site_at(site);
+        let at = call_at(site, Kind::Yield);
         let switches = site.counters.switches().value();
         let mean = per_call(site.ns_of(Kind::Yield), yields);
         let no_switch = match switches {
@@ -264,7 +248,7 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
         if yields_worth >= LONG_SPIN_YIELDS {
             add(
                 Rule::LongSpin,
-                site_at(site),
+                call_at(site, Kind::Spin),
                 format!(
                     "{} spin-only episodes, median {} ({:.0}× a {} yield), p90 {}, burnt {} \
                      of CPU ({:.0}% of their time on the CPU)",
@@ -288,7 +272,7 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
     if let (Some(on_cpu), true) = (on_cpu, spins >= 1_000 && costs.cores == 1) {
         add(
             Rule::SingleCoreSpin,
-            site_at(site),
+            call_at(site, Kind::Spin),
             format!(
                 "{spins} spins on a machine with one core, {:.0}% of the episodes' time on \
                  the CPU",
@@ -322,6 +306,19 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
 
 fn site_at(site: &SiteStats) -> String {
     format!("{}:{}", site.file, site.line)
+}
+
+/// The line of the site's call of `kind` that made the most calls: where a finding
+/// about those calls points (the fn's line when the site made none).
+fn call_at(site: &SiteStats, kind: Kind) -> String {
+    site.calls
+        .iter()
+        .filter(|c| c.site.kind == kind)
+        .max_by_key(|c| c.calls)
+        .map_or_else(
+            || site_at(site),
+            |c| format!("{}:{}", c.site.file, c.site.line),
+        )
 }
 
 fn thread_findings(t: &ThreadStats, costs: &Costs, out: &mut Vec<Finding>) {

@@ -9,3 +9,5 @@ pub(crate) mod findings;
 #[cfg(feature = "enabled")]
 pub mod probe;
 pub(crate) mod session;
+#[cfg(feature = "enabled")]
+pub(crate) mod slack;

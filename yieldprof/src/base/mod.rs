@@ -5,6 +5,7 @@
 
 #[cfg(feature = "enabled")]
 pub(crate) mod arena;
+pub(crate) mod asked;
 #[cfg(feature = "enabled")]
 pub(crate) mod clock;
 #[cfg(feature = "enabled")]

@@ -336,6 +336,9 @@ pub(crate) struct Acc {
     sampled: u64,
     scaled: u64,
     off: u128,
+    /// Each node's own estimate of its off-CPU time, summed: what the nodes' own-time
+    /// splits (`model::own`) add up to.
+    off_by_node: u128,
     queued: u128,
     split_ns: u128,
     queued_split_ns: u128,
@@ -357,6 +360,7 @@ impl Acc {
         self.sampled += n.sampled;
         self.scaled += n.scaled;
         self.off += u128::from(n.off_ns);
+        self.off_by_node += u128::from(n.off_cpu_ns(wall_ns).unwrap_or(0));
         self.queued += u128::from(n.queued_ns);
         self.split_ns += u128::from(n.split_ns);
         self.queued_split_ns += u128::from(n.queued_split_ns);
@@ -384,7 +388,14 @@ impl Acc {
     /// only some episodes were), on-CPU and blocked the rest of each.
     pub(crate) fn split(&self) -> TimeSplit {
         let wall = u64::try_from(self.wall).unwrap_or(u64::MAX);
-        let off = figure(self.off, self.split_ns, self.wall, false).map(|v| v.min(wall));
+        // Estimated: the sum of the nodes' estimates, not one ratio over all of them
+        // (the two differ when nodes were sampled unevenly), so that a site's own-time
+        // parts, estimated per node, never exceed its on- or off-CPU figure.
+        let off = match figure(self.off, self.split_ns, self.wall, false) {
+            Count::Scaled(_) => Count::Scaled(u64::try_from(self.off_by_node).unwrap_or(u64::MAX)),
+            c => c,
+        }
+        .map(|v| v.min(wall));
         let queued = figure(self.queued, self.queued_split_ns, self.wall, false);
         let queued = match (queued, off.value()) {
             (q, Some(off)) => q.map(|v| v.min(off)),

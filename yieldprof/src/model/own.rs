@@ -12,7 +12,11 @@
 //!
 //! The split comes from the off-CPU time of the frame's episodes less that of its
 //! nested wait frames and of its timed calls, each measured on every episode and
-//! call through the perf user page (see `counters`).
+//! call through the perf user page (see `counters`). Where switches are seen only on
+//! sampled episodes, the calls' own off-CPU time is unknown: the frame's (estimated)
+//! off-CPU time that its calls and nested frames cannot hold is `[off-cpu]`, the rest
+//! `[spin]` or `[unexplained]`, so that no part exceeds the site's own on- or off-CPU
+//! figure.
 
 use crate::base::site::{CallInfo, FrameInfo, FrameKind, Kind};
 use crate::model::tree::ThreadProfile;
@@ -84,14 +88,26 @@ impl ThreadProfile {
                     .slots
                     .iter()
                     .any(|s| s.calls > 0 && calls[s.call as usize].kind == Kind::Spin);
-                let off = match n.counts.off_cpu_ns(n.wall_ns) {
-                    Some(off) if n.counts.calls_split => {
+                let off = n.counts.off_cpu_ns(n.wall_ns).map(|off| {
+                    let outside = if n.counts.calls_split {
                         let in_calls: u64 = n.slots.iter().map(|s| s.off_ns).sum();
-                        Some(off.saturating_sub(child_off[i] + in_calls).min(rest))
-                    }
-                    _ => None,
-                };
+                        off.saturating_sub(child_off[i] + in_calls)
+                    } else {
+                        // The calls' own off-CPU time was not measured: at least the
+                        // part of the frame's that the calls and nested frames could
+                        // not hold was its own. So the rest, named on the CPU, never
+                        // exceeds the frame's on-CPU time.
+                        off.saturating_sub(n.wall_ns - rest)
+                    };
+                    outside.min(rest)
+                });
+                let calls_split = n.counts.calls_split;
                 Some(match (off, spins) {
+                    (Some(off), false) if !calls_split => OwnTime {
+                        unexplained_ns: rest - off,
+                        off_cpu_ns: off,
+                        ..OwnTime::default()
+                    },
                     (Some(off), true) => OwnTime {
                         spin_ns: rest - off,
                         off_cpu_ns: off,

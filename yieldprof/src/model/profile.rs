@@ -2,7 +2,7 @@
 
 use crate::base::site::Limit;
 use crate::base::site::{CallInfo, FrameInfo, FrameKind, Kind};
-use crate::counters::{Acc, CounterSource, Counters, SplitMethod, TimeSplit};
+use crate::counters::{Acc, Count, CounterEvent, CounterSource, Counters, SplitMethod, TimeSplit};
 use crate::model::histogram::Histogram;
 use crate::model::own::OwnTime;
 use crate::model::tree::ThreadProfile;
@@ -35,6 +35,9 @@ pub struct CallStats {
     pub calls: u64,
     /// Time inside the calls (0 for spins, which are counted only).
     pub ns: u64,
+    /// What the calls asked to sleep for (`sleep(d)`, `park_timeout(d)`, `usleep`,
+    /// `nanosleep` with a reference), over the whole run; `None` for other calls.
+    pub asked: Option<crate::base::asked::Asked>,
 }
 
 /// A wait site (an `#[instrument_wait]` function), summed over threads and callers.
@@ -263,6 +266,7 @@ impl Profile {
                             site: info,
                             calls: slot.calls,
                             ns: slot.ns,
+                            asked: crate::base::asked::asked_at(info.file, info.line, info.column),
                         }),
                     }
                 }
@@ -291,9 +295,11 @@ impl Profile {
                 }
             }
         }
+        let threads = self.thread_views();
         for (s, c) in by_frame.iter_mut().zip(&counts) {
             if let Some(s) = s {
                 s.counters = c.counters();
+                cap_estimates(&mut s.counters, threads);
                 s.time = c.split();
                 s.durations.cap_extremes(s.wall_ns + s.suspended_ns);
             }
@@ -370,6 +376,21 @@ impl Profile {
                 }
             })
             .collect()
+    }
+}
+
+/// A site's figure scaled up from its sampled episodes never exceeds what the threads
+/// counted in all (seen: 137 voluntary switches estimated where every thread together
+/// made 121): capped there, still marked estimated.
+fn cap_estimates(site: &mut Counters, threads: &[ThreadStats]) {
+    for e in CounterEvent::ALL {
+        let Count::Scaled(v) = site.get(e) else {
+            continue;
+        };
+        let totals: Option<u64> = threads.iter().map(|t| t.counters.get(e).value()).sum();
+        if let Some(total) = totals {
+            *site.slot(e) = Count::Scaled(v.min(total));
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! The plain-text summary: where each thread's time went and what each wait site did.
 //! Lines stay within 100 columns.
 
+use crate::analysis::slack::asked_vs_got;
 use crate::base::site::Kind;
 use crate::base::text::{count, duration, percent, tail, wrap};
 use crate::counters::{Count, TimeSplit};
@@ -138,13 +139,27 @@ impl Profile {
             );
             let per = |n: u64| n as f64 / site.episodes.max(1) as f64;
             let timed = site.timed_episodes();
-            let _ = writeln!(
-                s,
-                "    {} episodes, {} wall, {} mean",
-                site.episodes,
-                duration(site.wall_ns),
-                duration(site.wall_ns / site.episodes.max(1)),
-            );
+            // An async site's histogram holds whole episodes (first poll to completion),
+            // its wall time only the polls: each line says which it covers.
+            let polled = site.suspended_ns > 0;
+            if polled {
+                let span = site.wall_ns + site.suspended_ns;
+                let _ = writeln!(
+                    s,
+                    "    {} episodes, {} span (first poll to completion), {} mean span",
+                    site.episodes,
+                    duration(span),
+                    duration(span / site.episodes.max(1)),
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "    {} episodes, {} wall, {} mean",
+                    site.episodes,
+                    duration(site.wall_ns),
+                    duration(site.wall_ns / site.episodes.max(1)),
+                );
+            }
             if site.returned_without_waiting > 0 {
                 // Timed from the first wait: the wall time is the other episodes'.
                 let _ = writeln!(
@@ -154,18 +169,24 @@ impl Profile {
                     duration(site.wall_ns / timed.max(1)),
                 );
             }
-            if site.suspended_ns > 0 {
+            if polled {
                 let span = site.wall_ns + site.suspended_ns;
                 let _ = writeln!(
                     s,
-                    "    async: {} polled, {} suspended between polls ({:.1}% of the \
-                     episodes' span, first poll to completion)",
+                    "    async: {} polled ({} mean per episode), {} suspended between polls \
+                     ({:.1}% of the span)",
                     duration(site.wall_ns),
+                    duration(site.wall_ns / site.episodes.max(1)),
                     duration(site.suspended_ns),
                     percent(site.suspended_ns, span),
                 );
             }
-            let _ = writeln!(s, "    time: {}", time_split(&site.time));
+            let _ = writeln!(
+                s,
+                "    time{}: {}",
+                if polled { " (polls)" } else { "" },
+                time_split(&site.time)
+            );
             let own: Vec<String> = site
                 .own
                 .leaves()
@@ -195,7 +216,12 @@ impl Profile {
             let h = &site.durations;
             let _ = writeln!(
                 s,
-                "    durations: min {}, p50 {}, p90 {}, p99 {}, p99.9 {}, max {}",
+                "    durations{}: min {}, p50 {}, p90 {}, p99 {}, p99.9 {}, max {}",
+                if polled {
+                    " (first poll to completion)"
+                } else {
+                    ""
+                },
                 q(h.min()),
                 q(h.quantile(0.5)),
                 q(h.quantile(0.9)),
@@ -231,6 +257,9 @@ impl Profile {
                     }
                 );
                 let _ = writeln!(s, "{}", line.trim_end());
+                if let Some(a) = &c.asked {
+                    let _ = writeln!(s, "      {}", asked_vs_got(site, c, a));
+                }
             }
         }
         self.write_sharing(&mut s);

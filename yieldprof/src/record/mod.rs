@@ -4,6 +4,7 @@
 //! Takes no lock after a thread's first episode at a site and never formats text.
 
 // Without the `enabled` feature the hot path is a set of no-ops with the same names.
+pub(crate) mod asked;
 #[cfg(feature = "enabled")]
 mod copy;
 #[cfg(feature = "enabled")]

@@ -538,8 +538,10 @@ pub(super) fn track_write_of(addr: usize, len: usize, serial: u64, tid: u16) {
     let slot = &TABLE[i];
     let granule = offset / GRANULE;
     let counts = &slot.threads[slot.block_of(serial)];
-    let n = add(&counts.rw[granule][1], false);
-    counts.note_time(n, false);
+    add(&counts.rw[granule][1], false);
+    // Hits are few (a few hundred a second): each moves the times, so the time two
+    // threads wrote together, which the verdict's rate divides by, is not cut short.
+    counts.note_time(1, false);
     let len = len.clamp(1, LINE - offset);
     if let Some(inv) = slot.hot.apply(tid, access(offset, len), true, 0) {
         counts.tally.count(granule, inv, false);

@@ -29,16 +29,19 @@
 //! its first and last tracked access, and the wait sites (`#[instrument_wait]` episodes)
 //! in which the line was read: the sites that spin on it.
 //!
-//! A line's verdict, with `N` its invalidations:
+//! A line's verdict, with `N` its invalidations and `p` the share of false ones. The
+//! counts are a sample (sampled accesses, watchpoint hits), so the verdict is judged
+//! with confidence bounds (`evidence`, and `docs/false-sharing.md`), and states how sure
+//! it is:
 //!
 //! | verdict | when |
 //! |---|---|
 //! | untracked | no access to the line was tracked |
-//! | uncertain | `N` < 32, and a writer and another thread used the line at the same time for less than 10 ms |
-//! | quiet | `N` < 32 otherwise |
-//! | FALSE | false ≥ 32 and false ≥ `N` / 4, not contended |
-//! | MIXED | the FALSE condition, and contended ≥ both bounds too |
-//! | TRUE | `N` ≥ 32, the false part below the bounds |
+//! | uncertain | `N` < 6 and two writers (or a writer and a reader at the same time) used the line together for less than 10 ms; or `N` ≥ 6 and neither `p` ≥ 1/4 nor `p` < 1/4 holds at 95 % |
+//! | quiet | `N` < 6 otherwise (6: what hand-offs between phases reach under 5 % of the time); a line one thread uses is quiet |
+//! | FALSE | `N` ≥ 6, `p` ≥ 1/4 at 95 % confidence, the contended share not |
+//! | MIXED | the FALSE condition, and ≥ 6 contended invalidations whose share is not below 1/4 at 95 % |
+//! | TRUE | `N` ≥ 6, `p` < 1/4 at 95 % confidence |
 //!
 //! Untracked and uncertain lines carry a note that says why ("nothing tracked: 0
 //! accesses through Watched on this range", "verdict uncertain: the two writers
@@ -86,6 +89,8 @@
 
 #[cfg(feature = "enabled")]
 mod detector;
+#[cfg(feature = "enabled")]
+mod evidence;
 #[cfg(feature = "enabled")]
 mod fields;
 #[cfg(feature = "enabled")]
@@ -149,9 +154,11 @@ pub(crate) const MAX_LINES: usize = 256;
 /// Threads per line with counters of their own; later threads share one pooled set.
 #[cfg(feature = "enabled")]
 pub(crate) const OWNED_THREADS: usize = 4;
-/// Fewest tracked invalidations a line needs for a verdict other than quiet.
+/// Fewest tracked invalidations a line needs for a verdict other than quiet: the
+/// fewest that [`evidence::STRAY`] hand-offs between phases reach less than 5 % of the
+/// time (`evidence` checks the derivation).
 #[cfg(feature = "enabled")]
-pub(crate) const MIN_INVALIDATIONS: u64 = 32;
+pub(crate) const MIN_INVALIDATIONS: u64 = 6;
 /// The false (or contended) part must be at least `1 / SHARE_DIVISOR` of all
 /// invalidations: a few stray ones are not worth padding for.
 #[cfg(feature = "enabled")]

@@ -99,7 +99,7 @@ impl Profile {
         let _ = writeln!(
             s,
             "  rule: FALSE when >= {MIN_INVALIDATIONS} invalidations and >= 1/{SHARE_DIVISOR} \
-             of them between different bytes"
+             of them between different bytes, at 95% confidence"
         );
         let plain = watchpoints();
         if plain.state != WatchpointState::Unused {
@@ -155,8 +155,17 @@ impl Profile {
                 "  {:<13} {} B at {:#x}: {} invalidations, {:.0}% false, {} contended",
                 l.verdict, l.size, l.address, l.invalidations, pct, l.contended_invalidations
             );
-            if let Some(note) = &l.note {
-                let _ = writeln!(s, "{}", wrap(note, "    note: ", "          "));
+            match &l.note {
+                Some(note) => {
+                    let _ = writeln!(s, "{}", wrap(note, "    note: ", "          "));
+                }
+                None => {
+                    let _ = writeln!(
+                        s,
+                        "{}",
+                        wrap(&l.evidence, "    evidence: ", "              ")
+                    );
+                }
             }
             if !l.verdict.is_suspicious() {
                 let names: Vec<&str> = l.words.iter().map(|w| w.name.as_str()).collect();

@@ -17,7 +17,7 @@
 //!   [`SLOTS`] of its words at random, so the writes of both land in one history. A
 //!   thread spends its budget within ~100 µs of being armed, and arming the threads one
 //!   after the other takes longer, so a focus window yields one or two invalidations:
-//!   32 of them take ~2 s of focus.
+//!   the 6 a verdict needs at least take well under a second of focus, a firm one more.
 //!
 //! Hits from all threads are merged by time and fed to the detector as writes of their
 //! threads ([`feed`]). A window lasts 20 times the CPU time the rotation itself took

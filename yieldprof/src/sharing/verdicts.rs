@@ -1,5 +1,6 @@
 //! Verdicts: what each line's history says (false, true, mixed sharing) and the fix that follows.
 
+use super::evidence::{self, Judgement, CONFIDENCE, FIRM};
 use super::fields::Part;
 use super::rows::{rows_of, Row};
 use super::*;
@@ -16,17 +17,22 @@ use std::fmt;
 /// bytes `w` while the history holds another thread `U` is an *invalidation*: *false*
 /// when no such `U` touched a byte of `w` (padding would remove it; a reader spinning on
 /// other bytes is such a victim), else *true*, and also *contended* when a `U` wrote a
-/// byte of `w`. With `N` invalidations, a line is [`Quiet`](Verdict::Quiet) below 32;
-/// [`False`](Verdict::False) when the false ones reach both 32 and
-/// `N /` 4; [`Mixed`](Verdict::Mixed) when the contended ones do too;
-/// [`True`](Verdict::True) otherwise. Two watched lines of one 128-B block keep the
-/// same history with the line as the byte: [`AdjacentRisk`](Verdict::AdjacentRisk)
-/// when the block passes the FALSE bounds and neither line is FALSE or MIXED.
+/// byte of `w`. Tracked invalidations are a sample, so a line is judged with confidence
+/// bounds: with `N` invalidations, it is [`Quiet`](Verdict::Quiet) below 6 (as many as
+/// hand-offs between phases make); [`False`](Verdict::False) when the false share is
+/// at least 1/4 with 95 % confidence; [`Mixed`](Verdict::Mixed) when the contended share
+/// is too; [`True`](Verdict::True) when the false share is below 1/4 with 95 %
+/// confidence; [`Uncertain`](Verdict::Uncertain) when neither holds.
+/// [`LineVerdict::confidence`] says how sure, [`LineVerdict::evidence`] why and how much
+/// longer a run needs for 99 %. Two watched lines of one 128-B block keep the same
+/// history with the line as the byte: [`AdjacentRisk`](Verdict::AdjacentRisk) when the
+/// block is FALSE by the same rule and neither line is FALSE or MIXED.
 ///
 /// A line that would be quiet says why the evidence is thin instead:
 /// [`Untracked`](Verdict::Untracked) when no access to it was tracked at all,
-/// [`Uncertain`](Verdict::Uncertain) when a writer and another thread used it at the
-/// same time for less than 10 ms.
+/// [`Uncertain`](Verdict::Uncertain) when two writers, or a writer and a reader at the
+/// same time, used it together for less than 10 ms. A line one thread uses, or whose
+/// reader came after its only writer, is quiet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Verdict {
@@ -41,10 +47,11 @@ pub enum Verdict {
     /// Invalidations between threads that use the same word: communication or
     /// contention, which no layout removes.
     True,
-    /// Fewer than 32 invalidations.
+    /// Fewer than 6 invalidations: no more than hand-offs between phases make.
     Quiet,
-    /// Fewer than 32 invalidations, but a writer and another thread used the line at the
-    /// same time for too short a while to tell ([`LineVerdict::note`] says how long).
+    /// Fewer than 6 invalidations, but two threads used the line at the same time for
+    /// too short a while to tell; or enough of them, with a false share that is neither
+    /// clearly above nor clearly below 1/4 ([`LineVerdict::note`] says which).
     Uncertain,
     /// No access to the line was tracked: nothing reached it through `Watched`.
     Untracked,
@@ -119,7 +126,7 @@ pub struct SpinningSite {
 
 /// The detector's finding for one watched line, or for a 128-B block with
 /// [`Verdict::AdjacentRisk`]. [`Verdict`] states the rule.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct LineVerdict {
     /// What the counts say.
@@ -145,19 +152,102 @@ pub struct LineVerdict {
     pub note: Option<String>,
     /// 1 when every access was tracked, else the sampling rate.
     pub sample_every: u32,
+    /// How sure the verdict is, 0.95 to 1, for FALSE, MIXED, ADJACENT-RISK and TRUE; for
+    /// an uncertain line with enough invalidations, how sure the likelier of FALSE and
+    /// TRUE is (below 0.95); `None` otherwise.
+    pub confidence: Option<f64>,
+    /// The evidence in words: `26 of 26 invalidations false (95% interval 87–100%) in
+    /// 950.00 ms together: 100.0% sure`, and how much longer a run needs for a firmer
+    /// verdict; for a quiet line, what was seen (`no invalidation in 1.00 s together`).
+    pub evidence: String,
 }
 
 pub(super) fn classify(h: &HotRecord) -> Verdict {
-    let passes = |n: u64| n >= MIN_INVALIDATIONS && n * SHARE_DIVISOR >= h.invalidations;
-    if h.invalidations < MIN_INVALIDATIONS {
-        Verdict::Quiet
-    } else if passes(h.false_inv) && passes(h.contended) {
-        Verdict::Mixed
-    } else if passes(h.false_inv) {
-        Verdict::False
+    judge(h).verdict
+}
+
+fn judge(h: &HotRecord) -> Judgement {
+    evidence::judge(h.invalidations, h.false_inv, h.contended)
+}
+
+/// The evidence behind a line's verdict in words, with `ns` the time a writer and
+/// another thread used it together (0: unknown or none).
+fn evidence_text(h: &HotRecord, j: Judgement, ns: u64, sample_every: u32) -> String {
+    let n = h.invalidations;
+    let together = if ns > 0 {
+        format!(" in {} together", duration(ns))
     } else {
-        Verdict::True
+        String::new()
+    };
+    let tracked = if sample_every > 1 {
+        format!(" (1 in {sample_every} accesses tracked)")
+    } else {
+        String::new()
+    };
+    // How long at the rate seen until `more` invalidations.
+    let longer = |more: u64| {
+        if ns == 0 || n == 0 {
+            format!("~{more} more invalidations")
+        } else {
+            format!(
+                "~{} more at this rate",
+                duration(ns.saturating_mul(more) / n)
+            )
+        }
+    };
+    let Some(confidence) = j.confidence else {
+        if n == 0 {
+            return match ns {
+                0 => "no invalidation: one thread at a time used the line".into(),
+                // The rule of three: no event in `t` bounds the rate below 3 / t at 95 %.
+                _ => format!(
+                    "no invalidation{together}{tracked}: fewer than {:.1}/s at 95% confidence",
+                    3e9 / ns as f64
+                ),
+            };
+        }
+        return format!(
+            "{n} invalidations{together}{tracked}: no more than hand-offs between phases make              (sharing shows from {MIN_INVALIDATIONS}; {} would tell)",
+            longer(MIN_INVALIDATIONS - n)
+        );
+    };
+    let (lo, hi) = evidence::wilson(h.false_inv, n);
+    let mut text = format!(
+        "{} of {n} invalidations false (95% interval {:.0}–{:.0}%){together}{tracked}: ",
+        h.false_inv,
+        lo * 100.0,
+        hi * 100.0
+    );
+    let target = if j.verdict == Verdict::Uncertain {
+        text += &format!(
+            "share neither clearly above nor below 1/{SHARE_DIVISOR} ({:.0}% sure of {})",
+            confidence * 100.0,
+            if h.false_inv * SHARE_DIVISOR >= n {
+                "FALSE"
+            } else {
+                "TRUE"
+            }
+        );
+        CONFIDENCE
+    } else {
+        text += &if confidence >= 0.999 {
+            "> 99.9% sure".to_string()
+        } else {
+            format!("{:.1}% sure", (confidence * 1000.0).floor() / 10.0)
+        };
+        FIRM
+    };
+    if confidence < target {
+        text += &match evidence::needed(n, h.false_inv, target) {
+            Some(m) => format!(
+                "; {} for {:.0}%",
+                longer(m.saturating_sub(n)),
+                target * 100.0
+            ),
+            None => format!("; no run length decides: the share sits at 1/{SHARE_DIVISOR}"),
+        };
     }
+    text
 }
 
 /// `` `a` ``, `` `a` and `b` ``, `` `a`, `b` and `c` ``.
@@ -337,7 +427,9 @@ fn thin_evidence(rec: &LineRecord) -> Option<(Verdict, String)> {
         ));
     }
     let (ns, both) = overlap(rec)?;
-    (ns < MIN_OVERLAP_NS).then(|| {
+    // A reader that came after the only writer collected a result: nothing was shared.
+    let concurrent = both || ns > 0;
+    (concurrent && ns < MIN_OVERLAP_NS).then(|| {
         (
             Verdict::Uncertain,
             format!(
@@ -389,13 +481,18 @@ fn involved(rows: &[Row], verdict: Verdict) -> (Vec<&Part>, Vec<String>) {
 }
 
 pub(super) fn line_verdict(rec: &LineRecord, names: &Names) -> LineVerdict {
-    let mut verdict = classify(&rec.hot);
+    let judgement = judge(&rec.hot);
+    let mut verdict = judgement.verdict;
+    let together = overlap(rec).map_or(0, |(ns, _)| ns);
+    let evidence = evidence_text(&rec.hot, judgement, together, rec.sample_every);
     let mut note = None;
     if verdict == Verdict::Quiet {
         if let Some((v, n)) = thin_evidence(rec) {
             verdict = v;
             note = Some(n);
         }
+    } else if verdict == Verdict::Uncertain {
+        note = Some(format!("verdict uncertain: {evidence}"));
     }
     let rows = rows_of(rec);
     let (parts, shared) = involved(&rows, verdict);
@@ -415,6 +512,8 @@ pub(super) fn line_verdict(rec: &LineRecord, names: &Names) -> LineVerdict {
         wait_sites: wait_sites(&[rec], names),
         note,
         sample_every: rec.sample_every,
+        confidence: judgement.confidence,
+        evidence,
     }
 }
 
@@ -427,9 +526,15 @@ pub(super) fn block_verdict(
         contended: 0,
         ..even.pair
     };
-    if classify(&h) != Verdict::False {
+    let judgement = judge(&h);
+    if judgement.verdict != Verdict::False {
         return None;
     }
+    let together = [even, odd]
+        .iter()
+        .filter_map(|r| overlap(r).map(|(ns, _)| ns))
+        .max()
+        .unwrap_or(0);
     let (even_rows, odd_rows) = (rows_of(even), rows_of(odd));
     let mut words: Vec<WordAccess> = even_rows
         .iter()
@@ -459,5 +564,7 @@ pub(super) fn block_verdict(
         wait_sites: wait_sites(&[even, odd], names),
         note: None,
         sample_every: even.sample_every,
+        confidence: judgement.confidence,
+        evidence: evidence_text(&h, judgement, together, even.sample_every),
     })
 }

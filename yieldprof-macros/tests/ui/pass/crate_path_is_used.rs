@@ -9,6 +9,20 @@ mod fake {
         pub static CALLED: AtomicU32 = AtomicU32::new(0);
         pub static COUNTED: AtomicU32 = AtomicU32::new(0);
         pub static SPUN: AtomicU32 = AtomicU32::new(0);
+        pub static ASKED: AtomicU32 = AtomicU32::new(0);
+
+        pub struct AskedSite;
+        impl AskedSite {
+            pub const fn new(_file: &'static str, _line: u32, _column: u32) -> Self {
+                AskedSite
+            }
+        }
+
+        pub fn asked(_site: &'static AskedSite, d: std::time::Duration) -> std::time::Duration {
+            assert_eq!(d, std::time::Duration::ZERO);
+            ASKED.fetch_add(1, Ordering::Relaxed);
+            d
+        }
 
         pub struct EpisodeSite(pub Option<&'static str>, pub &'static str);
         impl EpisodeSite {
@@ -116,5 +130,6 @@ fn main() {
     assert_eq!(fake::__private::CALLED.load(Relaxed), 2);
     assert_eq!(fake::__private::SPUN.load(Relaxed), 1);
     assert_eq!(fake::__private::COUNTED.load(Relaxed), 1);
+    assert_eq!(fake::__private::ASKED.load(Relaxed), 1);
     assert!(yieldprof::snapshot().sites().is_empty());
 }

@@ -1,7 +1,7 @@
 //! A [`Profile`] into the schema's types.
 
 use super::{
-    Call, Capabilities, Costs, Count, Counters, Document, Durations, EventStatus, Finding,
+    Asked, Call, Capabilities, Costs, Count, Counters, Document, Durations, EventStatus, Finding,
     Fragmentation, KindDurations, Line, OwnTime, Run, Site, SpinningSite, Thread, ThreadAccess,
     TimeSplit, Totals, Watchpoints, Word, SCHEMA,
 };
@@ -89,6 +89,8 @@ fn line(l: &LineVerdict) -> Line {
         wait_sites: wait_sites.collect(),
         fix: l.fix.clone(),
         note: l.note.clone(),
+        confidence: l.confidence,
+        evidence: l.evidence.clone(),
     }
 }
 
@@ -158,6 +160,12 @@ impl Profile {
                 ns: c.ns,
                 per_episode: share(c.calls, s.episodes),
                 in_async: c.site.in_async,
+                asked: c.asked.map(|a| Asked {
+                    calls: a.calls,
+                    min_ns: a.min_ns,
+                    max_ns: a.max_ns,
+                    mean_ns: a.mean_ns,
+                }),
             });
             Site {
                 spin_ns: s.spin_ns(),

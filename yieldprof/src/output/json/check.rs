@@ -103,9 +103,25 @@ impl Document {
             );
             let exact = |c: Option<Count>| c.filter(|c| !c.estimated).map(|c| c.value);
             let t = &s.time;
+            // Parts of the own time named on or off the CPU within the site's figures
+            // (estimated ones too: the own split is derived from the same estimate).
+            let any = |c: Option<Count>| c.map(|c| c.value);
+            // Clocks read a few ns apart at each end of every episode.
+            let slack = s.wall_ns / 100 + 1_000 * s.episodes;
+            if let (Some(on), Some(off)) = (any(t.on_cpu_ns), any(t.off_cpu_ns)) {
+                check(
+                    own.spin_ns + own.on_cpu_ns <= on + slack,
+                    format!(
+                        "{who}: own [spin] {} + [on-cpu] {} > on-CPU {on}",
+                        own.spin_ns, own.on_cpu_ns
+                    ),
+                );
+                check(
+                    own.off_cpu_ns <= off + slack,
+                    format!("{who}: own [off-cpu] {} > off-CPU {off}", own.off_cpu_ns),
+                );
+            }
             if let (Some(on), Some(off)) = (exact(t.on_cpu_ns), exact(t.off_cpu_ns)) {
-                // Clocks read a few ns apart at each end of every episode.
-                let slack = s.wall_ns / 100 + 1_000 * s.episodes;
                 check(
                     on + off <= s.wall_ns + slack,
                     format!("{who}: on-CPU {on} + off-CPU {off} > wall {}", s.wall_ns),

@@ -49,14 +49,16 @@
 //!                "fragmentation": { "episodes_per_s", "short_share" },
 //!                "counters": { <event>: counter, ..., "sampled": n },
 //!                "calls": [ { "kind", "file", "line", "column", "calls", "ns",
-//!                             "per_episode", "in_async" } ],
+//!                             "per_episode", "in_async",
+//!                             "asked": { "calls", "min_ns", "max_ns", "mean_ns" } } ],
 //!                "call_durations": [ { "kind", "calls", "durations": { ... } } ],
 //!                "false_sharing" } ],
 //!   "sharing": [ { "verdict", "address", "size", "invalidations",
 //!                  "false_invalidations", "contended_invalidations", "sample_every",
 //!                  "words": [ { "offset", "size", "name", "invalidations",
 //!                               "threads": [ { "thread", "reads", "writes" } ] } ],
-//!                  "wait_sites": [ { "name", "reads" } ], "fix", "note" } ],
+//!                  "wait_sites": [ { "name", "reads" } ], "fix", "note", "confidence",
+//!                  "evidence" } ],
 //!   "watchpoints": { "state", "reason", "threads", "over_cap", "refused", "hits",
 //!                    "lost", "rate", "note" },
 //!   "capabilities": { "paranoid", "fd_budget", "fds_in_use",
@@ -457,6 +459,24 @@ pub struct Call {
     /// Made without `.await` in async code: it blocked the executor's thread.
     #[serde(default)]
     pub in_async: bool,
+    /// What a sleep-like call asked for (`sleep(d)`, `park_timeout(d)`, `usleep`,
+    /// `nanosleep`); absent for other calls and in older files.
+    #[serde(default)]
+    pub asked: Option<Asked>,
+}
+
+/// The durations one call line asked to sleep for, as in [`crate::report::Asked`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Asked {
+    /// Calls whose request was seen.
+    pub calls: u64,
+    /// The shortest request, ns.
+    pub min_ns: u64,
+    /// The longest request, ns.
+    pub max_ns: u64,
+    /// The mean request, ns.
+    pub mean_ns: u64,
 }
 
 /// One watched line (or 128-B block), as in [`crate::sharing::LineVerdict`].
@@ -487,6 +507,15 @@ pub struct Line {
     /// Why the evidence is thin (`uncertain`, `untracked`), else `null`.
     #[serde(default)]
     pub note: Option<String>,
+    /// How sure the verdict is (0.95 to 1; below for `uncertain` with enough
+    /// invalidations), as [`crate::sharing::LineVerdict::confidence`]; absent in older
+    /// files.
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    /// The evidence in words, as [`crate::sharing::LineVerdict::evidence`]; empty in
+    /// older files.
+    #[serde(default)]
+    pub evidence: String,
 }
 
 /// One row of a line (a field, an array element), as in [`crate::sharing::WordAccess`].
