@@ -405,8 +405,29 @@ fn sharing_section(summary: &str) -> String {
     section.join("\n")
 }
 
+/// What `--help` prints: the options a user may give, with their defaults.
+fn usage() -> String {
+    format!(
+        "spsc: the yieldprof demo. An SPSC ring profiled with `head` and `tail` on one cache line
+(packed) and 128 B apart (padded); writes target/yieldprof/spsc-*.{{svg,json,txt,...}}
+
+usage: spsc [--rounds N] [--ms MS]
+  --rounds N   packed/padded rounds with the consumer spinning (default {ROUNDS})
+  --ms MS      length of each run in milliseconds (default {})
+  -h, --help   print this and exit
+
+environment: YIELDPROF_OUT=DIR writes the files to DIR instead of target/yieldprof
+",
+        RUN.as_millis()
+    )
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().skip(1).any(|a| a == "-h" || a == "--help") {
+        print!("{}", usage());
+        return;
+    }
     let run = arg(&args, "--ms")
         .and_then(|m| m.parse().ok())
         .filter(|&ms| ms > 0)
