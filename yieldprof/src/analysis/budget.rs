@@ -11,18 +11,30 @@ use crate::model::profile::{SiteStats, ThreadStats};
 use std::fmt;
 
 impl Limit {
-    fn describe(&self) -> String {
+    /// The limit's name in `#[instrument_wait(budget(...))]`, the `Budget` builder and
+    /// every budget message: `max_yields_per_episode`.
+    fn key(&self) -> String {
         match self {
-            Limit::Episodes(_) => "episodes".into(),
-            Limit::Calls(k, _) => format!("{} calls", k.name()),
-            Limit::CallsPerEpisode(k, _) => format!("{} calls per episode", k.name()),
-            Limit::WallShare(_) => "share of thread wall time".into(),
-            Limit::WaitShare(_) => "share of wall time waiting".into(),
-            Limit::VoluntarySwitchesPerEpisode(_) => "voluntary switches per episode".into(),
-            Limit::InvoluntarySwitchesPerEpisode(_) => "involuntary switches per episode".into(),
-            Limit::InvoluntarySwitches(_) => "involuntary switches".into(),
-            Limit::CacheMissesPerEpisode(_) => "cache misses per episode".into(),
-            Limit::NoFalseSharing => "falsely shared lines".into(),
+            Limit::Episodes(_) => "max_episodes".into(),
+            Limit::Calls(k, _) => format!("max_{}", calls(*k)),
+            Limit::CallsPerEpisode(k, _) => format!("max_{}_per_episode", calls(*k)),
+            Limit::WallShare(_) => "max_wall_share".into(),
+            Limit::WaitShare(_) => "max_wait_share".into(),
+            Limit::VoluntarySwitchesPerEpisode(_) => "max_voluntary_switches_per_episode".into(),
+            Limit::InvoluntarySwitchesPerEpisode(_) => {
+                "max_involuntary_switches_per_episode".into()
+            }
+            Limit::InvoluntarySwitches(_) => "max_involuntary_switches".into(),
+            Limit::CacheMissesPerEpisode(_) => "max_cache_misses_per_episode".into(),
+            Limit::NoFalseSharing => "no_false_sharing".into(),
+        }
+    }
+
+    /// The limit as it is written: `max_yields_per_episode = 16`, `no_false_sharing`.
+    fn written(&self) -> String {
+        match self {
+            Limit::NoFalseSharing => self.key(),
+            _ => format!("{} = {}", self.key(), num(self.bound())),
         }
     }
 
@@ -40,7 +52,27 @@ impl Limit {
     }
 }
 
-/// Limits for one wait site, built with [`Budget::site`].
+/// The plural a kind's limits are named with (`max_yields`, `max_yields_per_episode`);
+/// the attribute's keys are made of the same words (`CALL_KEYS` in the macro crate).
+fn calls(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Spin => "spins",
+        Kind::Yield => "yields",
+        Kind::Sleep => "sleeps",
+        Kind::Park => "parks",
+        Kind::AsyncYield => "async_yields",
+        Kind::Lock => "locks",
+        Kind::Condvar => "condvar_waits",
+        Kind::Channel => "channel_waits",
+        Kind::Join => "joins",
+        Kind::Barrier => "barrier_waits",
+        Kind::Backoff => "backoffs",
+    }
+}
+
+/// Limits for one wait site, built with [`Budget::site`]. Each method is named as the
+/// limit is in `#[instrument_wait(budget(...))]` and in messages; the per-kind ones take
+/// the kind: `max_calls_per_episode(Kind::Yield, 16.0)` is `max_yields_per_episode = 16`.
 #[derive(Clone, Debug, Default)]
 pub struct SiteBudget {
     limits: Vec<Limit>,
@@ -239,20 +271,55 @@ impl Budget {
 /// ran outside the session.
 #[cfg(feature = "enabled")]
 pub(crate) fn check_declared(profile: &Profile) -> Result<(), BudgetExceeded> {
+    declared(profile)
+        .unwrap_or_else(|| {
+            let mut out = BudgetExceeded::default();
+            out.unknown.push(format!(
+                "no site in the report declares a budget with `#[instrument_wait(budget(...))]` \
+                 (sites: {})",
+                list(profile.site_views().iter().map(|s| s.name.as_str()))
+            ));
+            out
+        })
+        .into_result()
+}
+
+/// Every declared limit compared with the report; `None` when no site declares one.
+#[cfg(feature = "enabled")]
+fn declared(profile: &Profile) -> Option<BudgetExceeded> {
     let mut out = BudgetExceeded::default();
-    let sites = profile.site_views();
-    let declared: Vec<&SiteStats> = sites.iter().filter(|s| !s.budget.is_empty()).collect();
-    if declared.is_empty() {
-        out.unknown.push(format!(
-            "no site in the report declares a budget with `#[instrument_wait(budget(...))]` \
-             (sites: {})",
-            list(sites.iter().map(|s| s.name.as_str()))
-        ));
-    }
-    for site in declared {
+    let mut any = false;
+    for site in profile.site_views().iter().filter(|s| !s.budget.is_empty()) {
+        any = true;
         out.check_site(site, site.budget, profile);
     }
-    out.into_result()
+    any.then_some(out)
+}
+
+/// What the summary and stderr say when a report is written: each limit declared with
+/// `#[instrument_wait(budget(...))]`, exceeded or held, with its site's `file:line` and
+/// the value measured; `None` when no site in the report declares one.
+#[cfg(feature = "enabled")]
+pub(crate) fn declared_budgets(profile: &Profile) -> Option<String> {
+    let out = declared(profile)?;
+    let mut text = format!(
+        "Declared budgets: {} exceeded, {} held\n",
+        out.violations.len(),
+        out.held.len()
+    );
+    let exceeded = out.violations.iter().map(|v| ("EXCEEDED", v));
+    for (tag, v) in exceeded.chain(out.held.iter().map(|v| ("held", v))) {
+        text.push_str(&format!(
+            "  {tag:<8}  {}: {}, measured {}\n",
+            v.subject,
+            v.limit.written(),
+            num(v.measured)
+        ));
+    }
+    for note in out.unavailable.iter().chain(&out.skipped) {
+        text.push_str(&format!("  not checked: {note}\n"));
+    }
+    Some(text)
 }
 
 #[cfg(feature = "enabled")]
@@ -329,7 +396,8 @@ fn thread_value(limit: &Limit, t: &ThreadStats) -> Measured {
     }
 }
 
-/// One limit that was exceeded.
+/// One limit compared with what was measured: exceeded, in
+/// [`BudgetExceeded::violations`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Violation {
     /// The site or thread, with its source location or tid.
@@ -352,6 +420,9 @@ pub struct BudgetExceeded {
     /// Limits on counters not counted here, and why; failures with
     /// [`Budget::require_counters`], notes otherwise.
     pub unavailable: Vec<String>,
+    /// Limits that held, with what was measured: the "held" lines of the summary's
+    /// "Declared budgets".
+    held: Vec<Violation>,
     require_counters: bool,
 }
 
@@ -379,15 +450,20 @@ impl BudgetExceeded {
 
     fn compare(&mut self, subject: &str, limit: &Limit, measured: Measured) {
         match measured {
-            Measured::Value(m) if m > limit.bound() => self.violations.push(Violation {
-                subject: subject.to_string(),
-                limit: *limit,
-                measured: m,
-            }),
-            Measured::Value(_) => {}
+            Measured::Value(m) => {
+                let checked = Violation {
+                    subject: subject.to_string(),
+                    limit: *limit,
+                    measured: m,
+                };
+                match m > limit.bound() {
+                    true => self.violations.push(checked),
+                    false => self.held.push(checked),
+                }
+            }
             Measured::NotApplicable => self.skipped.push(format!(
                 "{subject}: {} does not apply here",
-                limit.describe()
+                limit.key()
             )),
             Measured::Unavailable(event) => {
                 let why = match capabilities().get(event) {
@@ -396,7 +472,7 @@ impl BudgetExceeded {
                 };
                 self.unavailable.push(format!(
                     "{subject}: {} not checked: {} is n/a ({why})",
-                    limit.describe(),
+                    limit.key(),
                     event.name()
                 ));
             }
@@ -427,11 +503,10 @@ impl fmt::Display for BudgetExceeded {
         for v in &self.violations {
             writeln!(
                 f,
-                "  {}: {} measured {}, limit {}",
+                "  {}: {}, measured {}",
                 v.subject,
-                v.limit.describe(),
-                num(v.measured),
-                num(v.limit.bound())
+                v.limit.written(),
+                num(v.measured)
             )?;
         }
         for u in &self.unknown {
@@ -476,18 +551,21 @@ impl Profile {
     /// |---|---|
     /// | `max_episodes = n` | [`Limit::Episodes`] |
     /// | `max_<calls> = n` | [`Limit::Calls`], in total |
-    /// | `<calls>_per_episode = x` | [`Limit::CallsPerEpisode`], on average |
+    /// | `max_<calls>_per_episode = x` | [`Limit::CallsPerEpisode`], on average |
     /// | `max_wall_share = x` (0 to 1) | [`Limit::WallShare`] |
     ///
     /// where `<calls>` is one of `spins`, `yields`, `sleeps`, `parks`, `async_yields`,
     /// `locks`, `condvar_waits`, `channel_waits`, `joins`, `barrier_waits`, `backoffs`.
     ///
     /// Counts are whole numbers; per-episode figures and shares may have a fraction.
+    /// The same limits are also checked whenever the report is written (guard drop,
+    /// exit hook, [`flush`](crate::flush)): the summary's "Declared budgets" section and
+    /// stderr list each one held or exceeded; only this call fails a test.
     /// A report in which no site declares a budget is an error, not a silent pass: the
     /// function did not run, or ran on a thread outside the session.
     ///
     /// ```
-    /// #[yieldprof::instrument_wait(budget(max_episodes = 2, yields_per_episode = 1))]
+    /// #[yieldprof::instrument_wait(budget(max_episodes = 2, max_yields_per_episode = 1))]
     /// fn take() {
     ///     std::thread::yield_now();
     /// }
@@ -502,7 +580,7 @@ impl Profile {
     /// take();
     /// take();
     /// let err = session.finish().check_declared().unwrap_err();
-    /// assert!(err.to_string().contains("episodes measured 3, limit 2"), "{err}");
+    /// assert!(err.to_string().contains("max_episodes = 2, measured 3"), "{err}");
     /// ```
     ///
     /// [`Limit::Episodes`]: crate::budget::Limit::Episodes
