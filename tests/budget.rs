@@ -140,10 +140,7 @@ fn a_thread_budget_limits_the_wait_share() {
     let err = report
         .check(&Budget::new().thread(&me, |t| t.max_wait_share(0.0)))
         .unwrap_err();
-    assert!(
-        err.to_string().contains("max_wait_share"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("max_wait_share"), "{err}");
     let err = report
         .check(&Budget::new().thread("nobody", |t| t.max_wait_share(0.5)))
         .unwrap_err();

@@ -100,8 +100,5 @@ fn no_false_sharing_fails_on_two_threads_counters_in_one_line() {
     let msg = err.to_string();
     assert!(msg.contains("FALSE line"), "{msg}");
     assert!(msg.contains("budget_slots"), "{msg}");
-    assert!(
-        msg.contains("no_false_sharing, measured 1"),
-        "{msg}"
-    );
+    assert!(msg.contains("no_false_sharing, measured 1"), "{msg}");
 }

@@ -129,7 +129,10 @@ fn help_prints_usage_and_runs_nothing() {
         let stdout = String::from_utf8_lossy(&run.stdout);
         assert!(run.status.success(), "{flag}: {stdout}");
         assert!(stdout.contains("usage: spsc"), "{flag}: {stdout}");
-        assert!(stdout.contains("--rounds N") && stdout.contains("--ms MS"), "{stdout}");
+        assert!(
+            stdout.contains("--rounds N") && stdout.contains("--ms MS"),
+            "{stdout}"
+        );
         // Nothing ran: no round printed, no file written.
         assert!(!stdout.contains("SPSC ring, runs of"), "{flag}: {stdout}");
         assert!(!out.exists(), "{flag} wrote {out:?}");

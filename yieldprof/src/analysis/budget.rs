@@ -2,7 +2,7 @@
 
 use crate::base::site::{Kind, Limit};
 #[cfg(feature = "enabled")]
-use crate::base::text::{share, shared_line};
+use crate::base::text::{share, shared_line, wrap};
 #[cfg(feature = "enabled")]
 use crate::counters::{capabilities, Availability, Count, CounterEvent};
 use crate::model::profile::Profile;
@@ -309,15 +309,18 @@ pub(crate) fn declared_budgets(profile: &Profile) -> Option<String> {
     );
     let exceeded = out.violations.iter().map(|v| ("EXCEEDED", v));
     for (tag, v) in exceeded.chain(out.held.iter().map(|v| ("held", v))) {
-        text.push_str(&format!(
-            "  {tag:<8}  {}: {}, measured {}\n",
+        let line = format!(
+            "{}: {}, measured {}",
             v.subject,
             v.limit.written(),
             num(v.measured)
-        ));
+        );
+        text.push_str(&wrap(&line, &format!("  {tag:<8}  "), "            "));
+        text.push('\n');
     }
     for note in out.unavailable.iter().chain(&out.skipped) {
-        text.push_str(&format!("  not checked: {note}\n"));
+        text.push_str(&wrap(note, "  not checked: ", "            "));
+        text.push('\n');
     }
     Some(text)
 }
@@ -461,10 +464,9 @@ impl BudgetExceeded {
                     false => self.held.push(checked),
                 }
             }
-            Measured::NotApplicable => self.skipped.push(format!(
-                "{subject}: {} does not apply here",
-                limit.key()
-            )),
+            Measured::NotApplicable => self
+                .skipped
+                .push(format!("{subject}: {} does not apply here", limit.key())),
             Measured::Unavailable(event) => {
                 let why = match capabilities().get(event) {
                     Availability::Unavailable(r) => r.to_string(),
