@@ -1,13 +1,14 @@
 //! The main demo: an SPSC ring buffer, producer and consumer on two threads pinned to two
-//! cores, with the wait loops annotated (seed 002's case: `head` and `tail` on one cache
-//! line cost the article's ring 22k → 52k msg/s).
+//! cores, with the wait loops annotated (the classic false-sharing case: in a .NET
+//! write-up this project started from, `head` and `tail` on one cache line held such a ring
+//! to 22k msg/s, against 52k msg/s padded).
 //!
 //! `cargo run --release -p yieldprof-demo` runs each configuration in its own process, so
 //! each writes its own profile:
 //!
 //! - `--layout packed|padded`: `head` and `tail` on one cache line, or 128 B apart;
 //! - `--wait spin|backoff`: the consumer spins, or backs off spin ×64 → yield ×16 →
-//!   sleep 50 µs (seed 000 §5.4).
+//!   sleep 50 µs (the usual layered backoff: spin about as long as one syscall, then yield).
 //!
 //! Packed and padded (spinning) alternate for several rounds of a fixed time, so that both
 //! see the same machine; then each backoff configuration runs once. Messages go in batches

@@ -396,7 +396,7 @@ mod tests {
         assert!(refused("{").starts_with("not a saved probe: EOF while parsing"));
     }
 
-    // Cases: proptest's default (256), or `PROPTEST_CASES` (the long run, README).
+    // Cases: proptest's default (256), or `PROPTEST_CASES` (the long run, docs/reliability.md).
     proptest! {
         #[test]
         fn a_saved_probe_cut_or_overwritten_never_panics_and_says_why(
