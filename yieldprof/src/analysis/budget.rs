@@ -214,15 +214,13 @@ impl Budget {
 
     #[cfg(feature = "enabled")]
     pub(crate) fn check(&self, profile: &Profile) -> Result<(), BudgetExceeded> {
-        let mut out = BudgetExceeded {
-            require_counters: self.require_counters,
-            ..BudgetExceeded::default()
-        };
+        let mut out = Checker::default();
+        out.failed.require_counters = self.require_counters;
         let sites = profile.site_views();
         let threads = profile.thread_views();
         for (name, budget) in &self.sites {
             let Some(site) = sites.iter().find(|s| s.matches(name)) else {
-                out.unknown.push(format!(
+                out.failed.unknown.push(format!(
                     "site `{name}` is not in the report (sites: {})",
                     list(sites.iter().map(|s| s.name.as_str()))
                 ));
@@ -233,7 +231,7 @@ impl Budget {
         for (name, budget) in &self.threads {
             let matching: Vec<&ThreadStats> = threads.iter().filter(|t| &t.name == name).collect();
             if matching.is_empty() {
-                out.unknown.push(format!(
+                out.failed.unknown.push(format!(
                     "thread `{name}` is not in the report (threads: {})",
                     list(threads.iter().map(|t| t.name.as_str()))
                 ));
@@ -273,8 +271,8 @@ impl Budget {
 pub(crate) fn check_declared(profile: &Profile) -> Result<(), BudgetExceeded> {
     declared(profile)
         .unwrap_or_else(|| {
-            let mut out = BudgetExceeded::default();
-            out.unknown.push(format!(
+            let mut out = Checker::default();
+            out.failed.unknown.push(format!(
                 "no site in the report declares a budget with `#[instrument_wait(budget(...))]` \
                  (sites: {})",
                 list(profile.site_views().iter().map(|s| s.name.as_str()))
@@ -286,8 +284,8 @@ pub(crate) fn check_declared(profile: &Profile) -> Result<(), BudgetExceeded> {
 
 /// Every declared limit compared with the report; `None` when no site declares one.
 #[cfg(feature = "enabled")]
-fn declared(profile: &Profile) -> Option<BudgetExceeded> {
-    let mut out = BudgetExceeded::default();
+fn declared(profile: &Profile) -> Option<Checker> {
+    let mut out = Checker::default();
     let mut any = false;
     for site in profile.site_views().iter().filter(|s| !s.budget.is_empty()) {
         any = true;
@@ -304,10 +302,10 @@ pub(crate) fn declared_budgets(profile: &Profile) -> Option<String> {
     let out = declared(profile)?;
     let mut text = format!(
         "Declared budgets: {} exceeded, {} held\n",
-        out.violations.len(),
+        out.failed.violations.len(),
         out.held.len()
     );
-    let exceeded = out.violations.iter().map(|v| ("EXCEEDED", v));
+    let exceeded = out.failed.violations.iter().map(|v| ("EXCEEDED", v));
     for (tag, v) in exceeded.chain(out.held.iter().map(|v| ("held", v))) {
         let line = format!(
             "{}: {}, measured {}",
@@ -318,7 +316,7 @@ pub(crate) fn declared_budgets(profile: &Profile) -> Option<String> {
         text.push_str(&wrap(&line, &format!("  {tag:<8}  "), "            "));
         text.push('\n');
     }
-    for note in out.unavailable.iter().chain(&out.skipped) {
+    for note in out.failed.unavailable.iter().chain(&out.failed.skipped) {
         text.push_str(&wrap(note, "  not checked: ", "            "));
         text.push('\n');
     }
@@ -423,14 +421,19 @@ pub struct BudgetExceeded {
     /// Limits on counters not counted here, and why; failures with
     /// [`Budget::require_counters`], notes otherwise.
     pub unavailable: Vec<String>,
-    /// Limits that held, with what was measured: the "held" lines of the summary's
-    /// "Declared budgets".
-    held: Vec<Violation>,
     require_counters: bool,
 }
 
+/// A check under way: what failed, and what held (the summary's "held" lines).
 #[cfg(feature = "enabled")]
-impl BudgetExceeded {
+#[derive(Default)]
+struct Checker {
+    failed: BudgetExceeded,
+    held: Vec<Violation>,
+}
+
+#[cfg(feature = "enabled")]
+impl Checker {
     fn check_site(&mut self, site: &SiteStats, limits: &[Limit], profile: &Profile) {
         let subject = format!("site `{}` ({}:{})", site.name, site.file, site.line);
         for limit in limits {
@@ -439,16 +442,7 @@ impl BudgetExceeded {
     }
 
     fn into_result(self) -> Result<(), BudgetExceeded> {
-        let missing = self.require_counters && !self.unavailable.is_empty();
-        if self.violations.is_empty() && self.unknown.is_empty() && !missing {
-            // A passing check still says what it could not check.
-            for u in &self.unavailable {
-                eprintln!("yieldprof budget note: {u}");
-            }
-            Ok(())
-        } else {
-            Err(self)
-        }
+        self.failed.into_result()
     }
 
     fn compare(&mut self, subject: &str, limit: &Limit, measured: Measured) {
@@ -460,11 +454,12 @@ impl BudgetExceeded {
                     measured: m,
                 };
                 match m > limit.bound() {
-                    true => self.violations.push(checked),
+                    true => self.failed.violations.push(checked),
                     false => self.held.push(checked),
                 }
             }
             Measured::NotApplicable => self
+                .failed
                 .skipped
                 .push(format!("{subject}: {} does not apply here", limit.key())),
             Measured::Unavailable(event) => {
@@ -472,12 +467,28 @@ impl BudgetExceeded {
                     Availability::Unavailable(r) => r.to_string(),
                     Availability::Available => "not sampled in this report".into(),
                 };
-                self.unavailable.push(format!(
+                self.failed.unavailable.push(format!(
                     "{subject}: {} not checked: {} is n/a ({why})",
                     limit.key(),
                     event.name()
                 ));
             }
+        }
+    }
+}
+
+#[cfg(feature = "enabled")]
+impl BudgetExceeded {
+    fn into_result(self) -> Result<(), BudgetExceeded> {
+        let missing = self.require_counters && !self.unavailable.is_empty();
+        if self.violations.is_empty() && self.unknown.is_empty() && !missing {
+            // A passing check still says what it could not check.
+            for u in &self.unavailable {
+                eprintln!("yieldprof budget note: {u}");
+            }
+            Ok(())
+        } else {
+            Err(self)
         }
     }
 }
