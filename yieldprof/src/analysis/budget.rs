@@ -2,7 +2,7 @@
 
 use crate::base::site::{Kind, Limit};
 #[cfg(feature = "enabled")]
-use crate::base::text::{share, shared_line, wrap};
+use crate::base::text::{share, shared_line};
 #[cfg(feature = "enabled")]
 use crate::counters::{capabilities, Availability, Count, CounterEvent};
 use crate::model::profile::Profile;
@@ -31,7 +31,7 @@ impl Limit {
     }
 
     /// The limit as it is written: `max_yields_per_episode = 16`, `no_false_sharing`.
-    fn written(&self) -> String {
+    pub(super) fn written(&self) -> String {
         match self {
             Limit::NoFalseSharing => self.key(),
             _ => format!("{} = {}", self.key(), num(self.bound())),
@@ -264,67 +264,8 @@ impl Budget {
     }
 }
 
-/// Checks the limits every site of `profile` declared on its attribute. A report in
-/// which no site declares any fails: the site that should be checked did not run, or
-/// ran outside the session.
 #[cfg(feature = "enabled")]
-pub(crate) fn check_declared(profile: &Profile) -> Result<(), BudgetExceeded> {
-    declared(profile)
-        .unwrap_or_else(|| {
-            let mut out = Checker::default();
-            out.failed.unknown.push(format!(
-                "no site in the report declares a budget with `#[instrument_wait(budget(...))]` \
-                 (sites: {})",
-                list(profile.site_views().iter().map(|s| s.name.as_str()))
-            ));
-            out
-        })
-        .into_result()
-}
-
-/// Every declared limit compared with the report; `None` when no site declares one.
-#[cfg(feature = "enabled")]
-fn declared(profile: &Profile) -> Option<Checker> {
-    let mut out = Checker::default();
-    let mut any = false;
-    for site in profile.site_views().iter().filter(|s| !s.budget.is_empty()) {
-        any = true;
-        out.check_site(site, site.budget, profile);
-    }
-    any.then_some(out)
-}
-
-/// What the summary and stderr say when a report is written: each limit declared with
-/// `#[instrument_wait(budget(...))]`, exceeded or held, with its site's `file:line` and
-/// the value measured; `None` when no site in the report declares one.
-#[cfg(feature = "enabled")]
-pub(crate) fn declared_budgets(profile: &Profile) -> Option<String> {
-    let out = declared(profile)?;
-    let mut text = format!(
-        "Declared budgets: {} exceeded, {} held\n",
-        out.failed.violations.len(),
-        out.held.len()
-    );
-    let exceeded = out.failed.violations.iter().map(|v| ("EXCEEDED", v));
-    for (tag, v) in exceeded.chain(out.held.iter().map(|v| ("held", v))) {
-        let line = format!(
-            "{}: {}, measured {}",
-            v.subject,
-            v.limit.written(),
-            num(v.measured)
-        );
-        text.push_str(&wrap(&line, &format!("  {tag:<8}  "), "            "));
-        text.push('\n');
-    }
-    for note in out.failed.unavailable.iter().chain(&out.failed.skipped) {
-        text.push_str(&wrap(note, "  not checked: ", "            "));
-        text.push('\n');
-    }
-    Some(text)
-}
-
-#[cfg(feature = "enabled")]
-fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+pub(super) fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
     let names: Vec<&str> = names.collect();
     if names.is_empty() {
         "none".into()
@@ -427,21 +368,21 @@ pub struct BudgetExceeded {
 /// A check under way: what failed, and what held (the summary's "held" lines).
 #[cfg(feature = "enabled")]
 #[derive(Default)]
-struct Checker {
-    failed: BudgetExceeded,
-    held: Vec<Violation>,
+pub(super) struct Checker {
+    pub(super) failed: BudgetExceeded,
+    pub(super) held: Vec<Violation>,
 }
 
 #[cfg(feature = "enabled")]
 impl Checker {
-    fn check_site(&mut self, site: &SiteStats, limits: &[Limit], profile: &Profile) {
+    pub(super) fn check_site(&mut self, site: &SiteStats, limits: &[Limit], profile: &Profile) {
         let subject = format!("site `{}` ({}:{})", site.name, site.file, site.line);
         for limit in limits {
             self.compare(&subject, limit, site_value(limit, site, profile));
         }
     }
 
-    fn into_result(self) -> Result<(), BudgetExceeded> {
+    pub(super) fn into_result(self) -> Result<(), BudgetExceeded> {
         self.failed.into_result()
     }
 
@@ -494,7 +435,7 @@ impl BudgetExceeded {
 }
 
 /// Numbers as a person would write them: `17`, `0.25`, `16.5`.
-fn num(x: f64) -> String {
+pub(super) fn num(x: f64) -> String {
     if x.fract() == 0.0 && x.abs() < 1e15 {
         format!("{x:.0}")
     } else {
@@ -553,61 +494,6 @@ impl Profile {
     /// that asserts a budget runs as if it were met.
     #[cfg(not(feature = "enabled"))]
     pub fn check(&self, _budget: &Budget) -> Result<(), BudgetExceeded> {
-        Ok(())
-    }
-
-    /// Checks the limits declared on the attribute, `#[instrument_wait(budget(...))]`,
-    /// of every site in the report; the error, as [`check`](Profile::check)'s, lists each
-    /// limit exceeded with the site, its `file:line`, the measured value and the limit.
-    ///
-    /// | key | limit |
-    /// |---|---|
-    /// | `max_episodes = n` | [`Limit::Episodes`] |
-    /// | `max_<calls> = n` | [`Limit::Calls`], in total |
-    /// | `max_<calls>_per_episode = x` | [`Limit::CallsPerEpisode`], on average |
-    /// | `max_wall_share = x` (0 to 1) | [`Limit::WallShare`] |
-    ///
-    /// where `<calls>` is one of `spins`, `yields`, `sleeps`, `parks`, `async_yields`,
-    /// `locks`, `condvar_waits`, `channel_waits`, `joins`, `barrier_waits`, `backoffs`.
-    ///
-    /// Counts are whole numbers; per-episode figures and shares may have a fraction.
-    /// The same limits are also checked whenever the report is written (guard drop,
-    /// exit hook, [`flush`](crate::flush)): the summary's "Declared budgets" section and
-    /// stderr list each one held or exceeded; only this call fails a test.
-    /// A report in which no site declares a budget is an error, not a silent pass: the
-    /// function did not run, or ran on a thread outside the session.
-    ///
-    /// ```
-    /// #[yieldprof::instrument_wait(budget(max_episodes = 2, max_yields_per_episode = 1))]
-    /// fn take() {
-    ///     std::thread::yield_now();
-    /// }
-    ///
-    /// let session = yieldprof::Session::this_thread();
-    /// take();
-    /// take();
-    /// session.finish().check_declared().unwrap();
-    ///
-    /// let session = yieldprof::Session::this_thread();
-    /// take();
-    /// take();
-    /// take();
-    /// let err = session.finish().check_declared().unwrap_err();
-    /// assert!(err.to_string().contains("max_episodes = 2, measured 3"), "{err}");
-    /// ```
-    ///
-    /// [`Limit::Episodes`]: crate::budget::Limit::Episodes
-    /// [`Limit::Calls`]: crate::budget::Limit::Calls
-    /// [`Limit::CallsPerEpisode`]: crate::budget::Limit::CallsPerEpisode
-    /// [`Limit::WallShare`]: crate::budget::Limit::WallShare
-    #[cfg(feature = "enabled")]
-    pub fn check_declared(&self) -> Result<(), BudgetExceeded> {
-        check_declared(self)
-    }
-
-    /// Passes: in a build without the `enabled` feature nothing is measured.
-    #[cfg(not(feature = "enabled"))]
-    pub fn check_declared(&self) -> Result<(), BudgetExceeded> {
         Ok(())
     }
 }

@@ -161,7 +161,7 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     written.push(txt);
     // A declared budget is checked wherever the report is written, not only in a test
     // that calls `check_declared`.
-    if let Some(budgets) = crate::analysis::budget::declared_budgets(profile) {
+    if let Some(budgets) = crate::analysis::declared::declared_budgets(profile) {
         eprint!("yieldprof: {budgets}");
     }
     // Last: a caller looking for `<name>.json` by its extension finds that first.
