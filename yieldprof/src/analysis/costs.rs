@@ -212,7 +212,7 @@ impl Costs {
         }
     }
 
-    /// Spins that cost about one yield (seed 000 §5.4).
+    /// Spins that cost about one yield: how long to spin before yielding.
     pub fn spins_per_yield(&self) -> u64 {
         (self.yield_ns / self.spin_ns).round().clamp(1.0, 1e6) as u64
     }

@@ -90,7 +90,7 @@ pub struct Measure {
     pub cpu_share: f64,
 }
 
-/// A spin → yield → sleep backoff for this machine (seed 000 §5.4: spin about as long
+/// A spin → yield → sleep backoff for this machine (the usual layered backoff: spin about as long
 /// as one yield costs, yield about as long as one sleep costs, then sleep).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Backoff {
