@@ -497,3 +497,23 @@ impl Profile {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The macro crate cannot name the runtime's `Kind`, so it spells the attribute's keys
+    /// from its own table; the messages' names must be the same words.
+    #[test]
+    fn messages_name_each_kind_as_the_attribute_keys_do() {
+        let keys = include_str!("../../../yieldprof-macros/src/budget.rs");
+        for kind in Kind::ALL {
+            let entry = format!("(\"{kind:?}\", \"{}\")", calls(kind));
+            assert!(keys.contains(&entry), "CALL_KEYS lacks {entry}");
+            let limit = Limit::CallsPerEpisode(kind, 2.5);
+            let key = format!("max_{}_per_episode = 2.5", calls(kind));
+            assert_eq!(limit.written(), key);
+        }
+        assert_eq!(Limit::NoFalseSharing.written(), "no_false_sharing");
+    }
+}
