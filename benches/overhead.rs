@@ -245,7 +245,7 @@ fn main() {
     };
     // `ring KEPT N`: only N empty episodes on a thread keeping KEPT of them, for
     // instruction and cache-miss counts under `valgrind --tool=cachegrind`, which a
-    // loaded machine does not blur (README, Cost).
+    // loaded machine does not blur (docs/cost.md).
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == "ring") {
         let number = |i: usize| args.get(at + i).and_then(|a| a.parse::<u64>().ok());

@@ -36,10 +36,9 @@ fn a_switch_budget_catches_an_episode_that_sleeps() {
     let tight = Budget::new().site("sleepy", |s| s.max_voluntary_switches_per_episode(1.0));
     let err = report.check(&tight).unwrap_err().to_string();
     assert!(
-        err.contains("voluntary switches per episode measured"),
+        err.contains("max_voluntary_switches_per_episode = 1, measured"),
         "{err}"
     );
-    assert!(err.contains("limit 1"), "{err}");
 }
 
 #[test]
@@ -62,7 +61,7 @@ fn cache_misses_are_a_note_without_a_pmu_and_a_failure_when_required() {
     assert_eq!(err.unavailable.len(), 1);
     let msg = err.to_string();
     assert!(
-        msg.contains("cache misses per episode not checked: cache-misses is n/a"),
+        msg.contains("max_cache_misses_per_episode not checked: cache-misses is n/a"),
         "{msg}"
     );
     assert!(msg.contains("ENOENT") || msg.contains("PMU"), "{msg}");
@@ -101,8 +100,5 @@ fn no_false_sharing_fails_on_two_threads_counters_in_one_line() {
     let msg = err.to_string();
     assert!(msg.contains("FALSE line"), "{msg}");
     assert!(msg.contains("budget_slots"), "{msg}");
-    assert!(
-        msg.contains("falsely shared lines measured 1, limit 0"),
-        "{msg}"
-    );
+    assert!(msg.contains("no_false_sharing, measured 1"), "{msg}");
 }

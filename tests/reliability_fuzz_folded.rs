@@ -1,6 +1,6 @@
 //! Bad input to the folded reader behind `diff`: `parse_folded` and `diff` never panic
 //! on any input, and every malformed line is reported with its number. 256 cases per
-//! property by default; the long run sets `PROPTEST_CASES=100000` (README).
+//! property by default; the long run sets `PROPTEST_CASES=100000` (docs/reliability.md).
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! a report written by yieldprof, then cut short, overwritten in places, stripped of a
 //! field or replaced by junk, is read without a panic, and every refusal says where
 //! (line and column). 256 cases per property by default; the long run sets
-//! `PROPTEST_CASES=100000` (README).
+//! `PROPTEST_CASES=100000` (docs/reliability.md).
 
 use proptest::prelude::*;
 use std::sync::LazyLock;

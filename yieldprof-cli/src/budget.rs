@@ -12,7 +12,7 @@ use yieldprof::report::json::{Counters, Document, Site, Thread};
 use yieldprof::report::text::{duration, shared_line};
 use yieldprof::Kind;
 
-/// The schema and an example, shown by `yieldprof check --help` (and in the README),
+/// The schema and an example, shown by `yieldprof check --help` (and in docs/cli.md),
 /// with the wait kinds of this yieldprof.
 pub fn schema_help() -> String {
     let kinds: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();

@@ -1,13 +1,14 @@
 //! The main demo: an SPSC ring buffer, producer and consumer on two threads pinned to two
-//! cores, with the wait loops annotated (seed 002's case: `head` and `tail` on one cache
-//! line cost the article's ring 22k → 52k msg/s).
+//! cores, with the wait loops annotated (the classic false-sharing case: in a .NET
+//! write-up this project started from, `head` and `tail` on one cache line held such a ring
+//! to 22k msg/s, against 52k msg/s padded).
 //!
 //! `cargo run --release -p yieldprof-demo` runs each configuration in its own process, so
 //! each writes its own profile:
 //!
 //! - `--layout packed|padded`: `head` and `tail` on one cache line, or 128 B apart;
 //! - `--wait spin|backoff`: the consumer spins, or backs off spin ×64 → yield ×16 →
-//!   sleep 50 µs (seed 000 §5.4).
+//!   sleep 50 µs (the usual layered backoff: spin about as long as one syscall, then yield).
 //!
 //! Packed and padded (spinning) alternate for several rounds of a fixed time, so that both
 //! see the same machine; then each backoff configuration runs once. Messages go in batches
@@ -405,8 +406,29 @@ fn sharing_section(summary: &str) -> String {
     section.join("\n")
 }
 
+/// What `--help` prints: the options a user may give, with their defaults.
+fn usage() -> String {
+    format!(
+        "spsc: the yieldprof demo. An SPSC ring profiled with `head` and `tail` on one cache line
+(packed) and 128 B apart (padded); writes target/yieldprof/spsc-*.{{svg,json,txt,...}}
+
+usage: spsc [--rounds N] [--ms MS]
+  --rounds N   packed/padded rounds with the consumer spinning (default {ROUNDS})
+  --ms MS      length of each run in milliseconds (default {})
+  -h, --help   print this and exit
+
+environment: YIELDPROF_OUT=DIR writes the files to DIR instead of target/yieldprof
+",
+        RUN.as_millis()
+    )
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().skip(1).any(|a| a == "-h" || a == "--help") {
+        print!("{}", usage());
+        return;
+    }
     let run = arg(&args, "--ms")
         .and_then(|m| m.parse().ok())
         .filter(|&ms| ms > 0)

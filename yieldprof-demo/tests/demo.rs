@@ -115,3 +115,26 @@ fn the_demo_names_the_shared_line_and_its_diff_marks_the_fix() {
     assert!(out.join("spsc-diff-packed-vs-padded.svg").is_file());
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+#[test]
+fn help_prints_usage_and_runs_nothing() {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("demo-help");
+    let _ = std::fs::remove_dir_all(&out);
+    for flag in ["--help", "-h"] {
+        let run = Command::new(env!("CARGO_BIN_EXE_spsc"))
+            .arg(flag)
+            .env("YIELDPROF_OUT", &out)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(run.status.success(), "{flag}: {stdout}");
+        assert!(stdout.contains("usage: spsc"), "{flag}: {stdout}");
+        assert!(
+            stdout.contains("--rounds N") && stdout.contains("--ms MS"),
+            "{stdout}"
+        );
+        // Nothing ran: no round printed, no file written.
+        assert!(!stdout.contains("SPSC ring, runs of"), "{flag}: {stdout}");
+        assert!(!out.exists(), "{flag} wrote {out:?}");
+    }
+}

@@ -78,7 +78,7 @@ impl Parse for Arg {
     }
 }
 
-const BUDGET_USAGE: &str = "budget(limit = value, ...)`, e.g. `budget(yields_per_episode = 16)";
+const BUDGET_USAGE: &str = "budget(limit = value, ...)`, e.g. `budget(max_yields_per_episode = 16)";
 
 impl Parse for Args {
     fn parse(input: ParseStream) -> syn::Result<Self> {

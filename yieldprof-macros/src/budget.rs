@@ -33,7 +33,8 @@ const CALL_KEYS: &[(&str, &str)] = &[
     ("Backoff", "backoffs"),
 ];
 
-/// Every key of `budget(...)`, in the order the docs and errors list them.
+/// Every key of `budget(...)`, in the order the docs and errors list them. Each is the
+/// name the runtime's budget messages give the limit (`max_yields_per_episode = 16`).
 fn keys() -> Vec<(String, Shape)> {
     let mut keys = vec![("max_episodes".to_string(), Shape::Episodes)];
     for &(kind, plural) in CALL_KEYS {
@@ -41,12 +42,24 @@ fn keys() -> Vec<(String, Shape)> {
     }
     for &(kind, plural) in CALL_KEYS {
         keys.push((
-            format!("{plural}_per_episode"),
+            format!("max_{plural}_per_episode"),
             Shape::CallsPerEpisode(kind),
         ));
     }
     keys.push(("max_wall_share".to_string(), Shape::WallShare));
     keys
+}
+
+/// The key `name` stands for: itself, or for an old spelling (`yields_per_episode`, before
+/// every limit took the `max_` of the messages and the `Budget` builder) its new one.
+fn canonical(name: &str) -> String {
+    let old = CALL_KEYS
+        .iter()
+        .any(|(_, plural)| name.strip_suffix("_per_episode") == Some(plural));
+    match old {
+        true => format!("max_{name}"),
+        false => name.to_string(),
+    }
 }
 
 /// One checked limit, ready to become a `yieldprof::budget::Limit`.
@@ -110,13 +123,13 @@ pub(crate) fn check(entries: Entries, errors: &mut Vec<Error>) -> Vec<Limit> {
     let mut seen: Vec<String> = Vec::new();
     let keys = keys();
     for Entry { key, value } in entries {
-        let name = key.to_string();
+        let name = canonical(&key.to_string());
         let Some(&(_, shape)) = keys.iter().find(|(k, _)| *k == name) else {
             let keys: Vec<String> = keys.iter().map(|(k, _)| format!("`{k}`")).collect();
             errors.push(Error::new_spanned(
                 &key,
                 format!(
-                    "unknown budget limit `{name}`; expected one of {}",
+                    "unknown budget limit `{key}`; expected one of {}",
                     keys.join(", ")
                 ),
             ));

@@ -97,18 +97,24 @@
 //! - `crate = path`: where the runtime is, when `yieldprof` is re-exported or renamed
 //!   other than in Cargo.toml (`extern crate yieldprof as yp;` then
 //!   `#[yp::instrument_wait(crate = yp)]`);
-//! - `budget(key = value, ...)`: limits the site declares, checked in tests by
-//!   `Profile::check_declared()` (each key at most once, at least one):
+//! - `budget(key = value, ...)`: limits the site declares (each key at most once, at
+//!   least one), checked whenever the report is written (at exit and on `flush()`: the
+//!   summary's "Declared budgets" section and stderr say which held and which were
+//!   exceeded, with `file:line`) and in tests by `Profile::check_declared()`. The keys
+//!   are the names the `Budget` builder and every budget message give the limits:
 //!
-//! | key | value | `yieldprof::budget::Limit` |
-//! |---|---|---|
-//! | `max_episodes` | whole number | `Episodes` |
-//! | `max_spins`, `max_yields`, `max_sleeps`, `max_parks`, `max_async_yields`, `max_locks`, `max_condvar_waits`, `max_channel_waits`, `max_joins`, `max_barrier_waits`, `max_backoffs` | whole number | `Calls(kind, n)`: in total |
-//! | `spins_per_episode`, `yields_per_episode`, `sleeps_per_episode`, `parks_per_episode`, `async_yields_per_episode`, `locks_per_episode`, `condvar_waits_per_episode`, `channel_waits_per_episode`, `joins_per_episode`, `barrier_waits_per_episode`, `backoffs_per_episode` | number | `CallsPerEpisode(kind, x)`: on average |
-//! | `max_wall_share` | number from 0 to 1 | `WallShare`: of the wall time of the threads it ran on |
+//! | key | value | `Budget` builder | `yieldprof::budget::Limit` |
+//! |---|---|---|---|
+//! | `max_episodes` | whole number | `max_episodes(n)` | `Episodes` |
+//! | `max_spins`, `max_yields`, `max_sleeps`, `max_parks`, `max_async_yields`, `max_locks`, `max_condvar_waits`, `max_channel_waits`, `max_joins`, `max_barrier_waits`, `max_backoffs` | whole number | `max_calls(Kind::Yield, n)` | `Calls(kind, n)`: in total |
+//! | `max_spins_per_episode`, `max_yields_per_episode`, `max_sleeps_per_episode`, `max_parks_per_episode`, `max_async_yields_per_episode`, `max_locks_per_episode`, `max_condvar_waits_per_episode`, `max_channel_waits_per_episode`, `max_joins_per_episode`, `max_barrier_waits_per_episode`, `max_backoffs_per_episode` | number | `max_calls_per_episode(Kind::Yield, x)` | `CallsPerEpisode(kind, x)`: on average |
+//! | `max_wall_share` | number from 0 to 1 | `max_wall_share(x)` | `WallShare`: of the wall time of the threads it ran on |
+//!
+//! The old spellings of the per-episode keys without `max_` (`yields_per_episode`) are
+//! still accepted and mean the same limit.
 //!
 //! ```ignore
-//! #[yieldprof::instrument_wait(budget(yields_per_episode = 16, max_wall_share = 0.3))]
+//! #[yieldprof::instrument_wait(budget(max_yields_per_episode = 16, max_wall_share = 0.3))]
 //! fn take(queue: &Queue) -> Item { /* ... */ }
 //! ```
 //!

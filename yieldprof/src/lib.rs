@@ -92,7 +92,7 @@
 //!
 //! ## Reading a flame graph
 //!
-//! One thread of the README's demo, drawn the way the report draws it (colours as in
+//! One thread of the demo (`yieldprof-demo`), drawn the way the report draws it (colours as in
 //! the SVGs the exit flush writes; the summary and JSON give the same figures with
 //! their evidence):
 //!
@@ -435,3 +435,10 @@ pub mod __private {
         panic!("{e}{saved}");
     }
 }
+
+/// `docs/fleet.md`'s examples, compiled as doc-tests where the `tracing` feature they
+/// use is on (`cargo test -p yieldprof --features tracing --doc`). Outside doc-tests the
+/// page is not read: the published crate holds no `docs/` folder.
+#[cfg(all(doctest, feature = "tracing"))]
+#[doc = include_str!("../../docs/fleet.md")]
+mod fleet_docs {}

@@ -12,7 +12,7 @@ use yieldprof::budget::{Budget, Limit};
 use yieldprof::report::Metric;
 use yieldprof::{Kind, Options, Session, Watched};
 
-#[yieldprof::instrument_wait(budget(max_episodes = 1, yields_per_episode = 1))]
+#[yieldprof::instrument_wait(budget(max_episodes = 1, max_yields_per_episode = 1))]
 fn take(m: &Mutex<u64>, ready: &AtomicBool) -> u64 {
     while !ready.load(Ordering::Acquire) {
         std::hint::spin_loop();

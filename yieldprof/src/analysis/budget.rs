@@ -11,18 +11,30 @@ use crate::model::profile::{SiteStats, ThreadStats};
 use std::fmt;
 
 impl Limit {
-    fn describe(&self) -> String {
+    /// The limit's name in `#[instrument_wait(budget(...))]`, the `Budget` builder and
+    /// every budget message: `max_yields_per_episode`.
+    fn key(&self) -> String {
         match self {
-            Limit::Episodes(_) => "episodes".into(),
-            Limit::Calls(k, _) => format!("{} calls", k.name()),
-            Limit::CallsPerEpisode(k, _) => format!("{} calls per episode", k.name()),
-            Limit::WallShare(_) => "share of thread wall time".into(),
-            Limit::WaitShare(_) => "share of wall time waiting".into(),
-            Limit::VoluntarySwitchesPerEpisode(_) => "voluntary switches per episode".into(),
-            Limit::InvoluntarySwitchesPerEpisode(_) => "involuntary switches per episode".into(),
-            Limit::InvoluntarySwitches(_) => "involuntary switches".into(),
-            Limit::CacheMissesPerEpisode(_) => "cache misses per episode".into(),
-            Limit::NoFalseSharing => "falsely shared lines".into(),
+            Limit::Episodes(_) => "max_episodes".into(),
+            Limit::Calls(k, _) => format!("max_{}", calls(*k)),
+            Limit::CallsPerEpisode(k, _) => format!("max_{}_per_episode", calls(*k)),
+            Limit::WallShare(_) => "max_wall_share".into(),
+            Limit::WaitShare(_) => "max_wait_share".into(),
+            Limit::VoluntarySwitchesPerEpisode(_) => "max_voluntary_switches_per_episode".into(),
+            Limit::InvoluntarySwitchesPerEpisode(_) => {
+                "max_involuntary_switches_per_episode".into()
+            }
+            Limit::InvoluntarySwitches(_) => "max_involuntary_switches".into(),
+            Limit::CacheMissesPerEpisode(_) => "max_cache_misses_per_episode".into(),
+            Limit::NoFalseSharing => "no_false_sharing".into(),
+        }
+    }
+
+    /// The limit as it is written: `max_yields_per_episode = 16`, `no_false_sharing`.
+    pub(super) fn written(&self) -> String {
+        match self {
+            Limit::NoFalseSharing => self.key(),
+            _ => format!("{} = {}", self.key(), num(self.bound())),
         }
     }
 
@@ -40,7 +52,27 @@ impl Limit {
     }
 }
 
-/// Limits for one wait site, built with [`Budget::site`].
+/// The plural a kind's limits are named with (`max_yields`, `max_yields_per_episode`);
+/// the attribute's keys are made of the same words (`CALL_KEYS` in the macro crate).
+fn calls(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Spin => "spins",
+        Kind::Yield => "yields",
+        Kind::Sleep => "sleeps",
+        Kind::Park => "parks",
+        Kind::AsyncYield => "async_yields",
+        Kind::Lock => "locks",
+        Kind::Condvar => "condvar_waits",
+        Kind::Channel => "channel_waits",
+        Kind::Join => "joins",
+        Kind::Barrier => "barrier_waits",
+        Kind::Backoff => "backoffs",
+    }
+}
+
+/// Limits for one wait site, built with [`Budget::site`]. Each method is named as the
+/// limit is in `#[instrument_wait(budget(...))]` and in messages; the per-kind ones take
+/// the kind: `max_calls_per_episode(Kind::Yield, 16.0)` is `max_yields_per_episode = 16`.
 #[derive(Clone, Debug, Default)]
 pub struct SiteBudget {
     limits: Vec<Limit>,
@@ -182,15 +214,13 @@ impl Budget {
 
     #[cfg(feature = "enabled")]
     pub(crate) fn check(&self, profile: &Profile) -> Result<(), BudgetExceeded> {
-        let mut out = BudgetExceeded {
-            require_counters: self.require_counters,
-            ..BudgetExceeded::default()
-        };
+        let mut out = Checker::default();
+        out.failed.require_counters = self.require_counters;
         let sites = profile.site_views();
         let threads = profile.thread_views();
         for (name, budget) in &self.sites {
             let Some(site) = sites.iter().find(|s| s.matches(name)) else {
-                out.unknown.push(format!(
+                out.failed.unknown.push(format!(
                     "site `{name}` is not in the report (sites: {})",
                     list(sites.iter().map(|s| s.name.as_str()))
                 ));
@@ -201,7 +231,7 @@ impl Budget {
         for (name, budget) in &self.threads {
             let matching: Vec<&ThreadStats> = threads.iter().filter(|t| &t.name == name).collect();
             if matching.is_empty() {
-                out.unknown.push(format!(
+                out.failed.unknown.push(format!(
                     "thread `{name}` is not in the report (threads: {})",
                     list(threads.iter().map(|t| t.name.as_str()))
                 ));
@@ -234,29 +264,8 @@ impl Budget {
     }
 }
 
-/// Checks the limits every site of `profile` declared on its attribute. A report in
-/// which no site declares any fails: the site that should be checked did not run, or
-/// ran outside the session.
 #[cfg(feature = "enabled")]
-pub(crate) fn check_declared(profile: &Profile) -> Result<(), BudgetExceeded> {
-    let mut out = BudgetExceeded::default();
-    let sites = profile.site_views();
-    let declared: Vec<&SiteStats> = sites.iter().filter(|s| !s.budget.is_empty()).collect();
-    if declared.is_empty() {
-        out.unknown.push(format!(
-            "no site in the report declares a budget with `#[instrument_wait(budget(...))]` \
-             (sites: {})",
-            list(sites.iter().map(|s| s.name.as_str()))
-        ));
-    }
-    for site in declared {
-        out.check_site(site, site.budget, profile);
-    }
-    out.into_result()
-}
-
-#[cfg(feature = "enabled")]
-fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+pub(super) fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
     let names: Vec<&str> = names.collect();
     if names.is_empty() {
         "none".into()
@@ -329,7 +338,8 @@ fn thread_value(limit: &Limit, t: &ThreadStats) -> Measured {
     }
 }
 
-/// One limit that was exceeded.
+/// One limit compared with what was measured: exceeded, in
+/// [`BudgetExceeded::violations`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Violation {
     /// The site or thread, with its source location or tid.
@@ -355,15 +365,61 @@ pub struct BudgetExceeded {
     require_counters: bool,
 }
 
+/// A check under way: what failed, and what held (the summary's "held" lines).
 #[cfg(feature = "enabled")]
-impl BudgetExceeded {
-    fn check_site(&mut self, site: &SiteStats, limits: &[Limit], profile: &Profile) {
+#[derive(Default)]
+pub(super) struct Checker {
+    pub(super) failed: BudgetExceeded,
+    pub(super) held: Vec<Violation>,
+}
+
+#[cfg(feature = "enabled")]
+impl Checker {
+    pub(super) fn check_site(&mut self, site: &SiteStats, limits: &[Limit], profile: &Profile) {
         let subject = format!("site `{}` ({}:{})", site.name, site.file, site.line);
         for limit in limits {
             self.compare(&subject, limit, site_value(limit, site, profile));
         }
     }
 
+    pub(super) fn into_result(self) -> Result<(), BudgetExceeded> {
+        self.failed.into_result()
+    }
+
+    fn compare(&mut self, subject: &str, limit: &Limit, measured: Measured) {
+        match measured {
+            Measured::Value(m) => {
+                let checked = Violation {
+                    subject: subject.to_string(),
+                    limit: *limit,
+                    measured: m,
+                };
+                match m > limit.bound() {
+                    true => self.failed.violations.push(checked),
+                    false => self.held.push(checked),
+                }
+            }
+            Measured::NotApplicable => self
+                .failed
+                .skipped
+                .push(format!("{subject}: {} does not apply here", limit.key())),
+            Measured::Unavailable(event) => {
+                let why = match capabilities().get(event) {
+                    Availability::Unavailable(r) => r.to_string(),
+                    Availability::Available => "not sampled in this report".into(),
+                };
+                self.failed.unavailable.push(format!(
+                    "{subject}: {} not checked: {} is n/a ({why})",
+                    limit.key(),
+                    event.name()
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(feature = "enabled")]
+impl BudgetExceeded {
     fn into_result(self) -> Result<(), BudgetExceeded> {
         let missing = self.require_counters && !self.unavailable.is_empty();
         if self.violations.is_empty() && self.unknown.is_empty() && !missing {
@@ -376,36 +432,10 @@ impl BudgetExceeded {
             Err(self)
         }
     }
-
-    fn compare(&mut self, subject: &str, limit: &Limit, measured: Measured) {
-        match measured {
-            Measured::Value(m) if m > limit.bound() => self.violations.push(Violation {
-                subject: subject.to_string(),
-                limit: *limit,
-                measured: m,
-            }),
-            Measured::Value(_) => {}
-            Measured::NotApplicable => self.skipped.push(format!(
-                "{subject}: {} does not apply here",
-                limit.describe()
-            )),
-            Measured::Unavailable(event) => {
-                let why = match capabilities().get(event) {
-                    Availability::Unavailable(r) => r.to_string(),
-                    Availability::Available => "not sampled in this report".into(),
-                };
-                self.unavailable.push(format!(
-                    "{subject}: {} not checked: {} is n/a ({why})",
-                    limit.describe(),
-                    event.name()
-                ));
-            }
-        }
-    }
 }
 
 /// Numbers as a person would write them: `17`, `0.25`, `16.5`.
-fn num(x: f64) -> String {
+pub(super) fn num(x: f64) -> String {
     if x.fract() == 0.0 && x.abs() < 1e15 {
         format!("{x:.0}")
     } else {
@@ -427,11 +457,10 @@ impl fmt::Display for BudgetExceeded {
         for v in &self.violations {
             writeln!(
                 f,
-                "  {}: {} measured {}, limit {}",
+                "  {}: {}, measured {}",
                 v.subject,
-                v.limit.describe(),
-                num(v.measured),
-                num(v.limit.bound())
+                v.limit.written(),
+                num(v.measured)
             )?;
         }
         for u in &self.unknown {
@@ -467,56 +496,24 @@ impl Profile {
     pub fn check(&self, _budget: &Budget) -> Result<(), BudgetExceeded> {
         Ok(())
     }
+}
 
-    /// Checks the limits declared on the attribute, `#[instrument_wait(budget(...))]`,
-    /// of every site in the report; the error, as [`check`](Profile::check)'s, lists each
-    /// limit exceeded with the site, its `file:line`, the measured value and the limit.
-    ///
-    /// | key | limit |
-    /// |---|---|
-    /// | `max_episodes = n` | [`Limit::Episodes`] |
-    /// | `max_<calls> = n` | [`Limit::Calls`], in total |
-    /// | `<calls>_per_episode = x` | [`Limit::CallsPerEpisode`], on average |
-    /// | `max_wall_share = x` (0 to 1) | [`Limit::WallShare`] |
-    ///
-    /// where `<calls>` is one of `spins`, `yields`, `sleeps`, `parks`, `async_yields`,
-    /// `locks`, `condvar_waits`, `channel_waits`, `joins`, `barrier_waits`, `backoffs`.
-    ///
-    /// Counts are whole numbers; per-episode figures and shares may have a fraction.
-    /// A report in which no site declares a budget is an error, not a silent pass: the
-    /// function did not run, or ran on a thread outside the session.
-    ///
-    /// ```
-    /// #[yieldprof::instrument_wait(budget(max_episodes = 2, yields_per_episode = 1))]
-    /// fn take() {
-    ///     std::thread::yield_now();
-    /// }
-    ///
-    /// let session = yieldprof::Session::this_thread();
-    /// take();
-    /// take();
-    /// session.finish().check_declared().unwrap();
-    ///
-    /// let session = yieldprof::Session::this_thread();
-    /// take();
-    /// take();
-    /// take();
-    /// let err = session.finish().check_declared().unwrap_err();
-    /// assert!(err.to_string().contains("episodes measured 3, limit 2"), "{err}");
-    /// ```
-    ///
-    /// [`Limit::Episodes`]: crate::budget::Limit::Episodes
-    /// [`Limit::Calls`]: crate::budget::Limit::Calls
-    /// [`Limit::CallsPerEpisode`]: crate::budget::Limit::CallsPerEpisode
-    /// [`Limit::WallShare`]: crate::budget::Limit::WallShare
-    #[cfg(feature = "enabled")]
-    pub fn check_declared(&self) -> Result<(), BudgetExceeded> {
-        check_declared(self)
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    /// Passes: in a build without the `enabled` feature nothing is measured.
-    #[cfg(not(feature = "enabled"))]
-    pub fn check_declared(&self) -> Result<(), BudgetExceeded> {
-        Ok(())
+    /// The macro crate cannot name the runtime's `Kind`, so it spells the attribute's keys
+    /// from its own table; the messages' names must be the same words.
+    #[test]
+    fn messages_name_each_kind_as_the_attribute_keys_do() {
+        let keys = include_str!("../../../yieldprof-macros/src/budget.rs");
+        for kind in Kind::ALL {
+            let entry = format!("(\"{kind:?}\", \"{}\")", calls(kind));
+            assert!(keys.contains(&entry), "CALL_KEYS lacks {entry}");
+            let limit = Limit::CallsPerEpisode(kind, 2.5);
+            let key = format!("max_{}_per_episode = 2.5", calls(kind));
+            assert_eq!(limit.written(), key);
+        }
+        assert_eq!(Limit::NoFalseSharing.written(), "no_false_sharing");
     }
 }

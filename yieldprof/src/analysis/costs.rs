@@ -212,7 +212,7 @@ impl Costs {
         }
     }
 
-    /// Spins that cost about one yield (seed 000 §5.4).
+    /// Spins that cost about one yield: how long to spin before yielding.
     pub fn spins_per_yield(&self) -> u64 {
         (self.yield_ns / self.spin_ns).round().clamp(1.0, 1e6) as u64
     }
@@ -396,7 +396,7 @@ mod tests {
         assert!(refused("{").starts_with("not a saved probe: EOF while parsing"));
     }
 
-    // Cases: proptest's default (256), or `PROPTEST_CASES` (the long run, README).
+    // Cases: proptest's default (256), or `PROPTEST_CASES` (the long run, docs/reliability.md).
     proptest! {
         #[test]
         fn a_saved_probe_cut_or_overwritten_never_panics_and_says_why(

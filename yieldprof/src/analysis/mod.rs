@@ -4,6 +4,7 @@
 pub(crate) mod budget;
 #[cfg(feature = "enabled")]
 pub(crate) mod costs;
+pub(crate) mod declared;
 #[cfg(feature = "enabled")]
 pub(crate) mod findings;
 #[cfg(feature = "enabled")]

@@ -1,7 +1,7 @@
 //! Every `YIELDPROF_*` variable, read once from the environment into [`Settings`].
 //!
-//! The table of variables is on [`Options`](crate::Options) and in the README's
-//! Configuration section; a test keeps both in step with the names read here. A value that
+//! The table of variables is on [`Options`](crate::Options) and in
+//! `docs/configuration.md`; a test keeps both in step with the names read here. A value that
 //! cannot be used gets one line on stderr naming the variable, the value and what is
 //! used instead; an empty value counts as unset.
 
@@ -34,8 +34,8 @@ pub(crate) const MIN_SNAPSHOT_INTERVAL: Duration = Duration::from_millis(10);
 /// Longest snapshot interval: a year, far below where `Instant + interval` overflows.
 pub(crate) const MAX_SNAPSHOT_INTERVAL: Duration = Duration::from_secs(365 * 86_400);
 /// One watched access in this many is tracked, after each thread's warm-up: full
-/// tracking doubles the coherence traffic of the watched lines (see the README's
-/// overhead table).
+/// tracking doubles the coherence traffic of the watched lines (see
+/// `docs/cost.md`).
 pub(crate) const DEFAULT_WATCH_SAMPLING: u32 = 64;
 /// Hardware watchpoint hits per thread and second on plain data (`watch_plain`): at
 /// ~8 µs a hit on the build VM, 0.3 % of each watched thread's time.

@@ -239,20 +239,19 @@ fn names_in(text: &str, prefix: &str) -> BTreeSet<String> {
 }
 
 #[test]
-fn the_options_and_readme_tables_are_one_table_of_every_variable_read() {
+fn the_options_and_docs_tables_are_one_table_of_every_variable_read() {
     let read = names_read();
     assert_eq!(read.len(), 17, "{read:?}");
     let options: Vec<&str> = include_str!("../output/options.rs")
         .lines()
         .filter_map(|l| l.strip_prefix("/// |"))
         .collect();
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("the workspace README");
-    let section = readme
-        .split("## Configuration")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .expect("a Configuration section");
+    let page = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/configuration.md");
+    let docs = std::fs::read_to_string(page).expect("docs/configuration.md");
+    let section = docs
+        .split("\n## ")
+        .next()
+        .expect("the table before the first subsection");
     let readme_rows: Vec<&str> = section
         .lines()
         .filter_map(|l| l.strip_prefix("|"))
@@ -273,7 +272,7 @@ fn value() -> impl Strategy<Value = OsString> {
     ]
 }
 
-// Cases: proptest's default (256), or `PROPTEST_CASES` (the long run, README).
+// Cases: proptest's default (256), or `PROPTEST_CASES` (the long run, docs/reliability.md).
 proptest! {
     #[test]
     fn any_environment_gives_settings_within_bounds_and_one_line_per_complaint(

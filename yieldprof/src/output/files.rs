@@ -159,6 +159,11 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     let summary = profile.summary();
     write_atomic(&txt, |w| w.write_all(summary.as_bytes()))?;
     written.push(txt);
+    // A declared budget is checked wherever the report is written, not only in a test
+    // that calls `check_declared`.
+    if let Some(budgets) = crate::analysis::declared::declared_budgets(profile) {
+        eprint!("yieldprof: {budgets}");
+    }
     // Last: a caller looking for `<name>.json` by its extension finds that first.
     if profile.has_timeline() {
         let trace = path("trace.json");

@@ -96,6 +96,9 @@ impl Profile {
         let _ = writeln!(s, "yieldprof summary: {}", headline(threads));
         let costs = crate::analysis::costs::Costs::current();
         self.write_findings(&costs, &mut s);
+        if let Some(budgets) = crate::analysis::declared::declared_budgets(self) {
+            let _ = write!(s, "\n{budgets}");
+        }
         let _ = writeln!(s, "\nThreads");
         let _ = writeln!(
             s,

@@ -13,11 +13,11 @@
         max_sleeps = 0,
         max_parks = 0,
         max_async_yields = 0,
-        spins_per_episode = 2,
-        yields_per_episode = 1.0,
-        sleeps_per_episode = 0,
-        parks_per_episode = 0,
-        async_yields_per_episode = 0,
+        max_spins_per_episode = 2,
+        max_yields_per_episode = 1.0,
+        max_sleeps_per_episode = 0,
+        max_parks_per_episode = 0,
+        max_async_yields_per_episode = 0,
         max_wall_share = 1,
     )
 )]

@@ -90,8 +90,8 @@ pub struct Measure {
     pub cpu_share: f64,
 }
 
-/// A spin → yield → sleep backoff for this machine (seed 000 §5.4: spin about as long
-/// as one yield costs, yield about as long as one sleep costs, then sleep).
+/// A spin → yield → sleep backoff for this machine, layered the usual way: spin about as
+/// long as one yield costs, yield about as long as one sleep costs, then sleep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Backoff {
     /// `spin_loop()` calls per `sched_yield()`: yield cost / spin cost.
