@@ -86,7 +86,7 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     let stacks = profile.fold(opts.metric);
     let folded = path("folded");
     write_folded(&folded, &stacks)?;
-    let subtitle = format!("{} ({})", profile.headline(), flamegraph::LEGEND);
+    let subtitle = profile.headline();
     let notes = profile.frame_notes();
     let svg = path("svg");
     write_atomic(&svg, |w| {

@@ -1,0 +1,170 @@
+//! What the output says, read back as a user's tools read it: flame graphs parsed as
+//! SVG (colours, legend, labels, hover figures per thread).
+
+use yieldprof::report::Metric;
+use yieldprof::Options;
+
+/// One drawn frame of an inferno SVG: its name, hover title, fill and label.
+#[derive(Debug)]
+struct Frame {
+    name: String,
+    title: String,
+    fill: String,
+    label: String,
+    /// Its start and width in samples.
+    x: u64,
+    w: u64,
+}
+
+/// Every `<g><title>…</title><rect … fill="…"/><text …>…</text></g>` of `svg`.
+fn frames(svg: &str) -> Vec<Frame> {
+    let between = |s: &str, a: &str, b: &str| -> String {
+        let from = s.find(a).map(|i| i + a.len()).unwrap_or(s.len());
+        let to = s[from..].find(b).map_or(s.len(), |i| from + i);
+        s[from..to].to_string()
+    };
+    svg.split("<g><title>")
+        .skip(1)
+        .map(|g| {
+            let title = g.split("</title>").next().unwrap().to_string();
+            let name = title[..title.rfind(" (").unwrap()].replace("&amp;", "&");
+            let text = &g[g.find("<text").unwrap()..];
+            Frame {
+                name,
+                fill: between(g, "fill=\"", "\""),
+                label: between(text, ">", "</text>"),
+                x: between(g, "fg:x=\"", "\"").parse().unwrap(),
+                w: between(g, "fg:w=\"", "\"").parse().unwrap(),
+                title,
+            }
+        })
+        .collect()
+}
+
+fn subtitle(svg: &str) -> String {
+    let at = svg.find("id=\"subtitle\"").expect("a subtitle");
+    let from = at + svg[at..].find('>').unwrap() + 1;
+    svg[from..from + svg[from..].find('<').unwrap()].to_string()
+}
+
+fn draw(lines: &[&str]) -> String {
+    let lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let mut svg = Vec::new();
+    yieldprof::report::flamegraph(&lines, Metric::Wall, "t", &mut svg).unwrap();
+    String::from_utf8(svg).unwrap()
+}
+
+#[test]
+fn each_kind_has_its_own_colour_and_the_legend_lists_exactly_those_drawn() {
+    let svg = draw(&[
+        "main;poll;[spin] 10",
+        "main;poll;[on-cpu] 10",
+        "main;poll;[profiler] 10",
+        "main;poll;[off-cpu] 10",
+        "main;poll;[yield] 10",
+        "main;recv;[channel] 10",
+        "main;recv;[condvar] 10",
+        "main;[work] 10",
+    ]);
+    let frames = frames(&svg);
+    let fill = |name: &str| {
+        frames
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("{name} drawn: {frames:#?}"))
+            .fill
+            .clone()
+    };
+    let kinds = [
+        "[spin]",
+        "[on-cpu]",
+        "[profiler]",
+        "[off-cpu]",
+        "[yield]",
+        "[channel]",
+        "[condvar]",
+        "[work]",
+    ];
+    let fills: Vec<String> = kinds.iter().map(|k| fill(k)).collect();
+    for (i, a) in fills.iter().enumerate() {
+        for (j, b) in fills.iter().enumerate().skip(i + 1) {
+            assert_ne!(a, b, "{} and {} share a colour", kinds[i], kinds[j]);
+        }
+    }
+    // The profiler's own on-CPU time is not drawn in spin's colour.
+    assert_eq!(fill("[spin]"), "rgb(213,94,0)");
+    assert_eq!(fill("[on-cpu]"), "rgb(255,170,187)");
+    // The legend: exactly the fixed colours drawn, `[off-cpu]` and `[profiler]` included.
+    let legend = subtitle(&svg);
+    let listed: Vec<&str> = legend
+        .trim_start_matches("colours: ")
+        .split(';')
+        .next()
+        .unwrap()
+        .split(", ")
+        .map(|e| e.split(' ').next().unwrap())
+        .collect();
+    let mut want = kinds.to_vec();
+    let mut got = listed.clone();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want, "legend: {legend}");
+    // A graph without them names none of them.
+    let legend = subtitle(&draw(&["main;[work] 1"]));
+    assert_eq!(legend, "colours: [work] green; other frames aqua");
+}
+
+#[test]
+fn a_cut_label_keeps_the_function_name_not_the_module_path() {
+    // The site is 15 % of a 1200-pixel graph: room for ~25 of its 52 characters.
+    let site = "server::connections::queue::backpressure::wait_ready";
+    let svg = draw(&[&format!("main;{site};[spin] 15"), "main;[work] 85"]);
+    let frames = frames(&svg);
+    let frame = frames.iter().find(|f| f.name == site).unwrap();
+    assert!(
+        frame.label.starts_with("..") && frame.label.ends_with("::wait_ready"),
+        "label {:?}",
+        frame.label
+    );
+    assert!(frame.label.len() < site.len());
+}
+
+#[yieldprof::instrument_wait]
+fn output_wait() {
+    std::thread::yield_now();
+}
+
+#[test]
+fn a_frame_under_a_thread_carries_that_threads_figures() {
+    let run = |name: &str, episodes: usize| {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || (0..episodes).for_each(|_| output_wait()))
+            .unwrap()
+            .join()
+            .unwrap();
+    };
+    run("output-three", 3);
+    run("output-seven", 7);
+    let dir = std::env::temp_dir().join(format!("yieldprof-output-hover-{}", std::process::id()));
+    let guard = Options::from_env().out_dir(&dir).name("hover").init();
+    guard.write().unwrap();
+    let svg = std::fs::read_to_string(dir.join("hover.svg")).unwrap();
+    drop(guard);
+    let _ = std::fs::remove_dir_all(&dir);
+    // The site's frame under each thread: within the thread frame's span.
+    let frames = frames(&svg);
+    for (thread, n) in [("output-three", 3), ("output-seven", 7)] {
+        let t = frames.iter().find(|f| f.name == thread).unwrap();
+        let site = frames
+            .iter()
+            .find(|f| f.name == "output::output_wait" && t.x <= f.x && f.x < t.x + t.w)
+            .unwrap();
+        let want = format!("; this thread: {n} episodes, ");
+        assert!(
+            site.title.contains(&want) && site.title.contains("calls: yield "),
+            "{thread}: {}",
+            site.title
+        );
+    }
+}
