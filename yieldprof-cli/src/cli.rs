@@ -42,8 +42,9 @@ pub struct ShowArgs {
     /// The run: `<dir>/<name>.json` or `<dir>/<name>`
     #[arg(value_name = "RUN")]
     pub run: PathBuf,
-    /// Order of the wait sites: wall time, context switches, or 99th percentile episode
-    #[arg(long, value_enum, default_value_t = SortBy::Wall)]
+    /// Order of the wait sites: on-CPU time (where the cores go; an idle wait costs
+    /// none), wall time, context switches, wait calls, or 99th percentile episode
+    #[arg(long, value_enum, default_value_t = SortBy::OnCpu)]
     pub sort: SortBy,
     /// How many wait sites to list
     #[arg(long, default_value_t = 10, value_name = "N")]
@@ -53,10 +54,14 @@ pub struct ShowArgs {
 /// What `show` orders the wait sites by, costliest first.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SortBy {
+    /// On-CPU time of the episodes (spinning, yielding, the profiler): where the cores go
+    OnCpu,
     /// Wall time of the episodes
     Wall,
     /// Voluntary plus involuntary context switches in the episodes
     Switches,
+    /// Wait calls of every kind made in the episodes
+    Calls,
     /// 99th percentile of the episode durations
     P99,
 }

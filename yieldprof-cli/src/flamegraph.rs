@@ -92,7 +92,7 @@ fn folded_file(run: &RunFiles, view: View) -> Result<PathBuf, Failure> {
 
 /// The stacks of a folded file; every malformed line is named.
 fn read(path: &Path) -> Result<Vec<(String, u64)>, Failure> {
-    let text = std::fs::read_to_string(path)
+    let text = yieldprof::report::text::read_utf8(path)
         .map_err(|e| Failure::Input(DiffError::Io(path.to_path_buf(), e).to_string()))?;
     parse_folded(&text)
         .map_err(|bad| Failure::Input(DiffError::Malformed(path.to_path_buf(), bad).to_string()))

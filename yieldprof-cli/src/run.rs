@@ -42,7 +42,7 @@ impl RunFiles {
     /// `<name>.json`, read into the library's schema.
     pub fn document(&self) -> Result<Document, Failure> {
         let path = self.file("json");
-        let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
+        let text = yieldprof::report::text::read_utf8(&path).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => Failure::Input(format!(
                 "{}: no such file (RUN is a run's `<dir>/<name>.json` or `<dir>/<name>`)",
                 path.display()

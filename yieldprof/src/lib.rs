@@ -366,7 +366,7 @@ pub mod report {
     /// them (the `yieldprof` command).
     #[cfg(feature = "enabled")]
     pub mod text {
-        pub use crate::base::text::{date_time, duration, shared_line, tail, wrap};
+        pub use crate::base::text::{date_time, duration, read_utf8, shared_line, tail, wrap};
     }
 }
 

@@ -298,9 +298,7 @@ fn page(name: &str, metric: Metric, refresh: Option<&str>) -> Answer {
     let (reload, refreshing) = match refresh {
         0 => (
             String::new(),
-            format!(
-                "<a href=\"/?refresh={DEFAULT_REFRESH_S}\">refresh every {DEFAULT_REFRESH_S} s</a>"
-            ),
+            "not reloading (<a href=\"/\">reload on</a>)".to_string(),
         ),
         s => (
             format!("<meta http-equiv=\"refresh\" content=\"{s}\">"),
