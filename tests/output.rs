@@ -1,6 +1,10 @@
 //! What the output says, read back as a user's tools read it: flame graphs parsed as
-//! SVG (colours, legend, labels, hover figures per thread).
+//! SVG (colours, legend, labels, hover figures per thread), file names unique per
+//! process, and nothing written with recording off.
 
+mod child_process;
+
+use child_process::{names, run, temp_dir};
 use yieldprof::report::Metric;
 use yieldprof::Options;
 
@@ -167,4 +171,74 @@ fn a_frame_under_a_thread_carries_that_threads_figures() {
             site.title
         );
     }
+}
+
+#[test]
+fn child() {
+    let Some(role) = child_process::role() else {
+        return;
+    };
+    let dir = std::env::var("OUTPUT_DIR").unwrap();
+    match role.as_str() {
+        // A program that names nothing: its files are `<exe>.<pid>.*`.
+        "unnamed" => {
+            let guard = Options::from_env().out_dir(&dir).init();
+            output_wait();
+            drop(guard);
+            println!("pid {}", std::process::id());
+        }
+        "named" => {
+            let guard = Options::from_env().out_dir(&dir).name("kept").init();
+            output_wait();
+            println!("flushed {:?}", yieldprof::flush().unwrap());
+            drop(guard);
+        }
+        other => panic!("unknown role {other}"),
+    }
+    std::process::exit(0);
+}
+
+#[test]
+fn processes_of_one_program_write_files_of_their_own() {
+    let dir = temp_dir("output-unique");
+    let env = [("OUTPUT_DIR", dir.to_str().unwrap())];
+    let pids: Vec<String> = (0..2)
+        .map(|_| {
+            let exit = run("unnamed", &env);
+            assert_eq!(exit.code, Some(0), "{exit:?}");
+            exit.stdout.split("pid ").nth(1).unwrap().trim().to_string()
+        })
+        .collect();
+    assert_ne!(pids[0], pids[1]);
+    let exe = std::env::current_exe().unwrap();
+    let exe = exe.file_stem().unwrap().to_string_lossy();
+    let files = names(&dir);
+    for pid in &pids {
+        for ext in ["folded", "svg", "json", "txt", "pb.gz"] {
+            let want = format!("{exe}.{pid}.{ext}");
+            assert!(files.contains(&want), "{want} in {files:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn with_recording_off_nothing_is_written_and_nothing_overwritten() {
+    let dir = temp_dir("output-off");
+    std::fs::write(dir.join("kept.json"), "a real profile").unwrap();
+    let env = [("OUTPUT_DIR", dir.to_str().unwrap()), ("YIELDPROF", "0")];
+    let exit = run("named", &env);
+    assert_eq!(exit.code, Some(0), "{exit:?}");
+    assert!(exit.stdout.contains("flushed []"), "{exit:?}");
+    assert!(exit.stderr.contains("no files written"), "{exit:?}");
+    assert_eq!(names(&dir), ["kept.json"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("kept.json")).unwrap(),
+        "a real profile"
+    );
+    // The same program with recording on writes its files.
+    let exit = run("named", &env[..1]);
+    assert_eq!(exit.code, Some(0), "{exit:?}");
+    assert!(names(&dir).contains(&"kept.folded".to_string()));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -27,6 +27,9 @@ pub enum Command {
     Diff(DiffArgs),
     /// A flame graph of one view of a run, drawn from its folded files
     Flamegraph(FlamegraphArgs),
+    /// The runs in a folder (a test suite's binaries and doctests) as one: their
+    /// stacks summed into `<OUT>.folded` and its flame graph `<OUT>.svg`
+    Merge(MergeArgs),
     /// The run's timeline (`<name>.trace.json`): threads, episodes kept and dropped,
     /// sites; open the file in Perfetto or speedscope
     Timeline(TimelineArgs),
@@ -114,6 +117,21 @@ pub enum View {
     Switches,
     /// `<name>.folded` with a `wait` and a `work` frame under each thread
     Split,
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The folder of runs, e.g. target/yieldprof: every `<name>.json` with its
+    /// `<name>.folded`
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Where the merged files go, as a stem: `<OUT>.folded` and `<OUT>.svg`; default
+    /// `<DIR>/merged`
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Keep the runs apart: each run's stacks under a frame named after it
+    #[arg(long)]
+    pub by_run: bool,
 }
 
 #[derive(Args, Debug)]

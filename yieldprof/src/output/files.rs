@@ -73,9 +73,13 @@ pub(crate) fn write_folded(path: &Path, stacks: &Folded) -> Result<(), WriteErro
 
 /// Writes `<name>.folded`, `<name>.svg`, `<name>.split.svg`, `<name>.pb.gz` (pprof),
 /// `<name>.trace.json` (the timeline, unless off), `<name>.json`, `<name>.txt` and the
-/// requested metric views for `profile`.
+/// requested metric views for `profile`. With recording off (`YIELDPROF=0`) and nothing
+/// recorded it writes nothing, so an empty run never replaces a real profile.
 #[cfg(feature = "enabled")]
 pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<PathBuf>, WriteError> {
+    if !crate::config::enabled() && profile.threads.is_empty() {
+        return Ok(Vec::new());
+    }
     let dir = &opts.out_dir;
     std::fs::create_dir_all(dir).map_err(|source| WriteError {
         path: dir.clone(),

@@ -43,7 +43,8 @@ use std::time::Duration;
 pub struct Options {
     /// Folder the files go into.
     pub out_dir: PathBuf,
-    /// File stem: `<name>.folded`, `<name>.svg`, `<name>.txt`.
+    /// File stem: `<name>.folded`, `<name>.svg`, `<name>.txt`. Default `<exe>.<pid>`:
+    /// each process its own files; `yieldprof merge DIR` sums a folder of them.
     pub name: String,
     /// Value carried by the folded stacks and the flame graph.
     pub metric: Metric,
@@ -262,12 +263,16 @@ impl Options {
     }
 }
 
-/// The executable's file stem, e.g. `spsc` for `target/release/examples/spsc`.
+/// The executable's file stem and the process id, e.g. `spsc.4242` for
+/// `target/release/examples/spsc`: unique per process, so the runs of one program into
+/// one folder (a test suite's binaries, its doctests, all named `rust_out`) never
+/// overwrite each other.
 fn default_name() -> String {
-    std::env::current_exe()
+    let exe = std::env::current_exe()
         .ok()
         .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "yieldprof".to_string())
+        .unwrap_or_else(|| "yieldprof".to_string());
+    format!("{exe}.{}", std::process::id())
 }
 
 #[cfg(feature = "enabled")]
