@@ -193,6 +193,20 @@ fn child() {
             println!("flushed {:?}", yieldprof::flush().unwrap());
             drop(guard);
         }
+        // A test binary's worth of threads, each with its own name and timeline.
+        "threads" => {
+            let guard = Options::from_env().out_dir(&dir).name("many").init();
+            let threads: Vec<_> = (0..THREADS)
+                .map(|i| {
+                    std::thread::Builder::new()
+                        .name(format!("test-{i}"))
+                        .spawn(|| (0..EPISODES).for_each(|_| output_wait()))
+                        .unwrap()
+                })
+                .collect();
+            threads.into_iter().for_each(|t| t.join().unwrap());
+            drop(guard);
+        }
         other => panic!("unknown role {other}"),
     }
     std::process::exit(0);
@@ -240,5 +254,39 @@ fn with_recording_off_nothing_is_written_and_nothing_overwritten() {
     let exit = run("named", &env[..1]);
     assert_eq!(exit.code, Some(0), "{exit:?}");
     assert!(names(&dir).contains(&"kept.folded".to_string()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const THREADS: usize = 300;
+const EPISODES: usize = 400;
+
+#[test]
+fn hundreds_of_threads_write_at_most_10_mb_and_the_trace_says_what_it_cut() {
+    let dir = temp_dir("output-bounded");
+    let exit = run("threads", &[("OUTPUT_DIR", dir.to_str().unwrap())]);
+    assert_eq!(exit.code, Some(0), "{exit:?}");
+    let total: u64 = names(&dir)
+        .iter()
+        .map(|n| std::fs::metadata(dir.join(n)).unwrap().len())
+        .sum();
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("many.trace.json")).unwrap()).unwrap();
+    let other = &trace["otherData"];
+    let figure = |k: &str| other[k].as_str().unwrap().parse::<u64>().unwrap();
+    let written = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .count() as u64;
+    println!("{THREADS} threads: {total} bytes of reports; trace {other}");
+    // Ground truth: every episode the children made was recorded.
+    assert!(
+        figure("episodes_recorded") >= (THREADS * EPISODES) as u64,
+        "{other}"
+    );
+    assert_eq!(written, figure("episodes_limit"), "{other}");
+    assert!(figure("episodes_cut") > 0, "{other}");
+    assert!(total <= 10 << 20, "{total} bytes in {:?}", names(&dir));
     let _ = std::fs::remove_dir_all(&dir);
 }

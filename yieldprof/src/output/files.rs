@@ -166,7 +166,9 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
     // Last: a caller looking for `<name>.json` by its extension finds that first.
     if profile.has_timeline() {
         let trace = path("trace.json");
-        write_atomic(&trace, |w| profile.write_trace(w))?;
+        write_atomic(&trace, |w| {
+            profile.write_trace_within(opts.trace_episodes, w)
+        })?;
         written.push(trace);
     }
     Ok(written)

@@ -5,6 +5,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The default of [`Options::trace_episodes`]: at ~170 bytes an episode, about 4 MB, so
+/// a process's files stay within 10 MB however many threads kept timelines (a test
+/// binary's hundreds of threads once wrote a 217 MB trace). Kept here: a build
+/// without the `enabled` feature has the same options and no trace writer.
+pub(crate) const TRACE_EPISODES: usize = 24_576;
+
 /// What [`init`](crate::init) writes and where. Built from the environment, then adjusted.
 ///
 /// Every variable is read once, the first time anything asks. A value that cannot be
@@ -54,6 +60,8 @@ pub struct Options {
     pub timeline: u32,
     /// Extra folded files, one per metric: `<name>.<metric>.folded`.
     pub views: Vec<Metric>,
+    /// Most episodes `<name>.trace.json` holds over all threads ([`Options::trace_episodes`]).
+    pub trace_episodes: usize,
     /// Which wait episodes have their counters read (context switches, perf events).
     pub counters: CounterSampling,
     /// Most perf-event fds the process may hold; threads past it use getrusage only.
@@ -83,6 +91,7 @@ impl Options {
             max_nodes: env.max_nodes,
             timeline: env.timeline,
             views: env.views.clone(),
+            trace_episodes: TRACE_EPISODES,
             counters: env.counters,
             fd_budget: env.fd_budget,
             snapshot_every: env.snapshot_every,
@@ -103,6 +112,7 @@ impl Options {
             max_nodes: config::DEFAULT_MAX_NODES,
             timeline: config::DEFAULT_TIMELINE,
             views: Vec::new(),
+            trace_episodes: TRACE_EPISODES,
             counters: CounterSampling::default(),
             fd_budget: config::DEFAULT_FD_BUDGET,
             snapshot_every: None,
@@ -151,6 +161,16 @@ impl Options {
     /// ring takes 32 B per episode, reserved when it first records.
     pub fn timeline(mut self, episodes: u32) -> Self {
         self.timeline = episodes;
+        self
+    }
+
+    /// Sets the most episodes `<name>.trace.json` holds over all threads: each thread
+    /// writes its newest, an even share (or all its own where it kept fewer), and the
+    /// file says how many were cut (`episodes_cut`). Default 24 576, about 4 MB, so a
+    /// process with hundreds of threads still writes ≤ 10 MB of reports; the timeline
+    /// each thread keeps in memory is [`Options::timeline`].
+    pub fn trace_episodes(mut self, episodes: usize) -> Self {
+        self.trace_episodes = episodes;
         self
     }
 
