@@ -73,7 +73,7 @@ pub(crate) fn rewrite(svg: &[u8], hover: &Hover, out: &mut impl Write) -> io::Re
             .iter()
             .find(|t| t.x <= f.x && f.x < t.x + t.width.max(1) && f.y < t.y);
         let figures = thread.and_then(|t| hover.get(&(t.name.clone(), f.name.clone())));
-        out.write_all(svg[copied..f.title_end].as_bytes())?;
+        out.write_all(&svg.as_bytes()[copied..f.title_end])?;
         if let Some(text) = figures {
             write!(
                 out,
@@ -81,12 +81,12 @@ pub(crate) fn rewrite(svg: &[u8], hover: &Hover, out: &mut impl Write) -> io::Re
                 escape(&text.replace('(', "[").replace(')', "]"))
             )?;
         }
-        out.write_all(svg[f.title_end..f.label.0].as_bytes())?;
+        out.write_all(&svg.as_bytes()[f.title_end..f.label.0])?;
         let label = unescape(&svg[f.label.0..f.label.1]);
         out.write_all(escape(&cut(&f.name, &label)).as_bytes())?;
         copied = f.label.1;
     }
-    out.write_all(svg[copied..].as_bytes())
+    out.write_all(&svg.as_bytes()[copied..])
 }
 
 /// The label for `name` where inferno drew `label`: inferno keeps a prefix and adds
