@@ -388,7 +388,7 @@ pub struct Site {
     /// Durations of the timed calls made directly in the function, per kind.
     #[serde(default)]
     pub call_durations: Vec<KindDurations>,
-    /// It spins on a FALSE or MIXED line (see `sharing`); drawn purple in the flame graph.
+    /// It spins on a FALSE or MIXED line (see `sharing`); drawn reddish purple in the flame graph.
     #[serde(default)]
     pub false_sharing: bool,
 }
