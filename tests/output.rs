@@ -188,8 +188,13 @@ fn child() {
             println!("pid {}", std::process::id());
         }
         "named" => {
-            let guard = Options::from_env().out_dir(&dir).name("kept").init();
+            let guard = Options::from_env()
+                .out_dir(&dir)
+                .name("kept")
+                .snapshot_every(std::time::Duration::from_millis(10))
+                .init();
             output_wait();
+            std::thread::sleep(std::time::Duration::from_millis(50));
             println!("flushed {:?}", yieldprof::flush().unwrap());
             drop(guard);
         }
@@ -253,7 +258,11 @@ fn with_recording_off_nothing_is_written_and_nothing_overwritten() {
     // The same program with recording on writes its files.
     let exit = run("named", &env[..1]);
     assert_eq!(exit.code, Some(0), "{exit:?}");
-    assert!(names(&dir).contains(&"kept.folded".to_string()));
+    let files = names(&dir);
+    assert!(
+        files.contains(&"kept.folded".to_string()) && files.contains(&"snapshots".to_string()),
+        "{files:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
