@@ -212,6 +212,32 @@ fn child() {
             threads.into_iter().for_each(|t| t.join().unwrap());
             drop(guard);
         }
+        // The trial's largest runs: 10 000 threads of one tiny episode each, and two
+        // that waited long.
+        "crowd" => {
+            let guard = Options::from_env().out_dir(&dir).name("crowd").init();
+            let big: Vec<_> = ["big-a", "big-b"]
+                .map(|name| {
+                    std::thread::Builder::new()
+                        .name(name.into())
+                        .spawn(big_wait)
+                        .unwrap()
+                })
+                .into();
+            for batch in 0..CROWD / 16 {
+                let threads: Vec<_> = (0..16)
+                    .map(|i| {
+                        std::thread::Builder::new()
+                            .name(format!("crowd-{}", batch * 16 + i))
+                            .spawn(output_wait)
+                            .unwrap()
+                    })
+                    .collect();
+                threads.into_iter().for_each(|t| t.join().unwrap());
+            }
+            big.into_iter().for_each(|t| t.join().unwrap());
+            drop(guard);
+        }
         other => panic!("unknown role {other}"),
     }
     std::process::exit(0);
@@ -298,4 +324,42 @@ fn hundreds_of_threads_write_at_most_10_mb_and_the_trace_says_what_it_cut() {
     assert!(figure("episodes_cut") > 0, "{other}");
     assert!(total <= 10 << 20, "{total} bytes in {:?}", names(&dir));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+const CROWD: usize = 10_000;
+
+#[yieldprof::instrument_wait]
+fn big_wait() {
+    std::thread::sleep(std::time::Duration::from_millis(300));
+}
+
+#[test]
+fn ten_thousand_tiny_threads_do_not_crowd_out_the_wide_wait_sites() {
+    let dir = temp_dir("output-crowd");
+    let exit = run("crowd", &[("OUTPUT_DIR", dir.to_str().unwrap())]);
+    assert_eq!(exit.code, Some(0), "{exit:?}");
+    let svg = std::fs::read_to_string(dir.join("crowd.svg")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let frames = frames(&svg);
+    let note = subtitle(&svg);
+    assert!(note.contains("merged into their parents"), "{note}");
+    // Each big thread's site, under that thread, with its own figures.
+    for thread in ["big-a", "big-b"] {
+        let t = frames
+            .iter()
+            .find(|f| f.name == thread)
+            .unwrap_or_else(|| panic!("{thread} drawn; {note}"));
+        let site = frames
+            .iter()
+            .find(|f| f.name == "output::big_wait" && t.x <= f.x && f.x < t.x + t.w)
+            .unwrap_or_else(|| panic!("big_wait drawn under {thread}; {note}"));
+        assert!(site.title.contains("1 episode, "), "{}", site.title);
+    }
+    // The tiny threads merged into one frame, which says how many.
+    let crowd = frames
+        .iter()
+        .find(|f| f.name.contains(" threads ≤ "))
+        .unwrap_or_else(|| panic!("the tiny threads merged; {note}"));
+    let merged: usize = crowd.name[1..].split(' ').next().unwrap().parse().unwrap();
+    assert!(merged >= CROWD / 2, "{}", crowd.name);
 }
