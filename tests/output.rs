@@ -164,13 +164,93 @@ fn a_frame_under_a_thread_carries_that_threads_figures() {
             .iter()
             .find(|f| f.name == "output::output_wait" && t.x <= f.x && f.x < t.x + t.w)
             .unwrap();
-        let want = format!("; this thread: {n} episodes, ");
+        let want = format!("; this thread, this path: {n} episodes, ");
         assert!(
             site.title.contains(&want) && site.title.contains("calls: yield "),
             "{thread}: {}",
             site.title
         );
     }
+}
+
+#[yieldprof::instrument_wait]
+fn wait_until(long: bool) {
+    if long {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+/// A duration as the hover text writes it (`1.40 ms`, `850.0 µs`), in ns.
+fn ns(text: &str) -> f64 {
+    let (n, unit) = text.trim_start_matches('~').split_once(' ').unwrap();
+    let scale = match unit {
+        "s" => 1e9,
+        "ms" => 1e6,
+        "µs" => 1e3,
+        "ns" => 1.0,
+        other => panic!("unit {other}"),
+    };
+    n.parse::<f64>().unwrap() * scale
+}
+
+#[test]
+fn a_site_reached_by_two_paths_shows_each_paths_own_figures() {
+    std::thread::Builder::new()
+        .name("output-paths".into())
+        .spawn(|| {
+            {
+                yieldprof::frame!("array::recv");
+                (0..20).for_each(|_| wait_until(true));
+            }
+            yieldprof::frame!("zero::recv");
+            (0..4000).for_each(|_| wait_until(false));
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("yieldprof-output-paths-{}", std::process::id()));
+    let guard = Options::from_env().out_dir(&dir).name("paths").init();
+    guard.write().unwrap();
+    let svg = std::fs::read_to_string(dir.join("paths.svg")).unwrap();
+    drop(guard);
+    let _ = std::fs::remove_dir_all(&dir);
+    let frames = frames(&svg);
+    let within = |outer: &Frame, name: &str| -> &Frame {
+        frames
+            .iter()
+            .find(|f| f.name == name && outer.x <= f.x && f.x < outer.x + outer.w)
+            .unwrap_or_else(|| panic!("{name} under {}", outer.name))
+    };
+    let thread = frames.iter().find(|f| f.name == "output-paths").unwrap();
+    let figures = |parent: &str| {
+        let site = within(within(thread, parent), "output::wait_until");
+        let text = site.title.split("; this thread, this path: ").nth(1);
+        let text = text.unwrap_or_else(|| panic!("{}", site.title)).to_string();
+        let field = |key: &str| {
+            text.split(key)
+                .nth(1)
+                .unwrap()
+                .split([',', ';'])
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        let episodes: u64 = text.split(' ').next().unwrap().parse().unwrap();
+        (episodes, ns(&field("mean ")), ns(&field("p99 ")), text)
+    };
+    let (long, long_mean, long_p99, text) = figures("array::recv");
+    // Ground truth: 20 sleeps of at least 2 ms on this path, 4000 yields on the other.
+    assert_eq!(long, 20, "{text}");
+    assert!(long_mean >= 2e6 && long_p99 >= 2e6, "{text}");
+    println!("array::recv: {text}");
+    let (short, short_mean, _, text) = figures("zero::recv");
+    println!("zero::recv: {text}");
+    assert_eq!(short, 4000, "{text}");
+    // The site's mean over both paths would be at least 20 · 2 ms / 4020 ≈ 10 µs; a
+    // yield's own mean is below the sleeps' either way.
+    assert!(short_mean < long_mean, "{text}");
 }
 
 #[test]

@@ -19,8 +19,8 @@ use std::io::{self, Write};
 pub(crate) struct FrameNotes {
     /// Wait sites spinning on a falsely shared line: drawn in their own colour.
     pub(crate) falsely_shared: Vec<String>,
-    /// Text added to a frame's hover title: a site's episodes, mean, p99 and calls in
-    /// the thread it is drawn under.
+    /// Text added to a frame's hover title, by the frame's path: a wait frame's own
+    /// episodes, mean, p99 and calls.
     pub(crate) hover: Hover,
 }
 
@@ -116,27 +116,36 @@ fn render<W: Write>(opts: &mut Options<'_>, lines: &[String], out: W) -> io::Res
     flamegraph::from_lines(opts, lines.iter().map(String::as_str), out)
 }
 
-/// A wait site's figures in one thread (threads of one frame name together).
+/// A wait frame's own figures: one path of one thread (threads of one frame name
+/// together), not the site's totals in it.
 #[derive(Default)]
-struct InThread {
+struct Here {
     episodes: u64,
     wall_ns: u64,
+    /// The nodes' coarse durations: a p99 within a factor of two.
     durations: Histogram,
     calls: [u64; Kind::ALL.len()],
 }
 
-impl InThread {
-    fn text(&self) -> String {
+impl Here {
+    /// `p99` is the thread's fine figure for the site when this is its only path there.
+    fn text(&self, p99: Option<u64>) -> String {
         let calls: Vec<String> = Kind::ALL
             .iter()
             .filter(|&&k| self.calls[k as usize] > 0)
             .map(|&k| format!("{} {}", k.name(), self.calls[k as usize]))
             .collect();
+        let p99 = match p99 {
+            Some(ns) => duration(ns),
+            None => self
+                .durations
+                .coarse_quantile(0.99)
+                .map_or("-".into(), |ns| format!("~{}", duration(ns))),
+        };
         format!(
-            "this thread: {}, mean {}, p99 {}{}{}",
+            "this thread, this path: {}, mean {}, p99 {p99}{}{}",
             count(self.episodes, "episode"),
             duration(self.wall_ns / self.episodes.max(1)),
-            self.durations.quantile(0.99).map_or("-".into(), duration),
             if calls.is_empty() { "" } else { "; calls: " },
             calls.join(", ")
         )
@@ -145,37 +154,57 @@ impl InThread {
 
 impl Profile {
     /// What the flame graphs show beside the frame names: the wait sites that spin on a
-    /// FALSE or MIXED line, and each site's figures in each thread for its hover text.
+    /// FALSE or MIXED line, and each wait frame's own figures (its path's, in its
+    /// thread) for its hover text.
     pub(crate) fn frame_notes(&self) -> FrameNotes {
         let falsely_shared = self
             .false_sharing_frames()
             .into_iter()
             .map(|f| clean(&self.frames[f as usize].name))
             .collect();
-        let mut figures: HashMap<(String, u32), InThread> = HashMap::new();
+        let names: Vec<String> = self.frames.iter().map(|f| clean(&f.name)).collect();
+        let mut figures: HashMap<String, (Here, (String, u32))> = HashMap::new();
+        // Per thread frame and site: its paths, and its fine durations.
+        let mut sites: HashMap<(String, u32), (usize, Histogram)> = HashMap::new();
         for (t, root) in self.threads.iter().zip(self.thread_frames()) {
-            for n in &t.nodes {
-                if self.frames[n.frame as usize].kind != FrameKind::Wait {
-                    continue;
+            // Each node's path as in the folded stacks.
+            let mut paths: Vec<String> = Vec::with_capacity(t.nodes.len());
+            for (i, n) in t.nodes.iter().enumerate() {
+                let path = match i {
+                    0 => root.clone(),
+                    _ => format!("{};{}", paths[n.parent as usize], names[n.frame as usize]),
+                };
+                if self.frames[n.frame as usize].kind == FrameKind::Wait {
+                    let site = (root.clone(), n.frame);
+                    let (f, _) = figures.entry(path.clone()).or_insert_with(|| {
+                        sites.entry(site.clone()).or_default().0 += 1;
+                        (Here::default(), site)
+                    });
+                    f.episodes += n.episodes;
+                    f.wall_ns += n.wall_ns;
+                    f.durations.add(&n.durations);
+                    for s in &n.slots {
+                        f.calls[self.calls[s.call as usize].kind as usize] += s.calls;
+                    }
                 }
-                let f = figures.entry((root.clone(), n.frame)).or_default();
-                f.episodes += n.episodes;
-                f.wall_ns += n.wall_ns;
-                for s in &n.slots {
-                    f.calls[self.calls[s.call as usize].kind as usize] += s.calls;
-                }
+                paths.push(path);
             }
             for ((frame, kind), h) in &t.site_durations {
-                if let (None, Some(f)) = (kind, figures.get_mut(&(root.clone(), *frame))) {
-                    f.durations.add(h);
+                if let (None, Some(s)) = (kind, sites.get_mut(&(root.clone(), *frame))) {
+                    s.1.add(h);
                 }
             }
         }
         let hover = figures
             .into_iter()
-            .map(|((root, frame), f)| {
-                let name = clean(&self.frames[frame as usize].name);
-                ((root, name), f.text())
+            .map(|(path, (f, site))| {
+                let (paths, fine) = &sites[&site];
+                let p99 = if *paths == 1 {
+                    fine.quantile(0.99)
+                } else {
+                    None
+                };
+                (path, f.text(p99))
             })
             .collect();
         FrameNotes {

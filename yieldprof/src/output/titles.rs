@@ -1,6 +1,6 @@
-//! What a drawn flame graph says on each frame, rewritten after inferno drew it: the
-//! figures of the thread a frame sits under in its hover title, and a label cut so the
-//! function's name survives.
+//! What a drawn flame graph says on each frame, rewritten after inferno drew it: a
+//! frame's own figures (its path's, from the thread up) in its hover title, and a label
+//! cut so the function's name survives.
 //!
 //! inferno writes each frame as `<g><title>name (value unit, share)</title><rect … y=".."
 //! … fg:x=".." fg:w=".."/><text …>label</text></g>`; its script, on zoom, draws a label
@@ -10,8 +10,9 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-/// Hover figures keyed by (thread frame, frame name), both as in the folded stacks.
-pub(crate) type Hover = HashMap<(String, String), String>;
+/// Hover figures keyed by a frame's path from its thread, as in the folded stacks
+/// (`thread;frame;…;frame`).
+pub(crate) type Hover = HashMap<String, String>;
 
 /// One frame of the SVG: where its parts are in the text, and what they hold.
 struct Frame {
@@ -52,9 +53,54 @@ fn frame(svg: &str, at: usize) -> Option<Frame> {
     })
 }
 
-/// Copies inferno's `svg` to `out` with each frame's figures in its hover title (those
-/// of the thread it is drawn under) and every cut label cut in the module path, not the
-/// function's name.
+/// Each frame's path from its thread, `thread;…;name`, by index in `frames`: its
+/// parent is the frame of the row below whose span holds its start. The root row
+/// (`all`) is in no path.
+fn paths(frames: &[Frame]) -> Vec<Option<String>> {
+    // Rows bottom up, each sorted by start.
+    let mut rows: Vec<u64> = frames.iter().map(|f| f.y).collect();
+    rows.sort_unstable_by(|a, b| b.cmp(a));
+    rows.dedup();
+    let mut by_row: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, f) in frames.iter().enumerate() {
+        by_row.entry(f.y).or_default().push(i);
+    }
+    for row in by_row.values_mut() {
+        row.sort_by_key(|&i| frames[i].x);
+    }
+    let mut paths: Vec<Option<String>> = vec![None; frames.len()];
+    for (depth, y) in rows.iter().enumerate().skip(1) {
+        for &i in &by_row[y] {
+            let f = &frames[i];
+            if depth == 1 {
+                paths[i] = Some(f.name.clone());
+                continue;
+            }
+            let below = &by_row[&rows[depth - 1]];
+            let at = below.partition_point(|&p| frames[p].x <= f.x);
+            let parent = at.checked_sub(1).map(|p| below[p]);
+            paths[i] = parent
+                .filter(|&p| f.x < frames[p].x + frames[p].width.max(1))
+                .and_then(|p| paths[p].as_ref())
+                .map(|p| format!("{p};{}", f.name));
+        }
+    }
+    paths
+}
+
+/// The figures for a frame at `path`; in the split view (`thread;wait;…`) a path is
+/// also looked up without its `wait` or `work` frame.
+fn figures<'a>(hover: &'a Hover, path: &str) -> Option<&'a String> {
+    hover.get(path).or_else(|| {
+        let (thread, rest) = path.split_once(';')?;
+        let (half, rest) = rest.split_once(';')?;
+        let split = half == "wait" || half == "work";
+        split.then(|| hover.get(&format!("{thread};{rest}")))?
+    })
+}
+
+/// Copies inferno's `svg` to `out` with each frame's own figures in its hover title
+/// and every cut label cut in the module path, not the function's name.
 pub(crate) fn rewrite(svg: &[u8], hover: &Hover, out: &mut impl Write) -> io::Result<()> {
     let Ok(svg) = std::str::from_utf8(svg) else {
         return out.write_all(svg);
@@ -63,16 +109,10 @@ pub(crate) fn rewrite(svg: &[u8], hover: &Hover, out: &mut impl Write) -> io::Re
         .match_indices(G)
         .filter_map(|(at, _)| frame(svg, at))
         .collect();
-    // The root row (`all`) is the lowest; the threads are the row right above it.
-    let root = frames.iter().map(|f| f.y).max().unwrap_or(0);
-    let thread_row = frames.iter().map(|f| f.y).filter(|&y| y < root).max();
-    let threads: Vec<&Frame> = frames.iter().filter(|f| Some(f.y) == thread_row).collect();
+    let paths = paths(&frames);
     let mut copied = 0;
-    for f in &frames {
-        let thread = threads
-            .iter()
-            .find(|t| t.x <= f.x && f.x < t.x + t.width.max(1) && f.y < t.y);
-        let figures = thread.and_then(|t| hover.get(&(t.name.clone(), f.name.clone())));
+    for (f, path) in frames.iter().zip(&paths) {
+        let figures = path.as_ref().and_then(|p| figures(hover, p));
         out.write_all(&svg.as_bytes()[copied..f.title_end])?;
         if let Some(text) = figures {
             write!(
