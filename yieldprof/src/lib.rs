@@ -350,7 +350,7 @@ pub mod report {
     #[cfg(feature = "enabled")]
     pub use crate::{
         analysis::costs::{CostSource, Costs},
-        analysis::findings::{Finding, Fragmentation, Rule},
+        analysis::findings::{Finding, Fragmentation, Rule, RATE_FLOOR_NS},
         base::site::{CallInfo, FrameInfo, FrameKind},
         model::histogram::Histogram,
         model::own::OwnTime,

@@ -334,9 +334,12 @@ pub struct Count {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Fragmentation {
-    /// Episodes per second of the wall time of the threads that ran them.
+    /// Timed episodes per second of the wall time of the threads that ran them; 0 when
+    /// those threads ran under 1 ms in all ([`crate::report::RATE_FLOOR_NS`]: too little
+    /// time for a rate) or no episode waited.
     pub episodes_per_s: f64,
-    /// Share of episode time in episodes shorter than one context switch.
+    /// Share of episode time in episodes shorter than one context switch; 0 when no
+    /// episode was timed.
     pub short_share: f64,
 }
 
