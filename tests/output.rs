@@ -45,10 +45,30 @@ fn frames(svg: &str) -> Vec<Frame> {
         .collect()
 }
 
+/// The subtitle's lines (`<text id="subtitle">`, then `subtitle2`, …) and their `y`.
+fn subtitle_lines(svg: &str) -> Vec<(String, f64)> {
+    svg.match_indices("<text id=\"subtitle")
+        .map(|(at, _)| {
+            let tag = &svg[at..at + svg[at..].find('>').unwrap()];
+            let y = tag
+                .split(" y=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            let from = at + tag.len() + 1;
+            let text = &svg[from..from + svg[from..].find('<').unwrap()];
+            (text.replace("&amp;", "&"), y.parse().unwrap())
+        })
+        .collect()
+}
+
+/// The whole subtitle: its lines joined.
 fn subtitle(svg: &str) -> String {
-    let at = svg.find("id=\"subtitle\"").expect("a subtitle");
-    let from = at + svg[at..].find('>').unwrap() + 1;
-    svg[from..from + svg[from..].find('<').unwrap()].to_string()
+    let lines: Vec<String> = subtitle_lines(svg).into_iter().map(|(l, _)| l).collect();
+    assert!(!lines.is_empty(), "a subtitle");
+    lines.join(" ")
 }
 
 fn draw(lines: &[&str]) -> String {
@@ -116,6 +136,91 @@ fn each_kind_has_its_own_colour_and_the_legend_lists_exactly_those_drawn() {
     // A graph without them names none of them.
     let legend = subtitle(&draw(&["main;[work] 1"]));
     assert_eq!(legend, "colours: [work] green; other frames aqua");
+}
+
+/// The number in ` key="…"` of the first tag at `svg[at..]`.
+fn attr(svg: &str, at: usize, key: &str) -> f64 {
+    let tag = &svg[at..at + svg[at..].find('>').unwrap()];
+    let pat = format!(" {key}=\"");
+    tag.split(&pat)
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_long_subtitle_goes_on_lines_that_fit_and_the_graph_moves_down_for_them() {
+    // Every coloured kind, a frame deep enough to reach the top of the graph, and past
+    // 8 192 frames: the legend and the merge note together are some 450 characters.
+    let mut lines = vec![
+        "main;a;b;c;d;e;f;g;h;i;j;poll;[spin] 1000000".to_string(),
+        "main;poll;[overflow] 1".to_string(),
+    ];
+    for kind in [
+        "yield",
+        "async-yield",
+        "backoff",
+        "on-cpu",
+        "profiler",
+        "sleep",
+        "park",
+        "lock",
+        "condvar",
+        "channel",
+        "join",
+        "barrier",
+        "off-cpu",
+        "unexplained",
+        "work",
+    ] {
+        lines.push(format!("main;poll;[{kind}] 1000"));
+    }
+    lines.extend((0..10_000).map(|i| format!("main;many;n{i:05};[work] 1")));
+    let mut svg = Vec::new();
+    yieldprof::report::flamegraph(&lines, Metric::Wall, "t", &mut svg).unwrap();
+    let svg = String::from_utf8(svg).unwrap();
+    let sub = subtitle_lines(&svg);
+    assert!(sub.len() >= 3, "{sub:#?}");
+    // Each line fits the 1200-pixel graph: inferno's text is 0.59 em of 12 px, 7.08 px a
+    // character, in 1180 px; the first line is where inferno put it.
+    for (line, _) in &sub {
+        assert!(line.chars().count() * 708 / 100 <= 1180, "{line}");
+    }
+    assert_eq!(sub[0].1, 48.0);
+    let text = subtitle(&svg);
+    assert!(text.contains("merged into their parents"), "{text}");
+    assert!(
+        text.contains("[unexplained] sand") && text.ends_with("other frames aqua"),
+        "{text}"
+    );
+    // Below the last line: the frames (the deepest one included), then the details line,
+    // all within the image.
+    let last = sub.last().unwrap().1;
+    let frames_at = svg.find("<svg id=\"frames\"").unwrap();
+    let dy = attr(&svg, frames_at, "y");
+    let top = svg[frames_at..]
+        .match_indices("<rect ")
+        .map(|(i, _)| dy + attr(&svg, frames_at + i, "y"))
+        .fold(f64::MAX, f64::min);
+    let bottom = svg[frames_at..]
+        .match_indices("<rect ")
+        .map(|(i, _)| dy + attr(&svg, frames_at + i, "y") + attr(&svg, frames_at + i, "height"))
+        .fold(0.0, f64::max);
+    assert!(
+        top > last,
+        "top frame at {top}, last subtitle line at {last}"
+    );
+    let details = attr(&svg, svg.find("<text id=\"details\"").unwrap(), "y");
+    let height = attr(&svg, svg.find("<svg ").unwrap(), "height");
+    assert!(
+        bottom < details && details < height,
+        "{bottom} {details} {height}"
+    );
+    assert!(svg.contains(&format!("viewBox=\"0 0 1200 {height}\"")));
 }
 
 #[test]
@@ -423,6 +528,12 @@ fn ten_thousand_tiny_threads_do_not_crowd_out_the_wide_wait_sites() {
     let frames = frames(&svg);
     let note = subtitle(&svg);
     assert!(note.contains("merged into their parents"), "{note}");
+    // The headline, first and whole: `10003 threads, …% of it waiting;`.
+    let first = &subtitle_lines(&svg)[0].0;
+    assert!(
+        first.contains(" threads, ") && first.contains(" of it waiting;"),
+        "{first}"
+    );
     // Each big thread's site, under that thread, with its own figures.
     for thread in ["big-a", "big-b"] {
         let t = frames

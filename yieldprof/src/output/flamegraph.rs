@@ -7,6 +7,7 @@ use crate::model::profile::Profile;
 use crate::output::fold::{clean, Folded, Metric};
 use crate::output::narrow::Drawn;
 use crate::output::palette::{legend, palette};
+use crate::output::subtitle;
 use crate::output::titles::{rewrite, Hover};
 use inferno::flamegraph::color::{BasicPalette, Palette};
 use inferno::flamegraph::{self, Options};
@@ -41,16 +42,22 @@ pub(crate) fn write_svg<W: Write>(
     let drawn = Drawn::of(stacks);
     let mut opts = options(metric, title);
     opts.palette_map = Some(&mut palette);
-    // The merge and the legend come first: a long subtitle is cut at the right edge.
+    // The headline first, then the merge and the legend, on as many lines as they need.
     let legend = format!("colours: {}", legend(&drawn.lines, &notes.falsely_shared));
-    let parts: Vec<String> = [drawn.note(), Some(legend), subtitle]
+    let parts: Vec<String> = [subtitle, drawn.note(), Some(legend)]
         .into_iter()
         .flatten()
         .collect();
-    opts.subtitle = Some(parts.join("; "));
+    let mut lines = subtitle::lines(&parts.join("; "));
+    let more = lines.split_off(1);
+    opts.subtitle = lines.pop();
     opts.min_width = 0.0;
     let mut svg = Vec::new();
     render(&mut opts, &drawn.lines, &mut svg)?;
+    let svg = match String::from_utf8(svg) {
+        Ok(svg) => subtitle::add_lines(svg, &more, opts.font_size).into_bytes(),
+        Err(e) => e.into_bytes(),
+    };
     rewrite(&svg, &notes.hover, &mut out)
 }
 

@@ -29,6 +29,8 @@ pub(crate) mod pprof;
 #[cfg(feature = "enabled")]
 pub(crate) mod snapshots;
 #[cfg(feature = "enabled")]
+pub(crate) mod subtitle;
+#[cfg(feature = "enabled")]
 pub(crate) mod summary;
 #[cfg(feature = "enabled")]
 pub(crate) mod titles;
