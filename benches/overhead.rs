@@ -585,6 +585,11 @@ fn million_and_stacks(out: &std::path::Path, flame: Option<&std::path::Path>) {
         let (_, peak) = rss_and_peak_kib();
         let (ms, mib) = (took.as_secs_f64() * 1e3, (peak - rss_before) / 1024);
         let lines = std::fs::read_to_string(&paths[0]).map_or(0, |s| s.lines().count());
+        let size = |p: &std::path::PathBuf| std::fs::metadata(p).map_or(0, |m| m.len());
+        let bytes: Vec<String> = paths
+            .iter()
+            .map(|p| format!("{} {} KB", p.display(), size(p) / 1000))
+            .collect();
         let holds = |ok: bool| if ok { "holds" } else { "does not hold" };
         println!(
             "7. report of {label} unique stacks ({lines} folded lines, every file): {ms:.0} ms \
@@ -595,5 +600,6 @@ fn million_and_stacks(out: &std::path::Path, flame: Option<&std::path::Path>) {
             holds(mib <= 100),
             (rss_before - rss_empty) / 1024
         );
+        println!("   files: {}", bytes.join(", "));
     }
 }

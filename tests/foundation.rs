@@ -161,8 +161,8 @@ fn the_folded_file_renders_with_inferno_unchanged() {
     }
     // Our own SVG has the kinds in their colours.
     let ours = std::fs::read_to_string(&paths[1]).unwrap();
-    assert!(ours.contains("rgb(240,144,32)"), "[yield] is orange");
-    assert!(ours.contains("rgb(224,32,32)"), "[spin] is red");
+    assert!(ours.contains("rgb(230,159,0)"), "[yield] is orange");
+    assert!(ours.contains("rgb(213,94,0)"), "[spin] is vermillion");
 }
 
 #[yieldprof::instrument_wait]

@@ -187,8 +187,14 @@ fn the_page_holds_the_flame_graph_the_summary_and_the_findings() {
         "{page}"
     );
     assert!(page.contains("\nFindings ("), "{page}");
+    // Stopped: no reload, and the page does not claim one.
     let (_, _, body) = get(addr, "/?refresh=0");
-    assert!(!String::from_utf8(body).unwrap().contains("http-equiv"));
+    let stopped = String::from_utf8(body).unwrap();
+    assert!(!stopped.contains("http-equiv"));
+    assert!(
+        stopped.contains("not reloading") && !stopped.contains("every 5 s"),
+        "{stopped}"
+    );
 
     let (status, head, svg) = get(addr, "/flamegraph.svg");
     assert_eq!(status, 200);

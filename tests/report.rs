@@ -143,20 +143,23 @@ fn views_split_calls_switches_and_diff_are_written() {
     );
     for graph in ["v.svg", "v.split.svg", "v.calls.svg", "v.switches.svg"] {
         let svg = std::fs::read_to_string(d.join(graph)).unwrap();
-        assert!(
-            svg.contains("spin red, yield orange"),
-            "{graph} has the legend"
-        );
+        assert!(svg.contains("colours: "), "{graph} has the legend");
     }
     // `report_wait` makes no context switch, so the switches view has no frame for it.
     for graph in ["v.svg", "v.split.svg", "v.calls.svg"] {
         let svg = std::fs::read_to_string(d.join(graph)).unwrap();
-        // Hover: the site's own figures after its name, on every frame of it.
-        // Other tests of this binary call `report_wait` too: counts vary, the shape not.
+        // Hover: the site's figures in the frame's thread, inside the title's last
+        // `(…)` group. Other tests of this binary call `report_wait` too: counts vary,
+        // the shape not.
         let hover = svg
-            .split("<title>report::report_wait [")
+            .split("<title>report::report_wait (")
             .nth(1)
-            .and_then(|t| t.split(']').next())
+            .and_then(|t| {
+                t.split(")</title>")
+                    .next()?
+                    .split("; this thread, this path: ")
+                    .nth(1)
+            })
             .unwrap_or_else(|| panic!("{graph}: no site figures in the hover text"));
         assert!(
             hover.contains(" episode")
@@ -225,6 +228,73 @@ fn the_summary_lists_64_threads_and_counts_the_rest() {
     let text = report.summary();
     assert!(text.contains("... 37 more threads"), "{text}");
     assert_eq!(report.json(&Costs::current()).threads.len(), 101);
+}
+
+#[yieldprof::instrument_wait]
+fn report_maybe_wait(wait: bool) {
+    if wait {
+        std::thread::yield_now();
+    }
+}
+
+#[yieldprof::instrument_wait]
+fn report_yield_once() {
+    std::thread::yield_now();
+}
+
+#[test]
+fn a_site_that_never_waits_and_a_thread_that_barely_waited_get_no_rates() {
+    let session = Session::this_thread();
+    (0..5000).for_each(|_| report_maybe_wait(false));
+    // One yield: a thread that waited microseconds, not the 1 ms a share needs.
+    report_yield_once();
+    let report = session.finish();
+    let costs = Costs::current();
+    let site = report.site("report_maybe_wait").unwrap();
+    assert_eq!((site.episodes, site.timed_episodes()), (5000, 0));
+    let frag = report.site_fragmentation(&site, &costs);
+    assert_eq!((frag.episodes_per_s, frag.short_share), (None, None));
+    let text = report.summary();
+    // The site's block says it returned without waiting, and gives no rate.
+    let block: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("report::report_maybe_wait"))
+        .take_while(|l| l.starts_with("    ") || l.contains("report::report_maybe_wait"))
+        .collect();
+    assert!(
+        block
+            .iter()
+            .any(|l| l.contains("returned without waiting: 5000")),
+        "{text}"
+    );
+    assert!(
+        !block.iter().any(|l| l.contains("fragmentation")),
+        "{block:#?}"
+    );
+    let json = report.json(&costs);
+    let site = json
+        .sites
+        .iter()
+        .find(|s| s.name == "report::report_maybe_wait")
+        .unwrap();
+    assert_eq!(site.fragmentation.episodes_per_s, 0.0);
+    // The thread's counter cost as a share of its wait: n/a under the floor.
+    let thread = &report.threads()[0];
+    let row = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Thread counters"))
+        .nth(2)
+        .unwrap();
+    if thread.wait_ns < yieldprof::report::RATE_FLOOR_NS {
+        assert!(
+            row.ends_with("(n/a)"),
+            "waited {} ns: {row}",
+            thread.wait_ns
+        );
+    } else {
+        println!("inconclusive: the yield took {} ns", thread.wait_ns);
+        assert!(row.ends_with("%)"), "{row}");
+    }
 }
 
 #[test]
@@ -336,13 +406,17 @@ fn only_after() {
 #[test]
 fn two_runs_compare_site_by_site_with_exact_counts() {
     let costs = Costs::current();
+    // Each run lasts over 1 ms (`RATE_FLOOR_NS`): long enough for a rate.
+    let floor = Duration::from_nanos(yieldprof::report::RATE_FLOOR_NS);
     let (session, began) = (Session::this_thread(), std::time::Instant::now());
     (0..10).for_each(|_| compared(2));
+    std::thread::sleep(floor);
     let before = session.finish().json(&costs);
     let took_before = began.elapsed();
     let (session, began) = (Session::this_thread(), std::time::Instant::now());
     (0..20).for_each(|_| compared(1));
     only_after();
+    std::thread::sleep(floor);
     let after = session.finish().json(&costs);
     let took_after = began.elapsed();
 

@@ -125,7 +125,7 @@ fn the_summary_and_the_flame_graph_name_the_falsely_shared_line() {
     // Each frame is `<g><title>name (…)</title><rect … fill="rgb(…)" …/>…</g>`.
     let purple: Vec<&str> = svg
         .split("<g>")
-        .filter(|g| g.contains("fill=\"rgb(160,64,224)\""))
+        .filter(|g| g.contains("fill=\"rgb(204,121,167)\""))
         .filter_map(|g| g.split("<title>").nth(1)?.split([' ', '(']).next())
         .collect();
     assert!(

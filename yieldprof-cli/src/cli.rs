@@ -27,6 +27,9 @@ pub enum Command {
     Diff(DiffArgs),
     /// A flame graph of one view of a run, drawn from its folded files
     Flamegraph(FlamegraphArgs),
+    /// The runs in a folder (a test suite's binaries and doctests) as one: their
+    /// stacks summed into `<OUT>.folded` and its flame graph `<OUT>.svg`
+    Merge(MergeArgs),
     /// The run's timeline (`<name>.trace.json`): threads, episodes kept and dropped,
     /// sites; open the file in Perfetto or speedscope
     Timeline(TimelineArgs),
@@ -42,8 +45,9 @@ pub struct ShowArgs {
     /// The run: `<dir>/<name>.json` or `<dir>/<name>`
     #[arg(value_name = "RUN")]
     pub run: PathBuf,
-    /// Order of the wait sites: wall time, context switches, or 99th percentile episode
-    #[arg(long, value_enum, default_value_t = SortBy::Wall)]
+    /// Order of the wait sites: on-CPU time (where the cores go; an idle wait costs
+    /// none), wall time, context switches, wait calls, or 99th percentile episode
+    #[arg(long, value_enum, default_value_t = SortBy::OnCpu)]
     pub sort: SortBy,
     /// How many wait sites to list
     #[arg(long, default_value_t = 10, value_name = "N")]
@@ -53,10 +57,14 @@ pub struct ShowArgs {
 /// What `show` orders the wait sites by, costliest first.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SortBy {
+    /// On-CPU time of the episodes (spinning, yielding, the profiler): where the cores go
+    OnCpu,
     /// Wall time of the episodes
     Wall,
     /// Voluntary plus involuntary context switches in the episodes
     Switches,
+    /// Wait calls of every kind made in the episodes
+    Calls,
     /// 99th percentile of the episode durations
     P99,
 }
@@ -109,6 +117,21 @@ pub enum View {
     Switches,
     /// `<name>.folded` with a `wait` and a `work` frame under each thread
     Split,
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The folder of runs, e.g. target/yieldprof: every `<name>.json` with its
+    /// `<name>.folded`
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Where the merged files go, as a stem: `<OUT>.folded` and `<OUT>.svg`; default
+    /// `<DIR>/merged`
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Keep the runs apart: each run's stacks under a frame named after it
+    #[arg(long)]
+    pub by_run: bool,
 }
 
 #[derive(Args, Debug)]

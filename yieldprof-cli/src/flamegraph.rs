@@ -91,15 +91,18 @@ fn folded_file(run: &RunFiles, view: View) -> Result<PathBuf, Failure> {
 }
 
 /// The stacks of a folded file; every malformed line is named.
-fn read(path: &Path) -> Result<Vec<(String, u64)>, Failure> {
-    let text = std::fs::read_to_string(path)
+pub(crate) fn read(path: &Path) -> Result<Vec<(String, u64)>, Failure> {
+    let text = yieldprof::report::text::read_utf8(path)
         .map_err(|e| Failure::Input(DiffError::Io(path.to_path_buf(), e).to_string()))?;
     parse_folded(&text)
         .map_err(|bad| Failure::Input(DiffError::Malformed(path.to_path_buf(), bad).to_string()))
 }
 
 /// Writes `path` whole or not at all (a failed render leaves no half file).
-fn write_file(path: &Path, draw: impl Fn(&mut dyn Write) -> io::Result<()>) -> Result<(), Failure> {
+pub(crate) fn write_file(
+    path: &Path,
+    draw: impl Fn(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), Failure> {
     let result = std::fs::File::create(path).and_then(|f| {
         let mut w = io::BufWriter::new(f);
         draw(&mut w)?;

@@ -7,6 +7,7 @@ mod cli;
 mod diff;
 mod failure;
 mod flamegraph;
+mod merge;
 mod probe;
 mod run;
 mod show;
@@ -23,6 +24,7 @@ fn main() -> ExitCode {
         cli::Command::Show(a) => show::command(&a, &mut out),
         cli::Command::Diff(a) => diff::command(&a, &mut out),
         cli::Command::Flamegraph(a) => flamegraph::command(&a, &mut out),
+        cli::Command::Merge(a) => merge::command(&a, &mut out),
         cli::Command::Timeline(a) => timeline::command(&a, &mut out),
         cli::Command::Probe(a) => probe::command(&a, &mut out),
         cli::Command::Check(a) => budget::command(&a, &mut out),

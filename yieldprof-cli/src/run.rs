@@ -16,13 +16,52 @@ pub struct RunFiles {
 }
 
 impl RunFiles {
+    /// The run `run` names; where `<name>.json` is missing, the newest `<name>.<pid>`
+    /// beside it (a program writes under its pid unless given a name), said on stderr.
     pub fn locate(run: &Path) -> RunFiles {
         let text = run.as_os_str().to_string_lossy();
         let stem = match text.strip_suffix(".json") {
             Some(stem) => PathBuf::from(stem),
             None => run.to_path_buf(),
         };
-        RunFiles { stem }
+        let named = RunFiles { stem };
+        if named.file("json").exists() {
+            return named;
+        }
+        match named.newest_of_pids() {
+            Some(newest) => {
+                eprintln!(
+                    "yieldprof: note: reading {}, the newest run of {}",
+                    newest.file("json").display(),
+                    named.name()
+                );
+                newest
+            }
+            None => named,
+        }
+    }
+
+    /// The newest `<name>.<pid>.json` in the run's folder.
+    fn newest_of_pids(&self) -> Option<RunFiles> {
+        let dir = match self.stem.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let prefix = format!("{}.", self.name());
+        let newest = std::fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .filter(|e| {
+                let file = e.file_name().to_string_lossy().into_owned();
+                let pid = file
+                    .strip_prefix(&prefix)
+                    .and_then(|rest| rest.strip_suffix(".json"));
+                pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())?;
+        let file = newest.file_name().to_string_lossy().into_owned();
+        let stem = dir.join(file.strip_suffix(".json")?);
+        Some(RunFiles { stem })
     }
 
     /// The run's name, e.g. `spsc-packed-spin`.
@@ -42,7 +81,7 @@ impl RunFiles {
     /// `<name>.json`, read into the library's schema.
     pub fn document(&self) -> Result<Document, Failure> {
         let path = self.file("json");
-        let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
+        let text = yieldprof::report::text::read_utf8(&path).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => Failure::Input(format!(
                 "{}: no such file (RUN is a run's `<dir>/<name>.json` or `<dir>/<name>`)",
                 path.display()

@@ -68,14 +68,19 @@ fn write_run(doc: &Document, out: &mut String) {
 fn write_sites(doc: &Document, sort: SortBy, top: usize, out: &mut String) {
     let mut sites: Vec<&Site> = doc.sites.iter().collect();
     let key = |s: &Site| match sort {
+        SortBy::OnCpu => s.on_cpu_ns(),
         SortBy::Wall => Some(s.wall_ns),
         SortBy::Switches => s.switches(),
+        SortBy::Calls => Some(s.calls_total()),
         SortBy::P99 => s.durations.p99_ns,
     };
-    sites.sort_by_key(|s| Reverse(key(s)));
+    // Ties (and sites without the figure) by wall time.
+    sites.sort_by_key(|s| Reverse((key(s), s.wall_ns)));
     let by = match sort {
+        SortBy::OnCpu => "on-CPU time",
         SortBy::Wall => "wall time",
         SortBy::Switches => "context switches",
+        SortBy::Calls => "wait calls",
         SortBy::P99 => "p99 episode",
     };
     let shown = top.min(sites.len());
@@ -89,8 +94,8 @@ fn write_sites(doc: &Document, sort: SortBy, top: usize, out: &mut String) {
     }
     let _ = writeln!(
         out,
-        "  {:<36} {:>10} {:>11} {:>7} {:>10} {:>10} {:>9}",
-        "site", "episodes", "wall", "share", "p50", "p99", "switches"
+        "  {:<30} {:>8} {:>10} {:>6} {:>10} {:>9} {:>9} {:>8}",
+        "site", "episodes", "wall", "share", "on-cpu", "p50", "p99", "switches"
     );
     let ns = |v: Option<u64>| v.map_or("-".into(), duration);
     for s in &sites[..shown] {
@@ -101,11 +106,12 @@ fn write_sites(doc: &Document, sort: SortBy, top: usize, out: &mut String) {
         };
         let _ = writeln!(
             out,
-            "  {:<36} {:>10} {:>11} {:>6.1}% {:>10} {:>10} {:>9}",
-            tail(&s.name, 36),
+            "  {:<30} {:>8} {:>10} {:>5.1}% {:>10} {:>9} {:>9} {:>8}",
+            tail(&s.name, 30),
             s.episodes,
             duration(s.wall_ns),
             100.0 * s.wall_ns as f64 / doc.totals.thread_ns.max(1) as f64,
+            ns(s.on_cpu_ns()),
             ns(s.durations.median_ns),
             ns(s.durations.p99_ns),
             switches

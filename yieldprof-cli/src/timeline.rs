@@ -101,7 +101,7 @@ pub fn command(args: &TimelineArgs, out: &mut String) -> Result<(), Failure> {
 }
 
 fn read(path: &Path) -> Result<Value, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+    let text = yieldprof::report::text::read_utf8(path).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => Failure::Input(format!(
             "{}: no such file: the run kept no timeline (YIELDPROF_TIMELINE=0), or RUN is not \
              a run's `<dir>/<name>.json` or `<dir>/<name>`",

@@ -350,7 +350,7 @@ pub mod report {
     #[cfg(feature = "enabled")]
     pub use crate::{
         analysis::costs::{CostSource, Costs},
-        analysis::findings::{Finding, Fragmentation, Rule},
+        analysis::findings::{Finding, Fragmentation, Rule, RATE_FLOOR_NS},
         base::asked::Asked,
         base::site::{CallInfo, FrameInfo, FrameKind},
         model::histogram::Histogram,
@@ -367,7 +367,7 @@ pub mod report {
     /// them (the `yieldprof` command).
     #[cfg(feature = "enabled")]
     pub mod text {
-        pub use crate::base::text::{date_time, duration, shared_line, tail, wrap};
+        pub use crate::base::text::{date_time, duration, read_utf8, shared_line, tail, wrap};
     }
 }
 

@@ -434,20 +434,30 @@ impl Profile {
     }
 }
 
+/// The least time a rate or share is taken over: below 1 ms of thread or wait time, a
+/// few timer ticks or counter reads decide it (a thread that waited 3 µs and spent 12 µs
+/// reading counters is not "400 % overhead"; 4 million calls that never waited, over
+/// no timed thread time, are not "4·10¹⁵ episodes/s").
+pub const RATE_FLOOR_NS: u64 = 1_000_000;
+
 /// Fragmentation of a set of episodes (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Fragmentation {
-    /// Episodes per second of the wall time of the threads that ran them.
-    pub episodes_per_s: f64,
-    /// Share (0..=1) of episode time in episodes shorter than one context switch.
-    pub short_share: f64,
+    /// Timed episodes per second of the wall time of the threads that ran them; `None`
+    /// when those threads ran under [`RATE_FLOOR_NS`] in all (none, when no episode
+    /// waited).
+    pub episodes_per_s: Option<f64>,
+    /// Share (0..=1) of episode time in episodes shorter than one context switch;
+    /// `None` when no episode was timed.
+    pub short_share: Option<f64>,
 }
 
 impl Profile {
-    /// Fragmentation of a wait site's episodes.
+    /// Fragmentation of a wait site's timed episodes (those that returned without
+    /// waiting have no duration and ran in no timed thread time).
     pub fn site_fragmentation(&self, site: &SiteStats, costs: &Costs) -> Fragmentation {
         Fragmentation::of(
-            site.episodes,
+            site.timed_episodes(),
             self.wall_of_threads_running(site),
             &site.durations,
             costs,
@@ -479,9 +489,32 @@ impl Fragmentation {
         h: &crate::model::histogram::Histogram,
         costs: &Costs,
     ) -> Self {
+        let timed_ns = h.total_ns();
         Fragmentation {
-            episodes_per_s: episodes as f64 / (thread_wall_ns.max(1) as f64 / 1e9),
-            short_share: h.ns_below(costs.switch_ns as u64) as f64 / h.total_ns().max(1) as f64,
+            episodes_per_s: (thread_wall_ns >= RATE_FLOOR_NS)
+                .then(|| episodes as f64 / (thread_wall_ns as f64 / 1e9)),
+            short_share: (episodes > 0 && timed_ns > 0)
+                .then(|| h.ns_below(costs.switch_ns as u64) as f64 / timed_ns as f64),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::histogram::Histogram;
+
+    #[test]
+    fn rates_over_too_little_time_are_not_given() {
+        let costs = Costs::current();
+        let none = Histogram::default();
+        // 4 million calls over no timed thread time: no rate, no share.
+        let f = Fragmentation::of(4_009_256, 0, &none, &costs);
+        assert_eq!((f.episodes_per_s, f.short_share), (None, None));
+        // Just under the floor: no rate; at it, 1000 episodes in 1 ms are 1 000 000/s.
+        let f = Fragmentation::of(1000, RATE_FLOOR_NS - 1, &none, &costs);
+        assert_eq!(f.episodes_per_s, None);
+        let f = Fragmentation::of(1000, RATE_FLOOR_NS, &none, &costs);
+        assert_eq!(f.episodes_per_s, Some(1e6));
     }
 }

@@ -177,6 +177,21 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+/// A text file read whole; one that is not UTF-8 is an `InvalidData` error naming the
+/// first line that is not, and the byte in the file where it goes wrong (std's error
+/// names neither).
+#[cfg(feature = "enabled")]
+pub fn read_utf8(path: &std::path::Path) -> std::io::Result<String> {
+    String::from_utf8(std::fs::read(path)?).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = 1 + e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count();
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("line {line} is not UTF-8 (byte {at})"),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

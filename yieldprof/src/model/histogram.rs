@@ -320,6 +320,20 @@ impl Histogram {
         Some(bucket.map_or(self.max, |f| self.midpoint(f.0).clamp(self.min, self.max)))
     }
 
+    /// The quantile `q` from the coarse buckets alone (a node's, which has no fine
+    /// ones): the mean of the power of two the episode of rank ⌈q·n⌉ falls in, so within
+    /// a factor of two. `None` when empty.
+    pub(crate) fn coarse_quantile(&self, q: f64) -> Option<u64> {
+        let n: u64 = self.coarse.iter().map(|b| b.count).sum();
+        let rank = ((q.clamp(0.0, 1.0) * n as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        let b = self.coarse.iter().find(|b| {
+            seen += b.count;
+            seen >= rank
+        })?;
+        Some(b.sum / b.count.max(1))
+    }
+
     /// The shortest episode.
     pub fn min(&self) -> Option<u64> {
         self.quantile(0.0)

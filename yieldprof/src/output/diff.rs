@@ -88,7 +88,7 @@ impl fmt::Display for DiffError {
 impl std::error::Error for DiffError {}
 
 fn read(path: &Path) -> Result<Vec<(String, u64)>, DiffError> {
-    let text = std::fs::read_to_string(path).map_err(|e| DiffError::Io(path.into(), e))?;
+    let text = crate::base::text::read_utf8(path).map_err(|e| DiffError::Io(path.into(), e))?;
     parse_folded(&text).map_err(|m| DiffError::Malformed(path.into(), m))
 }
 

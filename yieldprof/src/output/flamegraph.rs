@@ -1,62 +1,35 @@
 //! Flame graphs (SVG, by inferno) with wait kinds in fixed colours.
 
-use crate::base::site::Kind;
+use crate::base::site::{FrameKind, Kind};
 use crate::base::text::{count, duration};
+use crate::model::histogram::Histogram;
 use crate::model::profile::Profile;
 use crate::output::fold::{clean, Folded, Metric};
 use crate::output::narrow::Drawn;
-use inferno::flamegraph::color::{BasicPalette, Palette, PaletteMap};
+use crate::output::palette::{legend, palette};
+use crate::output::subtitle;
+use crate::output::titles::{rewrite, Hover};
+use inferno::flamegraph::color::{BasicPalette, Palette};
 use inferno::flamegraph::{self, Options};
+use std::collections::HashMap;
 use std::io::{self, Write};
 
-/// Fixed colours, so a glance tells spinning (hot red) and other time on the CPU
-/// (warm: yield, backoff, unexplained on-CPU time) from blocking (blues and violets:
-/// sleep, park, lock, condvar, channel, join, barrier, unexplained off-CPU time) and
-/// work (green). Other frames take inferno's aqua palette.
-fn palette() -> PaletteMap {
-    let mut map = PaletteMap::default();
-    let rgb = |r, g, b| inferno::flamegraph::color::Color { r, g, b };
-    for (frame, colour) in [
-        (Kind::Spin.frame(), rgb(0xe0, 0x20, 0x20)),
-        (Kind::Yield.frame(), rgb(0xf0, 0x90, 0x20)),
-        (Kind::AsyncYield.frame(), rgb(0xf0, 0xb0, 0x40)),
-        (Kind::Backoff.frame(), rgb(0xe0, 0x70, 0x30)),
-        ("[on-cpu]", rgb(0xe0, 0x90, 0x90)),
-        (Kind::Sleep.frame(), rgb(0x30, 0x70, 0xe0)),
-        (Kind::Park.frame(), rgb(0x50, 0x90, 0xf0)),
-        (Kind::Lock.frame(), rgb(0x50, 0x50, 0xc0)),
-        (Kind::Condvar.frame(), rgb(0x70, 0x60, 0xd0)),
-        (Kind::Channel.frame(), rgb(0x30, 0xa0, 0xc0)),
-        (Kind::Join.frame(), rgb(0x40, 0x80, 0xb0)),
-        (Kind::Barrier.frame(), rgb(0x60, 0x90, 0xd0)),
-        ("[off-cpu]", rgb(0x80, 0x90, 0xa0)),
-        ("[unexplained]", rgb(0xc0, 0xc0, 0xa0)),
-        ("[work]", rgb(0x40, 0xb0, 0x40)),
-        ("[overflow]", rgb(0x90, 0x90, 0x90)),
-    ] {
-        map.insert(frame, colour);
-    }
-    map
-}
-
-/// What a flame graph shows beside frame names, keyed by name: marks travel beside a
-/// name, never in it, so a frame's name stays its identity across runs.
+/// What a flame graph shows beside frame names: marks travel beside a name, never in
+/// it, so a frame's name stays its identity across runs.
 #[derive(Default)]
 pub(crate) struct FrameNotes {
-    /// Wait sites spinning on a falsely shared line: drawn purple.
+    /// Wait sites spinning on a falsely shared line: drawn in their own colour.
     pub(crate) falsely_shared: Vec<String>,
-    /// Text added to a frame's hover title (episodes, mean, p99, calls).
-    pub(crate) hover: Vec<(String, String)>,
+    /// Text added to a frame's hover title, by the frame's path: a wait frame's own
+    /// episodes, mean, p99 and calls.
+    pub(crate) hover: Hover,
 }
-
-/// The legend of the graphs `write_profile` draws.
-pub(crate) const LEGEND: &str =
-    "spin red, yield orange, sleep/park blue, work green, false sharing purple";
 
 /// Renders folded `stacks` as an SVG flame graph, and `notes` colour and annotate
 /// frames. Frames too narrow to draw are kept (inferno's search finds and highlights
 /// them) up to [`MAX_FRAMES`](crate::output::narrow::MAX_FRAMES); past that the
-/// narrowest are merged into their parents, and the subtitle says how many.
+/// narrowest are merged into their parents, and the subtitle says how many. The
+/// subtitle's legend names exactly the fixed colours drawn.
 pub(crate) fn write_svg<W: Write>(
     stacks: &Folded,
     metric: Metric,
@@ -65,71 +38,27 @@ pub(crate) fn write_svg<W: Write>(
     notes: &FrameNotes,
     mut out: W,
 ) -> io::Result<()> {
-    let mut palette = palette();
-    for frame in &notes.falsely_shared {
-        palette.insert(
-            frame,
-            inferno::flamegraph::color::Color {
-                r: 0xa0,
-                g: 0x40,
-                b: 0xe0,
-            },
-        );
-    }
+    let mut palette = palette(&notes.falsely_shared);
     let drawn = Drawn::of(stacks);
     let mut opts = options(metric, title);
     opts.palette_map = Some(&mut palette);
-    // The merge comes first: a long subtitle is cut at the right edge.
-    opts.subtitle = match (drawn.note(), subtitle) {
-        (Some(note), Some(subtitle)) => Some(format!("{note}; {subtitle}")),
-        (note, subtitle) => note.or(subtitle),
-    };
+    // The headline first, then the merge and the legend, on as many lines as they need.
+    let legend = format!("colours: {}", legend(&drawn.lines, &notes.falsely_shared));
+    let parts: Vec<String> = [subtitle, drawn.note(), Some(legend)]
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut lines = subtitle::lines(&parts.join("; "));
+    let more = lines.split_off(1);
+    opts.subtitle = lines.pop();
     opts.min_width = 0.0;
     let mut svg = Vec::new();
     render(&mut opts, &drawn.lines, &mut svg)?;
-    add_hover(&svg, &notes.hover, &mut out)
-}
-
-/// Copies inferno's `svg` to `out` with each site's figures after its name in the hover
-/// titles (inferno's is `name (value, share)`), in one pass.
-fn add_hover(svg: &[u8], hover: &[(String, String)], out: &mut impl Write) -> io::Result<()> {
-    let hover: Vec<(String, String)> = hover
-        .iter()
-        .map(|(name, text)| (format!("{} (", xml_escape(name)), xml_escape(text)))
-        .collect();
-    const TITLE: &[u8] = b"<title>";
-    let mut rest = svg;
-    while let Some(at) = find(rest, TITLE) {
-        let (head, title) = rest.split_at(at + TITLE.len());
-        out.write_all(head)?;
-        // The longest name that fits wins: `a (x)` before `a`.
-        let site = hover
-            .iter()
-            .filter(|(name, _)| title.starts_with(name.as_bytes()))
-            .max_by_key(|(name, _)| name.len());
-        rest = title;
-        if let Some((name, text)) = site {
-            let name = &name.as_bytes()[..name.len() - 2];
-            out.write_all(name)?;
-            write!(out, " [{text}]")?;
-            rest = &title[name.len()..];
-        }
-    }
-    out.write_all(rest)
-}
-
-/// Text as inferno escapes it inside the SVG.
-fn xml_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('\'', "&apos;")
-        .replace('"', "&quot;")
-}
-
-/// Where `needle` first occurs in `hay`.
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
+    let svg = match String::from_utf8(svg) {
+        Ok(svg) => subtitle::add_lines(svg, &more, opts.font_size).into_bytes(),
+        Err(e) => e.into_bytes(),
+    };
+    rewrite(&svg, &notes.hover, &mut out)
 }
 
 /// Renders folded lines (e.g. a run's `<name>.folded`, read back with
@@ -155,7 +84,7 @@ pub fn flamegraph<W: Write>(
 ) -> io::Result<()> {
     let notes = FrameNotes::default();
     let stacks = Folded::of_lines(lines);
-    write_svg(&stacks, metric, title, Some(LEGEND.into()), &notes, out)
+    write_svg(&stacks, metric, title, None, &notes, out)
 }
 
 /// Renders differential lines (`stack before after`): inferno colours each frame by
@@ -194,36 +123,95 @@ fn render<W: Write>(opts: &mut Options<'_>, lines: &[String], out: W) -> io::Res
     flamegraph::from_lines(opts, lines.iter().map(String::as_str), out)
 }
 
+/// A wait frame's own figures: one path of one thread (threads of one frame name
+/// together), not the site's totals in it.
+#[derive(Default)]
+struct Here {
+    episodes: u64,
+    wall_ns: u64,
+    /// The nodes' coarse durations: a p99 within a factor of two.
+    durations: Histogram,
+    calls: [u64; Kind::ALL.len()],
+}
+
+impl Here {
+    /// `p99` is the thread's fine figure for the site when this is its only path there.
+    fn text(&self, p99: Option<u64>) -> String {
+        let calls: Vec<String> = Kind::ALL
+            .iter()
+            .filter(|&&k| self.calls[k as usize] > 0)
+            .map(|&k| format!("{} {}", k.name(), self.calls[k as usize]))
+            .collect();
+        let p99 = match p99 {
+            Some(ns) => duration(ns),
+            None => self
+                .durations
+                .coarse_quantile(0.99)
+                .map_or("-".into(), |ns| format!("~{}", duration(ns))),
+        };
+        format!(
+            "this thread, this path: {}, mean {}, p99 {p99}{}{}",
+            count(self.episodes, "episode"),
+            duration(self.wall_ns / self.episodes.max(1)),
+            if calls.is_empty() { "" } else { "; calls: " },
+            calls.join(", ")
+        )
+    }
+}
+
 impl Profile {
     /// What the flame graphs show beside the frame names: the wait sites that spin on a
-    /// FALSE or MIXED line, and each site's figures for its hover text.
+    /// FALSE or MIXED line, and each wait frame's own figures (its path's, in its
+    /// thread) for its hover text.
     pub(crate) fn frame_notes(&self) -> FrameNotes {
         let falsely_shared = self
             .false_sharing_frames()
             .into_iter()
             .map(|f| clean(&self.frames[f as usize].name))
             .collect();
-        let hover = self
-            .site_views()
-            .iter()
-            .map(|s| {
-                let h = &s.durations;
-                let q = |x: Option<u64>| x.map_or("-".into(), duration);
-                let calls: Vec<String> = Kind::ALL
-                    .iter()
-                    .map(|&k| (k, s.calls_of(k)))
-                    .filter(|(_, n)| *n > 0)
-                    .map(|(k, n)| format!("{} {n}", k.name()))
-                    .collect();
-                let text = format!(
-                    "{}, mean {}, p99 {}{}{}",
-                    count(s.episodes, "episode"),
-                    duration(s.wall_ns / s.episodes.max(1)),
-                    q(h.quantile(0.99)),
-                    if calls.is_empty() { "" } else { "; calls: " },
-                    calls.join(", ")
-                );
-                (clean(&s.name), text)
+        let names: Vec<String> = self.frames.iter().map(|f| clean(&f.name)).collect();
+        let mut figures: HashMap<String, (Here, (String, u32))> = HashMap::new();
+        // Per thread frame and site: its paths, and its fine durations.
+        let mut sites: HashMap<(String, u32), (usize, Histogram)> = HashMap::new();
+        for (t, root) in self.threads.iter().zip(self.thread_frames()) {
+            // Each node's path as in the folded stacks.
+            let mut paths: Vec<String> = Vec::with_capacity(t.nodes.len());
+            for (i, n) in t.nodes.iter().enumerate() {
+                let path = match i {
+                    0 => root.clone(),
+                    _ => format!("{};{}", paths[n.parent as usize], names[n.frame as usize]),
+                };
+                if self.frames[n.frame as usize].kind == FrameKind::Wait {
+                    let site = (root.clone(), n.frame);
+                    let (f, _) = figures.entry(path.clone()).or_insert_with(|| {
+                        sites.entry(site.clone()).or_default().0 += 1;
+                        (Here::default(), site)
+                    });
+                    f.episodes += n.episodes;
+                    f.wall_ns += n.wall_ns;
+                    f.durations.add(&n.durations);
+                    for s in &n.slots {
+                        f.calls[self.calls[s.call as usize].kind as usize] += s.calls;
+                    }
+                }
+                paths.push(path);
+            }
+            for ((frame, kind), h) in &t.site_durations {
+                if let (None, Some(s)) = (kind, sites.get_mut(&(root.clone(), *frame))) {
+                    s.1.add(h);
+                }
+            }
+        }
+        let hover = figures
+            .into_iter()
+            .map(|(path, (f, site))| {
+                let (paths, fine) = &sites[&site];
+                let p99 = if *paths == 1 {
+                    fine.quantile(0.99)
+                } else {
+                    None
+                };
+                (path, f.text(p99))
             })
             .collect();
         FrameNotes {

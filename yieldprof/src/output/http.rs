@@ -18,7 +18,7 @@
 use crate::analysis::costs::Costs;
 use crate::config::Metric;
 use crate::model::profile::Profile;
-use crate::output::flamegraph::{write_svg, LEGEND};
+use crate::output::flamegraph::write_svg;
 use crate::output::options::Options;
 use crate::output::pprof::{self, Window};
 use crate::record::thread::snapshot;
@@ -266,7 +266,7 @@ fn profile_request(
 /// subtitle, colours and hover figures.
 fn flamegraph(profile: &Profile, name: &str, metric: Metric) -> Vec<u8> {
     let stacks = profile.fold(metric);
-    let subtitle = format!("{} ({LEGEND})", profile.headline());
+    let subtitle = profile.headline();
     let mut svg = Vec::new();
     let title = format!("yieldprof: {name}");
     let notes = profile.frame_notes();
@@ -298,9 +298,7 @@ fn page(name: &str, metric: Metric, refresh: Option<&str>) -> Answer {
     let (reload, refreshing) = match refresh {
         0 => (
             String::new(),
-            format!(
-                "<a href=\"/?refresh={DEFAULT_REFRESH_S}\">refresh every {DEFAULT_REFRESH_S} s</a>"
-            ),
+            "not reloading (<a href=\"/\">reload on</a>)".to_string(),
         ),
         s => (
             format!("<meta http-equiv=\"refresh\" content=\"{s}\">"),

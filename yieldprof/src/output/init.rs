@@ -18,7 +18,7 @@ use std::time::Duration;
 /// ```no_run
 /// let _guard = yieldprof::init();
 /// // ... the program ...
-/// drop(_guard); // target/yieldprof/<exe>.{folded,svg,split.svg,json,txt,pb.gz,trace.json} are written here
+/// drop(_guard); // target/yieldprof/<exe>.<pid>.{folded,svg,split.svg,json,txt,pb.gz,trace.json} are written here
 /// ```
 pub fn init() -> Guard {
     Options::from_env().init()
@@ -93,6 +93,9 @@ impl Drop for Guard {
         // The last snapshot first: it ends where the whole-run files begin to be written.
         drop(self.snapshots.take());
         match self.write() {
+            Ok(paths) if paths.is_empty() => {
+                eprintln!("yieldprof: recording is off (YIELDPROF=0) and nothing was recorded: no files written");
+            }
             Ok(paths) => {
                 let names: Vec<String> = paths
                     .iter()

@@ -23,10 +23,16 @@ pub mod json;
 pub(crate) mod narrow;
 pub(crate) mod options;
 #[cfg(feature = "enabled")]
+pub(crate) mod palette;
+#[cfg(feature = "enabled")]
 pub(crate) mod pprof;
 #[cfg(feature = "enabled")]
 pub(crate) mod snapshots;
 #[cfg(feature = "enabled")]
+pub(crate) mod subtitle;
+#[cfg(feature = "enabled")]
 pub(crate) mod summary;
+#[cfg(feature = "enabled")]
+pub(crate) mod titles;
 #[cfg(feature = "enabled")]
 pub(crate) mod trace;

@@ -3,11 +3,14 @@
 //! A graph of 100k unique stacks has some 200k frames, nearly all far below a pixel of
 //! a 1200-pixel-wide image: inferno would parse every line and write every frame (a
 //! 50 MB SVG that a browser can hardly open). A graph of more than [`MAX_FRAMES`]
-//! frames keeps only its widest ones: a narrower frame's stack is cut above its parent,
-//! whose width, and so every drawn frame's width and the total, stay as they were. Thread
-//! roots are always kept. The graph says how many frames were merged and how narrow
-//! they were; the folded file keeps every stack.
+//! frames keeps only its widest ones, whatever their depth: a narrower frame's stack is
+//! cut above its parent, whose width, and so every drawn frame's width and the total,
+//! stay as they were. Thread roots are frames like the others: a run of 10 000 tiny
+//! threads must not crowd out one thread's wide wait sites, so the thread roots too
+//! narrow to keep are drawn as one frame, `[N threads ≤ X% each]`. The graph says how many
+//! frames were merged and how narrow they were; the folded file keeps every stack.
 
+use crate::base::text::count;
 use crate::output::fold::Folded;
 
 /// The most frames a graph draws before its narrowest are merged into their parents:
@@ -89,53 +92,69 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     i
 }
 
+/// A share of the total with two significant digits, however small.
+fn share(percent: f64) -> String {
+    let decimals = (1.0 - percent.log10().floor()).max(1.0) as usize;
+    format!("{percent:.decimals$}%")
+}
+
 impl Drawn {
     /// `N frames of at most X % each merged into their parents ...`, when any were.
     pub(crate) fn note(&self) -> Option<String> {
-        let (n, share) = self.merged?;
-        // Two significant digits, however small.
-        let decimals = (1.0 - share.log10().floor()).max(1.0) as usize;
+        let (n, widest) = self.merged?;
         Some(format!(
-            "{n} frames of at most {share:.decimals$}% each merged into their parents \
-             (every stack is in the folded file)"
+            "{n} frames of at most {} each merged into their parents \
+             (every stack is in the folded file)",
+            share(widest)
         ))
     }
 
     /// What a graph of `stacks` draws.
     pub(crate) fn of(stacks: &Folded) -> Drawn {
         let frames = walk(stacks, |_, _, _| {});
-        let mut rest: Vec<u64> = frames
-            .iter()
-            .filter(|(_, root)| !root)
-            .map(|(w, _)| *w)
-            .collect();
-        let budget = MAX_FRAMES.saturating_sub(frames.len() - rest.len());
-        if rest.len() <= budget {
+        if frames.len() <= MAX_FRAMES {
             return Drawn {
                 lines: stacks.lines(),
                 merged: None,
             };
         }
-        // Kept: wider than the widest frame past the budget. A frame is never wider
-        // than its parent, so what is kept is a tree from the roots.
-        let (_, cut, _) = rest.select_nth_unstable_by(budget, |a, b| b.cmp(a));
+        // Kept: wider than the widest frame past the budget, one frame left for the
+        // thread roots merged. A frame is never wider than its parent, so what is kept
+        // is a tree from the roots.
+        let budget = MAX_FRAMES - 1;
+        let mut widths: Vec<u64> = frames.iter().map(|(w, _)| *w).collect();
+        let (_, cut, _) = widths.select_nth_unstable_by(budget, |a, b| b.cmp(a));
         let cut = *cut;
-        let keep = |id: usize| frames[id].1 || frames[id].0 > cut;
+        let keep = |id: usize| frames[id].0 > cut;
         let merged = (0..frames.len()).filter(|&id| !keep(id)).count();
+        let roots = (0..frames.len())
+            .filter(|&id| frames[id].1 && !keep(id))
+            .count();
         let total: u64 = stacks.iter().map(|(_, v)| v).fold(0, u64::saturating_add);
+        let widest = 100.0 * cut as f64 / total.max(1) as f64;
         let mut cuts: Vec<(&str, u64)> = Vec::new();
+        let mut in_roots = 0u64;
         walk(stacks, |stack, v, open| {
             // Up to the end of the last kept frame's name.
             let kept = open.iter().take_while(|o| keep(o.id)).count();
-            let cut_stack = &stack[..open[kept - 1].end];
+            let Some(last) = kept.checked_sub(1) else {
+                in_roots = in_roots.saturating_add(v);
+                return;
+            };
+            let cut_stack = &stack[..open[last].end];
             match cuts.last_mut() {
                 Some((last, sum)) if *last == cut_stack => *sum = sum.saturating_add(v),
                 _ => cuts.push((cut_stack, v)),
             }
         });
+        let mut lines: Vec<String> = cuts.iter().map(|(s, v)| format!("{s} {v}")).collect();
+        if roots > 0 {
+            let threads = count(roots as u64, "thread");
+            lines.push(format!("[{threads} ≤ {} each] {in_roots}", share(widest)));
+        }
         Drawn {
-            lines: cuts.iter().map(|(s, v)| format!("{s} {v}")).collect(),
-            merged: Some((merged, 100.0 * cut as f64 / total.max(1) as f64)),
+            lines,
+            merged: Some((merged, widest)),
         }
     }
 }
@@ -200,16 +219,32 @@ mod tests {
     }
 
     #[test]
-    fn thread_roots_are_kept_however_narrow() {
-        let mut lines: Vec<String> = (0..20_000).map(|i| format!("big;f{i:05} 100")).collect();
-        lines.push("tiny;[work] 1".to_string());
+    fn thread_roots_too_narrow_to_keep_are_one_frame_and_wide_sites_stay() {
+        // 10 000 threads of one tiny episode each, and two threads that waited long:
+        // 30 006 frames. The tiny threads give way, not the wide sites.
+        let mut lines: Vec<String> = (0..10_000)
+            .map(|i| format!("test-{i:05};tiny;[yield] 1"))
+            .collect();
+        lines.push("big-a;array::recv;wait_until;[park] 600000".into());
+        lines.push("big-a;[work] 100000".into());
+        lines.push("big-b;zero::recv;wait_until;[yield] 300000".into());
         let drawn = Drawn::of(&Folded::of_lines(&lines));
-        assert!(drawn.merged.is_some());
+        assert!(frames(&drawn.lines) <= MAX_FRAMES);
+        let (merged, _) = drawn.merged.expect("frames merged");
+        assert_eq!(merged, 30_000);
+        for wide in [
+            "big-a;array::recv;wait_until;[park] 600000",
+            "big-a;[work] 100000",
+            "big-b;zero::recv;wait_until;[yield] 300000",
+        ] {
+            assert!(drawn.lines.contains(&wide.to_string()), "{wide}");
+        }
+        let threads = drawn.lines.last().unwrap();
         assert!(
-            drawn.lines.contains(&"tiny 1".to_string()),
-            "{:?}",
-            &drawn.lines[..3]
+            threads.starts_with("[10000 threads ≤ 0.000099% each] 10000"),
+            "{threads}"
         );
+        assert_eq!(drawn.lines.len(), 4);
         assert_eq!(total(&drawn.lines), total(&lines));
     }
 }

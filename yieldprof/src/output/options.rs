@@ -5,6 +5,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The default of [`Options::trace_episodes`]: at ~170 bytes an episode, about 4 MB, so
+/// a process's files stay within 10 MB however many threads kept timelines (a test
+/// binary's hundreds of threads once wrote a 217 MB trace). Kept here: a build
+/// without the `enabled` feature has the same options and no trace writer.
+pub(crate) const TRACE_EPISODES: usize = 24_576;
+
 /// What [`init`](crate::init) writes and where. Built from the environment, then adjusted.
 ///
 /// Every variable is read once, the first time anything asks. A value that cannot be
@@ -43,7 +49,8 @@ use std::time::Duration;
 pub struct Options {
     /// Folder the files go into.
     pub out_dir: PathBuf,
-    /// File stem: `<name>.folded`, `<name>.svg`, `<name>.txt`.
+    /// File stem: `<name>.folded`, `<name>.svg`, `<name>.txt`. Default `<exe>.<pid>`:
+    /// each process its own files; `yieldprof merge DIR` sums a folder of them.
     pub name: String,
     /// Value carried by the folded stacks and the flame graph.
     pub metric: Metric,
@@ -53,6 +60,8 @@ pub struct Options {
     pub timeline: u32,
     /// Extra folded files, one per metric: `<name>.<metric>.folded`.
     pub views: Vec<Metric>,
+    /// Most episodes `<name>.trace.json` holds over all threads ([`Options::trace_episodes`]).
+    pub trace_episodes: usize,
     /// Which wait episodes have their counters read (context switches, perf events).
     pub counters: CounterSampling,
     /// Most perf-event fds the process may hold; threads past it use getrusage only.
@@ -82,6 +91,7 @@ impl Options {
             max_nodes: env.max_nodes,
             timeline: env.timeline,
             views: env.views.clone(),
+            trace_episodes: TRACE_EPISODES,
             counters: env.counters,
             fd_budget: env.fd_budget,
             snapshot_every: env.snapshot_every,
@@ -102,6 +112,7 @@ impl Options {
             max_nodes: config::DEFAULT_MAX_NODES,
             timeline: config::DEFAULT_TIMELINE,
             views: Vec::new(),
+            trace_episodes: TRACE_EPISODES,
             counters: CounterSampling::default(),
             fd_budget: config::DEFAULT_FD_BUDGET,
             snapshot_every: None,
@@ -150,6 +161,16 @@ impl Options {
     /// ring takes 32 B per episode, reserved when it first records.
     pub fn timeline(mut self, episodes: u32) -> Self {
         self.timeline = episodes;
+        self
+    }
+
+    /// Sets the most episodes `<name>.trace.json` holds over all threads: each thread
+    /// writes its newest, an even share (or all its own where it kept fewer), and the
+    /// file says how many were cut (`episodes_cut`). Default 24 576, about 4 MB, so a
+    /// process with hundreds of threads still writes ≤ 10 MB of reports; the timeline
+    /// each thread keeps in memory is [`Options::timeline`].
+    pub fn trace_episodes(mut self, episodes: usize) -> Self {
+        self.trace_episodes = episodes;
         self
     }
 
@@ -262,12 +283,16 @@ impl Options {
     }
 }
 
-/// The executable's file stem, e.g. `spsc` for `target/release/examples/spsc`.
+/// The executable's file stem and the process id, e.g. `spsc.4242` for
+/// `target/release/examples/spsc`: unique per process, so the runs of one program into
+/// one folder (a test suite's binaries, its doctests, all named `rust_out`) never
+/// overwrite each other.
 fn default_name() -> String {
-    std::env::current_exe()
+    let exe = std::env::current_exe()
         .ok()
         .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "yieldprof".to_string())
+        .unwrap_or_else(|| "yieldprof".to_string());
+    format!("{exe}.{}", std::process::id())
 }
 
 #[cfg(feature = "enabled")]

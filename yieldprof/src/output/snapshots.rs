@@ -127,6 +127,10 @@ impl Writer {
     /// write the next snapshot covers both intervals, so nothing is lost or doubled.
     fn take(&mut self) {
         let now = snapshot();
+        // Recording off and nothing recorded: nothing written, nothing rotated away.
+        if !crate::config::enabled() && now.threads.is_empty() {
+            return;
+        }
         let end = SystemTime::now();
         let delta = now.since(&self.previous);
         let window = Window {

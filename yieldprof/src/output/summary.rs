@@ -2,6 +2,7 @@
 //! Lines stay within 100 columns.
 
 use crate::analysis::slack::asked_vs_got;
+use crate::analysis::findings::RATE_FLOOR_NS;
 use crate::base::site::Kind;
 use crate::base::text::{count, duration, percent, tail, wrap};
 use crate::counters::{Count, TimeSplit};
@@ -207,14 +208,20 @@ impl Profile {
                     duration(site.profiler_ns)
                 );
             }
+            // Left out where no episode waited: there is nothing to say.
             let frag = self.site_fragmentation(site, &costs);
-            let _ = writeln!(
-                s,
-                "    fragmentation: {:.0} episodes/s, {:.1}% of episode time in episodes < {}",
-                frag.episodes_per_s,
-                100.0 * frag.short_share,
-                duration(costs.switch_ns as u64)
-            );
+            if let Some(short) = frag.short_share {
+                let rate = frag.episodes_per_s.map_or_else(
+                    || format!("rate n/a (threads ran < {})", duration(RATE_FLOOR_NS)),
+                    |r| format!("{r:.0} episodes/s"),
+                );
+                let _ = writeln!(
+                    s,
+                    "    fragmentation: {rate}, {:.1}% of episode time in episodes < {}",
+                    100.0 * short,
+                    duration(costs.switch_ns as u64)
+                );
+            }
             let q = |x: Option<u64>| x.map_or("-".to_string(), duration);
             let h = &site.durations;
             let _ = writeln!(
@@ -384,11 +391,12 @@ fn write_thread_counters(threads: &[crate::model::profile::ThreadStats], s: &mut
     for t in threads {
         let w = &t.counters_in_wait;
         let in_waits = format!("{}/{}", w.voluntary_switches, w.involuntary_switches);
-        let cost = format!(
-            "{} ({:.1}%)",
-            duration(t.counter_overhead_ns),
-            percent(t.counter_overhead_ns, t.wait_ns)
-        );
+        // A share of a few microseconds of waiting says nothing (see `RATE_FLOOR_NS`).
+        let share = match t.wait_ns >= RATE_FLOOR_NS {
+            true => format!("{:.1}%", percent(t.counter_overhead_ns, t.wait_ns)),
+            false => "n/a".into(),
+        };
+        let cost = format!("{} ({share})", duration(t.counter_overhead_ns));
         let _ = writeln!(
             s,
             "  {:<24} {:<10} {:>10} {:>11} {:>12} {:>24}",

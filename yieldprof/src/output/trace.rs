@@ -10,6 +10,22 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{self, Write};
 
+/// How many of its newest kept episodes each thread writes when `limit` are shared
+/// out: a thread with fewer than an even share writes all of them, the others split
+/// what is left evenly.
+fn shares(kept: &[usize], limit: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..kept.len()).collect();
+    order.sort_by_key(|&i| kept[i]);
+    let mut out = vec![0; kept.len()];
+    let mut left = limit;
+    for (done, &i) in order.iter().enumerate() {
+        let share = left / (kept.len() - done);
+        out[i] = kept[i].min(share);
+        left -= out[i];
+    }
+    out
+}
+
 /// A thread whose kernel tid an earlier thread of the profile already had (the
 /// kernel reuses them) gets this plus its serial: above Linux's largest pid.
 const REUSED_TID_BASE: u64 = 1 << 22;
@@ -53,6 +69,8 @@ enum MetaArgs<'a> {
         episodes_recorded: u64,
         episodes_kept: usize,
         episodes_dropped: u64,
+        /// Kept but left out of the file to bound its size: the oldest of them.
+        episodes_cut: usize,
         capacity: u32,
     },
     Order {
@@ -125,14 +143,16 @@ impl Texts {
     }
 }
 
+/// The events of thread `t`: its track and its newest `share` kept episodes.
 fn thread_events<'a>(
     p: &'a Profile,
     texts: &'a Texts,
-    t: &'a ThreadProfile,
+    (t, share): (&'a ThreadProfile, usize),
     (pid, tid): (u32, u64),
     out: &mut Vec<Event<'a>>,
 ) {
     let tl = &t.timeline;
+    let cut = tl.episodes.len() - share;
     let meta = |name, args| {
         Event::Meta(Meta {
             ph: "M",
@@ -149,6 +169,7 @@ fn thread_events<'a>(
             episodes_recorded: tl.recorded,
             episodes_kept: tl.episodes.len(),
             episodes_dropped: tl.dropped(),
+            episodes_cut: cut,
             capacity: tl.capacity,
         },
     ));
@@ -160,7 +181,7 @@ fn thread_events<'a>(
     ));
     // Episodes are kept in the order they closed; viewers want each track by start,
     // an enclosing frame before the ones nested in it.
-    let mut order: Vec<&Episode> = tl.episodes.iter().collect();
+    let mut order: Vec<&Episode> = tl.episodes[cut..].iter().collect();
     order.sort_by_key(|e| (e.start, std::cmp::Reverse(e.duration)));
     out.extend(order.into_iter().map(|e| {
         let kind = texts.kinds[&e.kinds].as_str();
@@ -190,7 +211,7 @@ fn process_name() -> String {
         .unwrap_or_else(|| "yieldprof".to_string())
 }
 
-fn write(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
+fn write(p: &Profile, limit: usize, out: &mut dyn Write) -> io::Result<()> {
     let pid = std::process::id();
     let texts = Texts::new(p);
     let mut events = vec![Event::Meta(Meta {
@@ -204,7 +225,14 @@ fn write(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     })];
     let mut tids = HashSet::new();
     let (mut recorded, mut dropped, mut capacity) = (0, 0, 0);
-    for t in &p.threads {
+    let kept: Vec<usize> = p
+        .threads
+        .iter()
+        .map(|t| t.timeline.episodes.len())
+        .collect();
+    let shares = shares(&kept, limit);
+    let cut: usize = kept.iter().zip(&shares).map(|(k, s)| k - s).sum();
+    for (t, &share) in p.threads.iter().zip(&shares) {
         recorded += t.timeline.recorded;
         dropped += t.timeline.dropped();
         capacity = capacity.max(t.timeline.capacity);
@@ -215,7 +243,7 @@ fn write(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
         if !tids.insert(tid) {
             tid = REUSED_TID_BASE.saturating_add(t.serial);
         }
-        thread_events(p, &texts, t, (pid, tid), &mut events);
+        thread_events(p, &texts, (t, share), (pid, tid), &mut events);
     }
     let other = BTreeMap::from([
         (
@@ -226,6 +254,8 @@ fn write(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
         ("episodes_per_thread", capacity.to_string()),
         ("episodes_recorded", recorded.to_string()),
         ("episodes_dropped", dropped.to_string()),
+        ("episodes_limit", limit.to_string()),
+        ("episodes_cut", cut.to_string()),
     ]);
     let trace = Trace {
         events,
@@ -251,6 +281,12 @@ impl Profile {
     /// Each poll of an `async fn` episode is one event. `otherData` totals the
     /// episodes recorded and dropped (the oldest give way once a thread's ring is full).
     ///
+    /// At most 24 576 episodes over all threads are written (about 4 MB; see
+    /// [`Options::trace_episodes`](crate::Options::trace_episodes)): each thread its
+    /// newest, an even share or all of its own where it kept fewer. The oldest past
+    /// that are cut: `episodes_cut` in a thread's metadata and in `otherData` (with
+    /// `episodes_limit`) says how many.
+    ///
     /// ```
     /// #[yieldprof::instrument_wait]
     /// fn nap() {
@@ -263,7 +299,12 @@ impl Profile {
     /// assert!(json.contains(r#""ph":"X""#) && json.contains(r#""cat":"sleep""#));
     /// ```
     pub fn write_trace<W: Write>(&self, mut out: W) -> io::Result<()> {
-        write(self, &mut out)
+        write(self, crate::output::options::TRACE_EPISODES, &mut out)
+    }
+
+    /// [`write_trace`](Profile::write_trace) with at most `limit` episodes.
+    pub(crate) fn write_trace_within(&self, limit: usize, out: &mut dyn Write) -> io::Result<()> {
+        write(self, limit, out)
     }
 
     /// Whether any thread keeps a timeline (`YIELDPROF_TIMELINE` is not 0).
@@ -358,5 +399,33 @@ mod tests {
         assert_eq!(slices[2]["name"], "app::wait");
         assert_eq!(trace["otherData"]["episodes_recorded"], "13");
         assert_eq!(trace["otherData"]["episodes_dropped"], "10");
+        assert_eq!(trace["otherData"]["episodes_cut"], "0");
+        // Bounded to 2 episodes: thread 2 keeps its one, thread 1 its newest (the
+        // enclosing episode, closed last); the cut one is counted.
+        let mut out = Vec::new();
+        profile.write_trace_within(2, &mut out).unwrap();
+        let trace: Value = serde_json::from_slice(&out).unwrap();
+        let events = trace["traceEvents"].as_array().unwrap();
+        let ts: Vec<f64> = events
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .map(|e| e["ts"].as_f64().unwrap())
+            .collect();
+        assert_eq!(ts, [1.0, 9.0]);
+        assert_eq!(trace["otherData"]["episodes_cut"], "1");
+        let cut: Vec<u64> = events
+            .iter()
+            .filter(|e| e["name"] == "thread_name")
+            .map(|e| e["args"]["episodes_cut"].as_u64().unwrap())
+            .collect();
+        assert_eq!(cut, [1, 0]);
+    }
+
+    #[test]
+    fn the_limit_is_shared_evenly_and_a_small_thread_keeps_all_its_episodes() {
+        assert_eq!(shares(&[10, 2, 100], 30), [10, 2, 18]);
+        assert_eq!(shares(&[10, 2, 100], 6), [2, 2, 2]);
+        assert_eq!(shares(&[5, 5], 100), [5, 5]);
+        assert_eq!(shares(&[], 100), Vec::<usize>::new());
     }
 }

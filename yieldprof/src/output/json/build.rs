@@ -48,8 +48,9 @@ fn time_split(t: &counters::TimeSplit) -> TimeSplit {
 
 fn fragmentation(f: findings::Fragmentation) -> Fragmentation {
     Fragmentation {
-        episodes_per_s: f.episodes_per_s,
-        short_share: f.short_share,
+        // 0 where the report gives none: too little time for a rate, no timed episode.
+        episodes_per_s: f.episodes_per_s.unwrap_or(0.0),
+        short_share: f.short_share.unwrap_or(0.0),
     }
 }
 

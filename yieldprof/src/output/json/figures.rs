@@ -38,6 +38,17 @@ impl Site {
         of_kind.map(|c| c.calls).sum()
     }
 
+    /// Wait calls of every kind at every call site of the function.
+    pub fn calls_total(&self) -> u64 {
+        self.calls.iter().map(|c| c.calls).sum()
+    }
+
+    /// Time the site's episodes ran on a CPU (nested frames included): what it cost the
+    /// cores; `None` where it was not measured.
+    pub fn on_cpu_ns(&self) -> Option<u64> {
+        self.time.on_cpu_ns.map(|c| c.value)
+    }
+
     /// Voluntary plus involuntary context switches in the site's episodes; `None`
     /// where either is not counted.
     pub fn switches(&self) -> Option<u64> {

@@ -344,9 +344,12 @@ pub struct Count {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Fragmentation {
-    /// Episodes per second of the wall time of the threads that ran them.
+    /// Timed episodes per second of the wall time of the threads that ran them; 0 when
+    /// those threads ran under 1 ms in all ([`crate::report::RATE_FLOOR_NS`]: too little
+    /// time for a rate) or no episode waited.
     pub episodes_per_s: f64,
-    /// Share of episode time in episodes shorter than one context switch.
+    /// Share of episode time in episodes shorter than one context switch; 0 when no
+    /// episode was timed.
     pub short_share: f64,
 }
 
@@ -402,7 +405,7 @@ pub struct Site {
     /// Durations of the timed calls made directly in the function, per kind.
     #[serde(default)]
     pub call_durations: Vec<KindDurations>,
-    /// It spins on a FALSE or MIXED line (see `sharing`); drawn purple in the flame graph.
+    /// It spins on a FALSE or MIXED line (see `sharing`); drawn reddish purple in the flame graph.
     #[serde(default)]
     pub false_sharing: bool,
 }

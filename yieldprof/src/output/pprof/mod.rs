@@ -519,7 +519,9 @@ const WORK: usize = 4;
 
 /// Writes `profile` as gzipped protobuf covering `window`.
 pub(crate) fn write<W: Write>(profile: &Profile, window: Window, out: W) -> io::Result<()> {
-    let mut gz = GzEncoder::new(out, Compression::default());
+    // The fastest level: at the default one deflate took about a third of the CPU
+    // time of writing a 100k-stack report, for a file only somewhat smaller.
+    let mut gz = GzEncoder::new(out, Compression::fast());
     build(profile, window).write(&mut gz)?;
     gz.finish()?;
     Ok(())
