@@ -128,6 +128,7 @@ mod model;
 mod output;
 mod record;
 pub mod sharing;
+pub mod sync;
 
 #[cfg(feature = "enabled")]
 pub use analysis::probe;
