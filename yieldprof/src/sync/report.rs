@@ -159,9 +159,9 @@ impl Profile {
         }
         let mut sites: Vec<LockSite> = sites.into_values().collect();
         for s in &mut sites {
-            s.held_by.sort_by(|a, b| b.waited_ns.cmp(&a.waited_ns));
+            s.held_by.sort_by_key(|h| std::cmp::Reverse(h.waited_ns));
         }
-        sites.sort_by(|a, b| (b.waited_ns, b.acquisitions).cmp(&(a.waited_ns, a.acquisitions)));
+        sites.sort_by_key(|s| std::cmp::Reverse((s.waited_ns, s.acquisitions)));
         let cycles = cycles()
             .into_iter()
             .map(|edges| LockCycle {
@@ -244,11 +244,11 @@ impl fmt::Display for LockReport {
                 )?;
             }
             let n = s.holds.count();
-            if n > 0 {
+            if let Some(mean) = s.holds.total_ns().checked_div(n) {
                 writeln!(
                     f,
                     "      holds (sampled {n}): mean {}, p50 {}, p99 {}, max {}",
-                    duration(s.holds.total_ns() / n),
+                    duration(mean),
                     duration(s.holds.quantile(0.5).unwrap_or(0)),
                     duration(s.holds.quantile(0.99).unwrap_or(0)),
                     duration(s.holds.max().unwrap_or(0))
