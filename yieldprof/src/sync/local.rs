@@ -125,6 +125,8 @@ struct Local {
 }
 
 thread_local! {
+    // No `Drop`: a const thread-local without one is a plain TLS access, with no
+    // state to check. The table goes back with `GIVE_BACK`, touched once per thread.
     static LOCAL: Local = const {
         Local {
             table: Cell::new(None),
@@ -133,11 +135,15 @@ thread_local! {
             seen: [const { Cell::new(0) }; SEEN],
         }
     };
+    static GIVE_BACK: GiveBack = const { GiveBack(Cell::new(None)) };
 }
 
-impl Drop for Local {
+/// Returns the thread's table to the free list when the thread exits.
+struct GiveBack(Cell<Option<&'static Table>>);
+
+impl Drop for GiveBack {
     fn drop(&mut self) {
-        if let Some(t) = self.table.get() {
+        if let Some(t) = self.0.get() {
             TABLES.lock().free.push(t);
         }
     }
@@ -148,9 +154,7 @@ impl Drop for Local {
 pub(crate) fn acquired(lock: &LockState, site: &'static Location<'static>, how: How) -> Token {
     let key = key_of(site);
     lock.set_holder(key);
-    LOCAL
-        .try_with(|l| l.acquired(lock.class_key(), key, how))
-        .unwrap_or(Token::OFF)
+    LOCAL.with(|l| l.acquired(lock.class_key(), key, how))
 }
 
 /// Records the release of a hold recorded as `t`. Call it before the lock is released.
@@ -164,7 +168,7 @@ pub(crate) fn released(lock: &LockState, t: Token) {
             contention::release_to_waiters(lock, c, t.site);
         }
     }
-    let _ = LOCAL.try_with(|l| l.released(t));
+    LOCAL.with(|l| l.released(t));
 }
 
 impl Local {
@@ -248,6 +252,8 @@ impl Local {
             t
         });
         self.table.set(Some(t));
+        // A thread already past its thread-locals' destructors keeps the table.
+        let _ = GIVE_BACK.try_with(|g| g.0.set(Some(t)));
         t
     }
 
