@@ -210,6 +210,30 @@ impl LockReport {
     pub fn is_empty(&self) -> bool {
         self.sites.is_empty() && self.cycles.is_empty() && self.wakes.is_empty()
     }
+
+    /// Per waiting site (file, line, column), the frames its `[lock]` time splits into,
+    /// `[held by worker.rs:88]` or `[handoff]`, with each one's share of the wait.
+    pub(crate) fn holder_frames(&self) -> BTreeMap<(&'static str, u32, u32), Vec<(String, f64)>> {
+        self.sites
+            .iter()
+            .filter(|s| !s.held_by.is_empty())
+            .map(|s| {
+                let whole: u64 = s.held_by.iter().map(|h| h.waited_ns).sum();
+                let frames = s
+                    .held_by
+                    .iter()
+                    .map(|h| {
+                        let name = h.holder.map_or("[handoff]".to_string(), |l| {
+                            let file = l.file().rsplit(['/', '\\']).next().unwrap_or(l.file());
+                            format!("[held by {file}:{}]", l.line())
+                        });
+                        (name, h.waited_ns as f64 / whole.max(1) as f64)
+                    })
+                    .collect();
+                ((s.site.file(), s.site.line(), s.site.column()), frames)
+            })
+            .collect()
+    }
 }
 
 /// The summary's lock sections.
