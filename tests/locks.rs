@@ -313,3 +313,87 @@ fn std_semantics_hold_try_lock_poisoning_into_inner_get_mut() {
     assert!(matches!(STATIC.try_write(), Err(TryLockError::WouldBlock)));
     assert_eq!(*r, 8);
 }
+
+#[test]
+fn the_report_draws_holders_under_the_waiting_lock_and_budgets_check_them() {
+    let m = Arc::new(Mutex::new(()));
+    let (tx, rx) = mpsc::channel();
+    let m2 = m.clone();
+    let holder = thread::spawn(move || {
+        let (g, line) = (m2.lock().unwrap(), line!());
+        tx.send(line).unwrap();
+        thread::sleep(Duration::from_millis(20));
+        drop(g);
+    });
+    let holder_line = rx.recv().unwrap();
+    let (g, waiter) = (m.lock().unwrap(), line!());
+    drop(g);
+    holder.join().unwrap();
+    let p = yieldprof::snapshot();
+    if site(&p.locks(), waiter).map_or(0, |s| s.contended) == 0 {
+        // The holder's 20 ms ran out before this thread tried: no wait to draw.
+        println!("inconclusive: the waiter was descheduled past the whole hold");
+        return;
+    }
+    let frame = format!(";[lock];[held by locks.rs:{holder_line}] ");
+    let folded = p.folded(yieldprof::report::Metric::Wall);
+    let drawn: u64 = folded
+        .iter()
+        .filter(|l| l.contains(&frame))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    let charged = held_by(&p.locks(), waiter)[&holder_line];
+    assert!(
+        drawn > 0 && drawn <= charged + 1,
+        "drawn {drawn} ns, charged {charged} ns: {folded:#?}"
+    );
+
+    let doc = p.json(&yieldprof::report::Costs::current());
+    let text = serde_json::to_string(&doc).unwrap();
+    let back: yieldprof::report::json::Document = serde_json::from_str(&text).unwrap();
+    let locks = back.locks.expect("locks in the JSON");
+    let w = locks
+        .sites
+        .iter()
+        .find(|s| s.site.starts_with(&format!("tests/locks.rs:{waiter}:")))
+        .unwrap();
+    assert!(w.held_by.iter().any(|h| h
+        .holder
+        .as_deref()
+        .is_some_and(|s| s.starts_with(&format!("tests/locks.rs:{holder_line}:")))));
+    assert!(p
+        .summary()
+        .contains(&format!("held by tests/locks.rs:{holder_line}")));
+
+    use yieldprof::budget::Budget;
+    let at = format!("locks.rs:{holder_line}");
+    p.check(&Budget::new().max_hold(&at, Duration::from_secs(5)))
+        .unwrap();
+    let e = p
+        .check(&Budget::new().max_hold(&at, Duration::from_millis(1)))
+        .unwrap_err();
+    assert_eq!(e.violations.len(), 1, "{e}");
+    assert!(e.violations[0].measured >= 20e6, "{e}");
+    assert!(p
+        .check(&Budget::new().max_hold("nowhere.rs:1", Duration::from_secs(1)))
+        .is_err());
+}
+
+#[test]
+fn a_budget_without_lock_order_cycles_fails_on_an_inversion() {
+    use yieldprof::budget::Budget;
+    let x = Mutex::new(());
+    let y = Mutex::new(());
+    {
+        let _gx = x.lock().unwrap();
+        let _gy = y.lock().unwrap();
+    }
+    {
+        let _gy = y.lock().unwrap();
+        let _gx = x.lock().unwrap();
+    }
+    let e = yieldprof::snapshot()
+        .check(&Budget::new().no_lock_order_cycle())
+        .unwrap_err();
+    assert!(!e.violations.is_empty(), "{e}");
+}
