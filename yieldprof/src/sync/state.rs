@@ -1,10 +1,9 @@
 //! What each lock carries besides std's lock: its class, its holder's site, and its
-//! contention books, made at its first contended acquisition.
+//! contention books, made at its first contended acquisition (`contention` keeps them).
 
-use crate::sync::contention::Contention;
 use std::panic::Location;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// The holder word's value while nobody is known to hold the lock: a holder released
 /// it to waiters that have not run yet.
@@ -56,6 +55,35 @@ pub(crate) fn location(key: usize) -> &'static Location<'static> {
     // SAFETY: every non-HANDOFF key is the address of a `&'static Location<'static>`
     // (`key_of`), which lives for the whole program.
     unsafe { &*(key as *const Location<'static>) }
+}
+
+/// A contended lock's books: who waits, and since when their wait is charged.
+#[derive(Default)]
+pub(crate) struct Contention {
+    /// Threads waiting now: a release reads it to know whether to cut a segment.
+    pub(crate) waiting: AtomicU32,
+    pub(crate) books: Mutex<Books>,
+}
+
+/// What the waiters' time is charged from, under the books' own lock.
+#[derive(Default)]
+pub(crate) struct Books {
+    /// Tick up to which waiting was charged.
+    pub(crate) last: u64,
+    /// Waiting sites and how many threads wait at each; entries at 0 are reused.
+    pub(crate) waiters: Vec<(usize, u32)>,
+}
+
+impl Contention {
+    /// Whether a release must cut the waiters' time here: one relaxed load.
+    #[inline(always)]
+    pub(crate) fn has_waiters(&self) -> bool {
+        self.waiting.load(Relaxed) > 0
+    }
+
+    pub(crate) fn books(&self) -> std::sync::MutexGuard<'_, Books> {
+        self.books.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// A site's key: the address of its `Location`.
