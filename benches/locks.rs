@@ -145,7 +145,7 @@ fn main() {
         ("contended: 2 threads on one lock", 2, CONTENDED),
         ("contended: 4 threads on one lock", 4, CONTENDED),
     ] {
-        if only.as_ref().map_or(true, |w| title.contains(w.as_str())) {
+        if only.as_ref().is_none_or(|w| title.contains(w.as_str())) {
             table(title, threads, per_thread);
         }
     }

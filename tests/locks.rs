@@ -308,7 +308,7 @@ fn std_semantics_hold_try_lock_poisoning_into_inner_get_mut() {
     static STATIC: RwLock<u32> = RwLock::new(7);
     assert_eq!(*STATIC.read().unwrap(), 7);
     *STATIC.write().unwrap() += 1;
-    assert!(matches!(STATIC.try_write(), Ok(_)));
+    assert!(STATIC.try_write().is_ok());
     let r = STATIC.read().unwrap();
     assert!(matches!(STATIC.try_write(), Err(TryLockError::WouldBlock)));
     assert_eq!(*r, 8);

@@ -17,6 +17,9 @@ use std::panic::Location;
 
 type Site = &'static Location<'static>;
 
+/// Per waiting site (file, line, column): its holder frames and their shares.
+pub(crate) type HolderFrames = BTreeMap<(&'static str, u32, u32), Vec<(String, f64)>>;
+
 /// Every `yieldprof::sync` lock's figures ([`Profile::locks`]).
 #[derive(Clone, Debug, Default)]
 pub struct LockReport {
@@ -213,7 +216,7 @@ impl LockReport {
 
     /// Per waiting site (file, line, column), the frames its `[lock]` time splits into,
     /// `[held by worker.rs:88]` or `[handoff]`, with each one's share of the wait.
-    pub(crate) fn holder_frames(&self) -> BTreeMap<(&'static str, u32, u32), Vec<(String, f64)>> {
+    pub(crate) fn holder_frames(&self) -> HolderFrames {
         self.sites
             .iter()
             .filter(|s| !s.held_by.is_empty())
