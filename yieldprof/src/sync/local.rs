@@ -34,8 +34,9 @@ pub(crate) struct Slot {
     pub(crate) contended: AtomicU64,
     /// Ticks the contended acquisitions waited.
     pub(crate) waited: AtomicU64,
-    /// Sampled hold times, ticks.
+    /// Sampled hold times, ticks, and their sum (the histogram keeps no sums).
     pub(crate) holds: AtomicDurations,
+    pub(crate) held: AtomicU64,
     until_sample: AtomicU32,
 }
 
@@ -218,7 +219,9 @@ impl Local {
         if t.start != 0 {
             if let Some(table) = self.table.get() {
                 let held = clock::now().saturating_sub(t.start);
-                table.slots[usize::from(t.slot)].holds.record(held);
+                let slot = &table.slots[usize::from(t.slot)];
+                slot.holds.record(held);
+                bump(&slot.held, held);
             }
         }
         let depth = self.depth.get();

@@ -49,9 +49,16 @@ pub struct LockSite {
     /// Hold times of the acquisitions made here, ns: sampled, the first at the site on
     /// each thread and then one in [`HOLD_SAMPLE_EVERY`](crate::sync::HOLD_SAMPLE_EVERY).
     pub holds: Histogram,
+    /// The sampled holds' sum, ns: their mean is this over `holds.count()`.
+    pub held_ns: u64,
 }
 
 impl LockSite {
+    /// The mean sampled hold, ns; `None` before any was sampled.
+    pub fn mean_hold_ns(&self) -> Option<u64> {
+        self.held_ns.checked_div(self.holds.count())
+    }
+
     /// Contended acquisitions as a share of all, 0..=1.
     pub fn contended_share(&self) -> f64 {
         percent(self.contended, self.acquisitions) / 100.0
@@ -143,6 +150,7 @@ impl Profile {
                     waited_ns: 0,
                     held_by: Vec::new(),
                     holds: Histogram::default(),
+                    held_ns: 0,
                 });
                 s.acquisitions += slot.acquisitions.load(Relaxed);
                 s.contended += slot.contended.load(Relaxed);
@@ -150,6 +158,7 @@ impl Profile {
                 let mut holds = slot.holds.load();
                 holds.scale_to_ns(scale);
                 s.holds.add(&holds);
+                s.held_ns += scale.ns(slot.held.load(Relaxed));
             }
         }
         for ((waiter, holder), ticks) in charges() {
@@ -271,7 +280,7 @@ impl fmt::Display for LockReport {
                 )?;
             }
             let n = s.holds.count();
-            if let Some(mean) = s.holds.total_ns().checked_div(n) {
+            if let Some(mean) = s.mean_hold_ns() {
                 writeln!(
                     f,
                     "      holds (sampled {n}): mean {}, p50 {}, p99 {}, max {}",

@@ -127,7 +127,7 @@ fn lock(s: &LockSite) -> Lock {
             .collect(),
         holds: Holds {
             sampled: n,
-            mean_ns: s.holds.total_ns().checked_div(n),
+            mean_ns: s.mean_hold_ns(),
             p50_ns: s.holds.quantile(0.5),
             p99_ns: s.holds.quantile(0.99),
             max_ns: s.holds.max(),
