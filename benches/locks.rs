@@ -11,13 +11,16 @@
 //! machine's load hits all of them alike.
 
 use std::hint::black_box;
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 /// Many short rounds: on a loaded machine the best of them is the least disturbed.
 const ROUNDS: usize = 41;
 const UNCONTENDED: u64 = 300_000;
-const CONTENDED: u64 = 50_000;
+/// Fewer, longer rounds for the contended tables, so the threads overlap for most of
+/// each round.
+const CONTENDED_ROUNDS: usize = 9;
+const CONTENDED: u64 = 200_000;
 
 /// The three locks behind one shape.
 trait Lock: Send + Sync + 'static {
@@ -93,17 +96,22 @@ impl Variant {
 /// ns per lock+unlock with `threads` threads adding `per_thread` each.
 fn run(v: Variant, threads: u64, per_thread: u64) -> f64 {
     let lock = v.lock();
-    let start = Instant::now();
+    // All threads start together, and the clock once they are all running.
+    let start_line = Arc::new(Barrier::new(threads as usize + 1));
     let workers: Vec<_> = (0..threads)
         .map(|_| {
             let lock = lock.clone();
+            let start_line = start_line.clone();
             std::thread::spawn(move || {
+                start_line.wait();
                 for _ in 0..per_thread {
                     black_box(&*lock).add();
                 }
             })
         })
         .collect();
+    start_line.wait();
+    let start = Instant::now();
     for w in workers {
         w.join().unwrap();
     }
@@ -112,9 +120,9 @@ fn run(v: Variant, threads: u64, per_thread: u64) -> f64 {
     ns / (threads * per_thread) as f64
 }
 
-fn table(title: &str, threads: u64, per_thread: u64) {
+fn table(title: &str, threads: u64, per_thread: u64, rounds: usize) {
     let mut best = [f64::MAX; 4];
-    for _ in 0..ROUNDS {
+    for _ in 0..rounds {
         for (i, v) in Variant::ALL.into_iter().enumerate() {
             best[i] = best[i].min(run(v, threads, per_thread));
         }
@@ -139,14 +147,29 @@ fn table(title: &str, threads: u64, per_thread: u64) {
 fn main() {
     // `cargo bench --bench locks -- WORD` runs the tables whose title holds WORD.
     let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    println!("best of {ROUNDS} rounds, variants alternating");
-    for (title, threads, per_thread) in [
-        ("uncontended: 1 thread, lock + add + unlock", 1, UNCONTENDED),
-        ("contended: 2 threads on one lock", 2, CONTENDED),
-        ("contended: 4 threads on one lock", 4, CONTENDED),
+    println!("best round of each variant, variants alternating");
+    for (title, threads, per_thread, rounds) in [
+        (
+            "uncontended: 1 thread, lock + add + unlock (41 rounds)",
+            1,
+            UNCONTENDED,
+            ROUNDS,
+        ),
+        (
+            "contended: 2 threads on one lock (9 rounds)",
+            2,
+            CONTENDED,
+            CONTENDED_ROUNDS,
+        ),
+        (
+            "contended: 4 threads on one lock (9 rounds)",
+            4,
+            CONTENDED,
+            CONTENDED_ROUNDS,
+        ),
     ] {
         if only.as_ref().is_none_or(|w| title.contains(w.as_str())) {
-            table(title, threads, per_thread);
+            table(title, threads, per_thread, rounds);
         }
     }
 }
