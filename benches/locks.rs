@@ -93,31 +93,31 @@ impl Variant {
     }
 }
 
-/// ns per lock+unlock with `threads` threads adding `per_thread` each.
+/// ns per lock+unlock with `threads` threads adding `per_thread` each: from the first
+/// thread's start to the last one's end, each read by the threads themselves (the
+/// spawning thread may be descheduled at any point).
 fn run(v: Variant, threads: u64, per_thread: u64) -> f64 {
     let lock = v.lock();
-    // All threads start together, and the clock once they are all running.
-    let start_line = Arc::new(Barrier::new(threads as usize + 1));
+    let start_line = Arc::new(Barrier::new(threads as usize));
     let workers: Vec<_> = (0..threads)
         .map(|_| {
             let lock = lock.clone();
             let start_line = start_line.clone();
             std::thread::spawn(move || {
                 start_line.wait();
+                let start = Instant::now();
                 for _ in 0..per_thread {
                     black_box(&*lock).add();
                 }
+                (start, Instant::now())
             })
         })
         .collect();
-    start_line.wait();
-    let start = Instant::now();
-    for w in workers {
-        w.join().unwrap();
-    }
-    let ns = start.elapsed().as_nanos() as f64;
+    let spans: Vec<(Instant, Instant)> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    let first = spans.iter().map(|s| s.0).min().unwrap();
+    let last = spans.iter().map(|s| s.1).max().unwrap();
     assert_eq!(lock.get(), threads * per_thread);
-    ns / (threads * per_thread) as f64
+    (last - first).as_nanos() as f64 / (threads * per_thread) as f64
 }
 
 fn table(title: &str, threads: u64, per_thread: u64, rounds: usize) {
