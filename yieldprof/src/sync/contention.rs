@@ -26,8 +26,8 @@ fn settle(b: &mut Books, holder: usize, now: u64) {
     }
 }
 
-/// A thread starts waiting at `site` for `lock`; returns the tick it started.
-pub(crate) fn arrive(lock: &LockState, site: usize) -> u64 {
+/// A thread starts waiting at `site` for `lock`.
+pub(crate) fn arrive(lock: &LockState, site: usize) {
     let c = lock.contention_or_make();
     let mut b = c.books();
     let now = clock::now();
@@ -40,7 +40,6 @@ pub(crate) fn arrive(lock: &LockState, site: usize) -> u64 {
         b.waiters.push((site, 1));
     }
     c.waiting.fetch_add(1, Relaxed);
-    now
 }
 
 /// The thread that arrived at `site` holds the lock now; returns the tick.
