@@ -119,6 +119,8 @@ impl Token {
 
 struct Local {
     table: Cell<Option<&'static Table>>,
+    /// The last site acquired and its slot: a loop takes one lock at one line.
+    last: Cell<(usize, usize)>,
     held: [Cell<Held>; HELD],
     /// Locks held now; those past `HELD` are counted, not kept.
     depth: Cell<usize>,
@@ -131,6 +133,7 @@ thread_local! {
     static LOCAL: Local = const {
         Local {
             table: Cell::new(None),
+            last: Cell::new((0, 0)),
             held: [const { Cell::new(Held::NONE) }; HELD],
             depth: Cell::new(0),
             seen: [const { Cell::new(0) }; SEEN],
@@ -179,7 +182,14 @@ impl Local {
             Some(t) => t,
             None => self.adopt(),
         };
-        let slot = table.find(site);
+        let slot = match self.last.get() {
+            (last, slot) if last == site => slot,
+            _ => {
+                let slot = table.find(site);
+                self.last.set((site, slot));
+                slot
+            }
+        };
         let mut start = 0;
         match table.slots.get(slot) {
             Some(s) => {
@@ -225,15 +235,25 @@ impl Local {
             }
         }
         let depth = self.depth.get();
+        let top = depth.wrapping_sub(1);
+        let this = Held {
+            class: t.class,
+            site: t.site,
+        };
+        // Guards usually drop in the reverse order of their locks.
+        if top < HELD && self.held[top].get() == this {
+            self.depth.set(top);
+        } else {
+            self.release_out_of_order(this, depth);
+        }
+    }
+
+    /// A guard dropped before a guard taken after it: removed where it is.
+    #[cold]
+    #[inline(never)]
+    fn release_out_of_order(&self, this: Held, depth: usize) {
         let kept = depth.min(HELD);
-        // Guards may drop out of order: remove this one where it is.
-        if let Some(i) = (0..kept).rev().find(|&i| {
-            self.held[i].get()
-                == Held {
-                    class: t.class,
-                    site: t.site,
-                }
-        }) {
+        if let Some(i) = (0..kept).rev().find(|&i| self.held[i].get() == this) {
             for j in i..kept - 1 {
                 self.held[j].set(self.held[j + 1].get());
             }
