@@ -6,6 +6,7 @@ use crate::run::RunFiles;
 use std::cmp::Reverse;
 use std::fmt::Write;
 use std::time::UNIX_EPOCH;
+use yieldprof::report::json::Lock;
 use yieldprof::report::json::{Document, Site};
 use yieldprof::report::text::{date_time, duration, tail, wrap};
 use yieldprof::Kind;
@@ -17,6 +18,7 @@ pub fn command(args: &ShowArgs, out: &mut String) -> Result<(), Failure> {
     write_run(&doc, out);
     write_sites(&doc, args.sort, args.top, out);
     write_findings(&doc, out);
+    write_locks(&doc, args.top, out);
     Ok(())
 }
 
@@ -161,5 +163,66 @@ fn write_findings(doc: &Document, out: &mut String) {
         let _ = writeln!(out, "  [{}] {}{at}", f.rule, f.subject);
         let _ = writeln!(out, "{}", wrap(&f.evidence, "    evidence: ", "      "));
         let _ = writeln!(out, "{}", wrap(&f.fix, "    fix: ", "      "));
+    }
+}
+
+/// The `top` lock sites that waited longest, each wait split by holder, and every
+/// lock-order cycle; nothing when the run used no `yieldprof::sync` lock.
+fn write_locks(doc: &Document, top: usize, out: &mut String) {
+    let Some(locks) = &doc.locks else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "\nLocks (hold times sampled: first per site and thread, then 1 in {})",
+        locks.hold_sample_every
+    );
+    for l in locks.sites.iter().take(top) {
+        write_lock(l, out);
+    }
+    for (i, cycle) in locks.cycles.iter().enumerate() {
+        let _ = writeln!(out, "  lock-order cycle {} (potential deadlock):", i + 1);
+        for e in cycle {
+            let _ = writeln!(
+                out,
+                "    lock made at {} taken at {} while holding lock made at {} (taken at {}), thread {}",
+                e.taken, e.taken_at, e.held, e.held_at, e.thread
+            );
+        }
+    }
+}
+
+fn write_lock(l: &Lock, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "  {}  {} acquisitions, {} contended ({:.1}%), waited {}",
+        l.site,
+        l.acquisitions,
+        l.contended,
+        100.0 * l.contended_share,
+        duration(l.waited_ns)
+    );
+    let whole: u64 = l.held_by.iter().map(|h| h.waited_ns).sum();
+    for h in &l.held_by {
+        let who = h
+            .holder
+            .as_ref()
+            .map_or("handoff".into(), |s| format!("held by {s}"));
+        let _ = writeln!(
+            out,
+            "    {who:<44} {:>5.1}%  {}",
+            100.0 * h.waited_ns as f64 / whole.max(1) as f64,
+            duration(h.waited_ns)
+        );
+    }
+    if let (Some(mean), Some(p99), Some(max)) = (l.holds.mean_ns, l.holds.p99_ns, l.holds.max_ns) {
+        let _ = writeln!(
+            out,
+            "    holds (sampled {}): mean {}, p99 {}, max {}",
+            l.holds.sampled,
+            duration(mean),
+            duration(p99),
+            duration(max)
+        );
     }
 }

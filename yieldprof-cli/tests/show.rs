@@ -175,3 +175,49 @@ fn a_report_that_is_not_utf8_is_named_with_its_line_and_exits_2() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn show_lists_lock_sites_with_their_holders() {
+    use std::sync::{mpsc, Arc};
+    use std::time::Duration;
+    let dir = dir("show-locks");
+    let m = Arc::new(yieldprof::sync::Mutex::new(()));
+    let (tx, rx) = mpsc::channel();
+    let m2 = m.clone();
+    let holder = std::thread::spawn(move || {
+        let (g, line) = (m2.lock().unwrap(), line!());
+        tx.send(line).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        drop(g);
+    });
+    let holder_line = rx.recv().unwrap();
+    let (g, waiter) = (m.lock().unwrap(), line!());
+    drop(g);
+    holder.join().unwrap();
+    let profile = yieldprof::snapshot();
+    profile.write(&dir, "locks").unwrap();
+    let (code, stdout, stderr) = yieldprof(&[&"show", &dir.join("locks")]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("\nLocks (hold times sampled"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("tests/show.rs:{waiter}:")),
+        "{stdout}"
+    );
+    let contended = profile
+        .locks()
+        .sites
+        .iter()
+        .any(|s| s.site.line() == waiter && s.contended > 0);
+    if contended {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.contains("held by")
+                    && l.contains(&format!("tests/show.rs:{holder_line}:"))),
+            "{stdout}"
+        );
+    } else {
+        println!("inconclusive: the waiter was descheduled past the whole hold");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

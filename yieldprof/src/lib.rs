@@ -90,6 +90,14 @@
 //! it is never called spinning without on-CPU evidence. Where perf is denied,
 //! `getrusage` on sampled episodes is the labelled fallback.
 //!
+//! ## Who holds the lock
+//!
+//! [`sync::Mutex`], [`sync::RwLock`] and [`sync::Condvar`] are std's locks with std's
+//! API that also say who makes a thread wait: a contended acquisition's wait split by
+//! the lines holding the lock meanwhile (`[held by worker.rs:88]` under `[lock]`),
+//! sampled hold times, lock-order cycles (potential deadlocks) and condvar wakers
+//! ([`Profile::locks`]). Without the `enabled` feature they are std's types.
+//!
 //! ## Reading a flame graph
 //!
 //! One thread of the demo (`yieldprof-demo`), drawn the way the report draws it (colours as in
@@ -128,6 +136,7 @@ mod model;
 mod output;
 mod record;
 pub mod sharing;
+pub mod sync;
 
 #[cfg(feature = "enabled")]
 pub use analysis::probe;

@@ -7,8 +7,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Bottom to top. `lib.rs` is the facade over all of them and is not ranked.
-const LAYERS: [&str; 8] = [
-    "base", "config", "counters", "model", "record", "sharing", "analysis", "output",
+const LAYERS: [&str; 9] = [
+    "base", "config", "counters", "model", "record", "sync", "sharing", "analysis", "output",
 ];
 
 fn src() -> PathBuf {

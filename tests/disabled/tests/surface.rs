@@ -178,3 +178,15 @@ fn watched_atomics_are_plain_atomics() {
     assert_eq!(yieldprof::sharing::SEPARATE_LINE_BYTES, 128);
     yieldprof::assert_separate_lines!(Ring, head, tail);
 }
+
+#[test]
+fn sync_locks_are_std_types_when_the_feature_is_off() {
+    // Not wrappers: the very types of std, so a swapped import costs nothing.
+    let m: Mutex<u64> = yieldprof::sync::Mutex::new(1);
+    let rw: std::sync::RwLock<u64> = yieldprof::sync::RwLock::new(2);
+    let cv: std::sync::Condvar = yieldprof::sync::Condvar::new();
+    let g = m.lock().unwrap();
+    let (g, timeout) = cv.wait_timeout(g, Duration::from_micros(1)).unwrap();
+    assert!(timeout.timed_out());
+    assert_eq!(*g + *rw.read().unwrap(), 3);
+}

@@ -27,27 +27,32 @@ impl Limit {
             Limit::InvoluntarySwitches(_) => "max_involuntary_switches".into(),
             Limit::CacheMissesPerEpisode(_) => "max_cache_misses_per_episode".into(),
             Limit::NoFalseSharing => "no_false_sharing".into(),
+            Limit::MaxHoldNs(_) => "max_hold_ns".into(),
+            Limit::NoLockOrderCycle => "no_lock_order_cycle".into(),
         }
     }
 
     /// The limit as it is written: `max_yields_per_episode = 16`, `no_false_sharing`.
     pub(super) fn written(&self) -> String {
         match self {
-            Limit::NoFalseSharing => self.key(),
+            Limit::NoFalseSharing | Limit::NoLockOrderCycle => self.key(),
             _ => format!("{} = {}", self.key(), num(self.bound())),
         }
     }
 
     fn bound(&self) -> f64 {
         match *self {
-            Limit::Episodes(n) | Limit::Calls(_, n) | Limit::InvoluntarySwitches(n) => n as f64,
+            Limit::Episodes(n)
+            | Limit::Calls(_, n)
+            | Limit::InvoluntarySwitches(n)
+            | Limit::MaxHoldNs(n) => n as f64,
             Limit::CallsPerEpisode(_, x)
             | Limit::WallShare(x)
             | Limit::WaitShare(x)
             | Limit::VoluntarySwitchesPerEpisode(x)
             | Limit::InvoluntarySwitchesPerEpisode(x)
             | Limit::CacheMissesPerEpisode(x) => x,
-            Limit::NoFalseSharing => 0.0,
+            Limit::NoFalseSharing | Limit::NoLockOrderCycle => 0.0,
         }
     }
 }
@@ -175,6 +180,8 @@ pub struct Budget {
     threads: Vec<(String, ThreadBudget)>,
     no_false_sharing: bool,
     require_counters: bool,
+    holds: Vec<(String, u64)>,
+    no_lock_order_cycle: bool,
 }
 
 impl Budget {
@@ -187,6 +194,23 @@ impl Budget {
     /// [`crate::Profile::sharing`]).
     pub fn no_false_sharing(mut self) -> Self {
         self.no_false_sharing = true;
+        self
+    }
+
+    /// No cycle in the lock-order graph of the `yieldprof::sync` locks (a potential
+    /// deadlock, whether or not the run deadlocked; see [`crate::Profile::locks`]).
+    pub fn no_lock_order_cycle(mut self) -> Self {
+        self.no_lock_order_cycle = true;
+        self
+    }
+
+    /// No sampled hold of a `yieldprof::sync` lock acquired at `site` (`file:line`, or a
+    /// `/`-separated tail of it such as `worker.rs:88`) may last longer than `max`.
+    /// Holds are sampled ([`crate::sync::HOLD_SAMPLE_EVERY`]); a site not in the report
+    /// fails the check.
+    pub fn max_hold(mut self, site: &str, max: std::time::Duration) -> Self {
+        self.holds
+            .push((site.to_string(), max.as_nanos().min(u64::MAX.into()) as u64));
         self
     }
 
@@ -243,6 +267,7 @@ impl Budget {
                 }
             }
         }
+        self.check_locks(profile, &mut out);
         if self.no_false_sharing {
             for line in profile
                 .sharing()
@@ -261,6 +286,45 @@ impl Budget {
             }
         }
         out.into_result()
+    }
+}
+
+#[cfg(feature = "enabled")]
+impl Budget {
+    fn check_locks(&self, profile: &Profile, out: &mut BudgetExceeded) {
+        if self.holds.is_empty() && !self.no_lock_order_cycle {
+            return;
+        }
+        let locks = profile.locks();
+        for (name, max) in &self.holds {
+            let named = |s: &&crate::sync::LockSite| {
+                let at = format!("{}:{}", s.site.file(), s.site.line());
+                at == *name || at.ends_with(&format!("/{name}"))
+            };
+            let Some(site) = locks.sites.iter().find(named) else {
+                out.unknown
+                    .push(format!("lock site `{name}` is not in the report"));
+                continue;
+            };
+            let subject = format!("lock site {} (holds sampled)", site.site);
+            let longest = site.holds.max().unwrap_or(0);
+            out.compare(
+                &subject,
+                &Limit::MaxHoldNs(*max),
+                Measured::Value(longest as f64),
+            );
+        }
+        if self.no_lock_order_cycle {
+            for c in &locks.cycles {
+                let subject = c
+                    .edges
+                    .iter()
+                    .map(|e| format!("{} taken at {} holding {}", e.taken, e.taken_at, e.held_at))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                out.compare(&subject, &Limit::NoLockOrderCycle, Measured::Value(1.0));
+            }
+        }
     }
 }
 
@@ -319,9 +383,11 @@ fn site_value(limit: &Limit, site: &SiteStats, profile: &Profile) -> Measured {
         Limit::CacheMissesPerEpisode(_) => {
             return counted(c.cache_misses, site.episodes, CounterEvent::CacheMisses)
         }
-        Limit::WaitShare(_) | Limit::InvoluntarySwitches(_) | Limit::NoFalseSharing => {
-            return Measured::NotApplicable
-        }
+        Limit::WaitShare(_)
+        | Limit::InvoluntarySwitches(_)
+        | Limit::NoFalseSharing
+        | Limit::MaxHoldNs(_)
+        | Limit::NoLockOrderCycle => return Measured::NotApplicable,
     })
 }
 

@@ -429,6 +429,10 @@ pub enum Limit {
     CacheMissesPerEpisode(f64),
     /// No watched cache line may be FALSE, MIXED or ADJACENT-RISK.
     NoFalseSharing,
+    /// A `yieldprof::sync` acquisition site: its longest sampled hold, ns.
+    MaxHoldNs(u64),
+    /// No cycle in the `yieldprof::sync` lock-order graph.
+    NoLockOrderCycle,
 }
 
 /// Whether `query` names the site called `name` with full path `path`: the name, the

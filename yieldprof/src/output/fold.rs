@@ -14,7 +14,7 @@ use crate::base::site::{FrameKind, Kind};
 use crate::counters::CounterEvent;
 use crate::model::profile::Profile;
 use crate::model::tree::ThreadProfile;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
 pub use crate::config::Metric;
@@ -55,6 +55,11 @@ impl Profile {
         let mut out = Folded::default();
         let names: Vec<String> = self.frames.iter().map(|f| clean(&f.name)).collect();
         let roots = self.thread_frames();
+        let holders = match metric {
+            Metric::Wall => self.locks().holder_frames(),
+            _ => BTreeMap::new(),
+        };
+        let mut under_lock = String::new();
         // Each node's path, as a range of `paths`; reused from thread to thread.
         let mut paths = String::new();
         let mut at: Vec<(usize, usize)> = Vec::new();
@@ -96,12 +101,26 @@ impl Profile {
                 let frame = &self.frames[n.frame as usize];
                 let mut kinds = [0u64; Kind::ALL.len()];
                 for s in &n.slots {
-                    let k = self.calls[s.call as usize].kind as usize;
-                    kinds[k] += match metric {
+                    let call = &self.calls[s.call as usize];
+                    let mut v = match metric {
                         Metric::Wall => s.ns,
                         Metric::Calls => s.calls,
                         Metric::Switches => 0,
                     };
+                    // A `yieldprof::sync` lock's wait, split by who held the lock in
+                    // the proportions its site waited for each holder; what rounding
+                    // leaves stays on `[lock]`.
+                    if let Some(split) = holders.get(&(call.file, call.line, call.column)) {
+                        under_lock.clear();
+                        under_lock.push_str(path);
+                        under_lock.push_str(";[lock]");
+                        for (frame, share) in split {
+                            let part = (s.ns as f64 * share) as u64;
+                            out.add(&under_lock, Some(frame), part);
+                            v -= part.min(v);
+                        }
+                    }
+                    kinds[call.kind as usize] += v;
                 }
                 if metric == Metric::Switches {
                     // Switches are not split by call: a wait frame holds its own, the

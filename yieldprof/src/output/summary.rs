@@ -273,6 +273,10 @@ impl Profile {
             }
         }
         self.write_sharing(&mut s);
+        let locks = self.locks();
+        if !locks.is_empty() {
+            let _ = write!(s, "\n{locks}");
+        }
         self.write_counters(&mut s);
         s
     }

@@ -235,6 +235,7 @@ impl Profile {
             sharing: self.sharing().iter().map(line).collect(),
             watchpoints: watchpoints(),
             capabilities: capabilities(),
+            locks: super::locks::locks(&self.locks()),
         }
     }
 }

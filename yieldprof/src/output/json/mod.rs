@@ -62,7 +62,15 @@
 //!   "watchpoints": { "state", "reason", "threads", "over_cap", "refused", "hits",
 //!                    "lost", "rate", "note" },
 //!   "capabilities": { "paranoid", "fd_budget", "fds_in_use",
-//!                     "events": [ { "event", "source", "available", "reason" } ] }
+//!                     "events": [ { "event", "source", "available", "reason" } ] },
+//!   "locks": { "hold_sample_every",
+//!              "sites": [ { "site", "acquisitions", "contended", "contended_share",
+//!                           "waited_ns", "held_by": [ { "holder", "waited_ns" } ],
+//!                           "holds": { "sampled", "mean_ns", "p50_ns", "p99_ns",
+//!                                      "max_ns" } } ],
+//!              "cycles": [ [ { "held", "held_at", "taken", "taken_at", "thread" } ] ],
+//!              "wakes": [ { "waiter", "notifier", "wakes", "latency_mean_ns",
+//!                           "latency_max_ns", "spurious", "late", "timed_out" } ] }
 //! }
 //! ```
 //!
@@ -76,15 +84,18 @@
 //! (on the CPU, in episodes that counted spin calls), no longer all of its own time
 //! outside timed calls; `blocked_ns` is gone (`in_calls_ns` is the own time inside
 //! timed calls, `time.blocked_ns` the time blocked off the CPU); `time`, `own`,
-//! `time_in_wait` and `split_method` are new. From `yieldprof/1`: `run` is new.
+//! `time_in_wait` and `split_method` are new. From `yieldprof/1`: `run` is new. Added
+//! within `yieldprof/3`: `locks` (optional; `null` or absent without `yieldprof::sync`).
 //! Fields may be added within `yieldprof/3` (readers ignore unknown keys); a removal or a
 //! change of meaning gets a new schema string.
 
 mod build;
 mod check;
 mod figures;
+mod locks;
 mod run;
 
+pub use locks::{HeldBy, Holds, Lock, Locks, OrderEdge, Wake};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -118,6 +129,10 @@ pub struct Document {
     pub watchpoints: Option<Watchpoints>,
     /// Which counters this process can read, and why not.
     pub capabilities: Capabilities,
+    /// What the `yieldprof::sync` locks recorded: holders, hold times, lock-order
+    /// cycles, condvar wakes; `null` when none was used (and in older files).
+    #[serde(default)]
+    pub locks: Option<Locks>,
 }
 
 /// What the hardware watchpoints on plain data did ([`crate::sharing::WatchpointStatus`]).
