@@ -291,7 +291,7 @@ impl Budget {
 
 #[cfg(feature = "enabled")]
 impl Budget {
-    fn check_locks(&self, profile: &Profile, out: &mut BudgetExceeded) {
+    fn check_locks(&self, profile: &Profile, out: &mut Checker) {
         if self.holds.is_empty() && !self.no_lock_order_cycle {
             return;
         }
@@ -302,7 +302,8 @@ impl Budget {
                 at == *name || at.ends_with(&format!("/{name}"))
             };
             let Some(site) = locks.sites.iter().find(named) else {
-                out.unknown
+                out.failed
+                    .unknown
                     .push(format!("lock site `{name}` is not in the report"));
                 continue;
             };
