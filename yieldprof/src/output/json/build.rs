@@ -109,7 +109,7 @@ fn capabilities() -> Capabilities {
 
 impl Profile {
     /// The report as written to `<name>.json`: schema `yieldprof/3`, described in
-    /// [`crate::report::json`]. `serde_json::to_value` gives it untyped.
+    /// [`crate::report::json`]. A tool reads it back with `serde_json` or any serde reader.
     ///
     /// ```
     /// let report = yieldprof::snapshot().json(&yieldprof::report::Costs::current());

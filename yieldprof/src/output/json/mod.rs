@@ -1,7 +1,7 @@
 //! `<name>.json`: the summary's figures for tools, as typed structs.
 //!
 //! [`Profile::json`](crate::Profile::json) builds a [`Document`]; the exit flush and
-//! [`Profile::write`](crate::Profile::write) write it with `serde_json`, and a tool reads
+//! [`Profile::write`](crate::Profile::write) write it as JSON text, and a tool reads
 //! it back into the same types:
 //!
 //! ```
