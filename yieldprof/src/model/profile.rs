@@ -190,6 +190,13 @@ pub struct ThreadStats {
     pub time_in_wait: TimeSplit,
     /// How that split was measured; `None` with counters off.
     pub split_method: Option<SplitMethod>,
+    /// Its `yield_now`/`sched_yield` calls, wherever made. Linux counts a yield that
+    /// hands the core over as an involuntary switch, and the thread waits runnable
+    /// inside the call: at most this many of its involuntary switches, and at most
+    /// [`ThreadStats::yield_ns`] of its run-queue time, were yields, not preemption.
+    pub yields: u64,
+    /// Time inside those calls.
+    pub yield_ns: u64,
 }
 
 /// `(wall, wait)` time summed over `threads`.
@@ -336,6 +343,12 @@ impl Profile {
                 let wall_ns = t.nodes[0].wall_ns;
                 let wait_ns = t.wait_ns(&self.frames).min(wall_ns);
                 let (counters, counters_in_wait, time_in_wait) = t.counters(&self.frames);
+                let yields: Vec<_> = t
+                    .nodes
+                    .iter()
+                    .flat_map(|n| &n.slots)
+                    .filter(|s| self.calls[s.call as usize].kind == Kind::Yield)
+                    .collect();
                 ThreadStats {
                     name: t.name.clone(),
                     tid: t.tid,
@@ -358,6 +371,8 @@ impl Profile {
                     run_queue_ns: t.counters.run_queue_ns.map(|q| q.min(wall_ns)),
                     time_in_wait,
                     split_method: t.counters.split,
+                    yields: yields.iter().map(|s| s.calls).sum(),
+                    yield_ns: yields.iter().map(|s| s.ns).sum(),
                 }
             })
             .collect()
