@@ -67,9 +67,12 @@ impl ThreadProfile {
         let child_wall = self.child_wall();
         // Off-CPU time of each node's nested wait frames, where measured.
         let mut child_off = vec![0u64; self.nodes.len()];
+        // And the part of the children still open at the copy.
+        let mut child_open = vec![0u64; self.nodes.len()];
         for n in self.nodes.iter().skip(1) {
+            child_open[n.parent as usize] += n.open_ns;
             if frames[n.frame as usize].kind == FrameKind::Wait {
-                child_off[n.parent as usize] += n.counts.off_cpu_ns(n.wall_ns).unwrap_or(0);
+                child_off[n.parent as usize] += n.counts.off_cpu_ns(n.closed_ns()).unwrap_or(0);
             }
         }
         self.nodes
@@ -79,19 +82,23 @@ impl ThreadProfile {
                 if i == 0 || frames[n.frame as usize].kind != FrameKind::Wait {
                     return None;
                 }
-                let rest = n.rest_ns(child_wall[i]);
+                // An episode still open at the copy has no switch figures yet: its own
+                // part is `[unexplained]` (or `[spin]`), the rest split as measured.
+                let all = n.rest_ns(child_wall[i]);
+                let open = n.open_ns.saturating_sub(child_open[i]).min(all);
+                let rest = all - open;
                 let spins = n
                     .slots
                     .iter()
                     .any(|s| s.calls > 0 && calls[s.call as usize].kind == Kind::Spin);
-                let off = match n.counts.off_cpu_ns(n.wall_ns) {
+                let off = match n.counts.off_cpu_ns(n.closed_ns()) {
                     Some(off) if n.counts.calls_split => {
                         let in_calls: u64 = n.slots.iter().map(|s| s.off_ns).sum();
                         Some(off.saturating_sub(child_off[i] + in_calls).min(rest))
                     }
                     _ => None,
                 };
-                Some(match (off, spins) {
+                let mut own = match (off, spins) {
                     (Some(off), true) => OwnTime {
                         spin_ns: rest - off,
                         off_cpu_ns: off,
@@ -110,7 +117,13 @@ impl ThreadProfile {
                         unexplained_ns: rest,
                         ..OwnTime::default()
                     },
-                })
+                };
+                if spins {
+                    own.spin_ns += open;
+                } else {
+                    own.unexplained_ns += open;
+                }
+                Some(own)
             })
             .collect()
     }

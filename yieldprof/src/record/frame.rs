@@ -53,6 +53,7 @@ pub(crate) fn open(
             (clock::now(), mark)
         }
     };
+    l.data.started(node, start);
     // A wait frame tallies its own calls; a business frame's count in the wait frame
     // around it.
     let tally = if wait {

@@ -1,0 +1,167 @@
+//! A thread pool's shape, with known truth: workers that spend their whole life inside
+//! one annotated wait fn, run jobs there (business, marked with `frame!`), yield and
+//! sleep when idle, and are still running when the report is read (or have exited).
+//! Each worker's wait % is checked against the job time it measured itself, and each
+//! worker's folded stacks against its life.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+use yieldprof::report::Metric;
+use yieldprof::Profile;
+
+/// One job's length: wall time spun on the CPU.
+const JOB: Duration = Duration::from_micros(500);
+const WORKERS: usize = 2;
+
+struct Pool {
+    pending: AtomicU64,
+    stop: AtomicBool,
+    /// Each worker's job time, measured by the worker around each job.
+    busy_ns: [AtomicU64; WORKERS],
+}
+
+fn take_job(pool: &Pool) -> bool {
+    pool.pending
+        .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1))
+        .is_ok()
+}
+
+fn run_job(pool: &Pool, me: usize) {
+    yieldprof::frame!("job");
+    let t = Instant::now();
+    while t.elapsed() < JOB {
+        std::hint::black_box(0u64);
+    }
+    pool.busy_ns[me].fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+}
+
+/// The worker's life: a wait for jobs that runs each job it finds.
+#[yieldprof::instrument_wait]
+fn wait_for_jobs(pool: &Pool, me: usize) {
+    let mut idle_rounds = 0;
+    while !pool.stop.load(Relaxed) {
+        if take_job(pool) {
+            idle_rounds = 0;
+            run_job(pool, me);
+        } else if idle_rounds < 16 {
+            idle_rounds += 1;
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(300));
+        }
+    }
+}
+
+/// Runs a pool whose workers are named `{name}-{i}` through phases of jobs and idle
+/// time; the report is read while they run (`outlive`) or after they exit.
+fn run_pool(name: &str, outlive: bool) -> (Profile, [u64; WORKERS]) {
+    let before = yieldprof::snapshot();
+    let pool = Pool {
+        pending: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        busy_ns: [AtomicU64::new(0), AtomicU64::new(0)],
+    };
+    std::thread::scope(|s| {
+        let pool = &pool;
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|me| {
+                std::thread::Builder::new()
+                    .name(format!("{name}-{me}"))
+                    .spawn_scoped(s, move || wait_for_jobs(pool, me))
+                    .unwrap()
+            })
+            .collect();
+        for _ in 0..10 {
+            pool.pending.fetch_add(20, Relaxed);
+            while pool.pending.load(Relaxed) > 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let report = if outlive {
+            // Jobs are done and the workers idle in their wait, still open.
+            let report = yieldprof::snapshot();
+            pool.stop.store(true, Relaxed);
+            workers.into_iter().for_each(|w| w.join().unwrap());
+            report
+        } else {
+            pool.stop.store(true, Relaxed);
+            workers.into_iter().for_each(|w| w.join().unwrap());
+            yieldprof::snapshot()
+        };
+        (
+            report.since(&before),
+            pool.busy_ns.each_ref().map(|b| b.load(Relaxed)),
+        )
+    })
+}
+
+fn check(name: &str, outlive: bool) {
+    let (report, busy) = run_pool(name, outlive);
+    let folded = report.folded(Metric::Wall);
+    let threads = report.threads();
+    for (me, busy) in busy.iter().enumerate() {
+        let worker = format!("{name}-{me}");
+        let t = threads
+            .iter()
+            .find(|t| t.name == worker)
+            .unwrap_or_else(|| panic!("no {worker} in {threads:?}"));
+        // Truth: all of its life but the jobs it ran is the pool's waiting.
+        let truth = 100.0 * (1.0 - *busy as f64 / t.wall_ns as f64);
+        let shown = 100.0 * t.wait_ns as f64 / t.wall_ns as f64;
+        assert!(
+            (shown - truth).abs() <= 5.0,
+            "{worker}: wait {shown:.1} %, truth {truth:.1} % ({busy} ns of jobs in {} ns)",
+            t.wall_ns
+        );
+        // Its folded stacks are its life, within 1 %.
+        let parts: u64 = folded
+            .iter()
+            .filter(|l| {
+                l.starts_with(&format!("{worker};")) || l.starts_with(&format!("{worker} ("))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum();
+        let off = (parts as f64 - t.wall_ns as f64).abs() / t.wall_ns as f64;
+        assert!(
+            off <= 0.01,
+            "{worker}: folded stacks sum to {parts} ns, its life is {} ns",
+            t.wall_ns
+        );
+        eprintln!(
+            "{worker}: wait {shown:.1} %, truth {truth:.1} %, folded {parts} / {} ns",
+            t.wall_ns
+        );
+    }
+    // A nested part never exceeds its whole: the wait site holds the jobs it ran.
+    let site = report.site("wait_for_jobs").expect("the wait site");
+    let job = report.site("job");
+    let lives: u64 = threads
+        .iter()
+        .filter(|t| t.name.starts_with(name))
+        .map(|t| t.wall_ns)
+        .sum();
+    assert!(
+        site.wall_ns <= lives,
+        "{} ns of waits in {lives} ns of lives",
+        site.wall_ns
+    );
+    if let Some(job) = job {
+        assert!(
+            job.wall_ns <= site.wall_ns,
+            "jobs {} ns > their wait site {} ns",
+            job.wall_ns,
+            site.wall_ns
+        );
+    }
+}
+
+#[test]
+fn workers_alive_at_the_report_show_their_jobs_as_work_and_the_rest_as_waiting() {
+    check("live-worker", true);
+}
+
+#[test]
+fn workers_that_exited_before_the_report_show_the_same() {
+    check("gone-worker", false);
+}
