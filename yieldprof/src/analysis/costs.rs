@@ -393,7 +393,7 @@ mod tests {
             "{}",
             refused(&negative)
         );
-        assert!(refused("{").starts_with("not a saved probe: EOF while parsing"));
+        assert!(refused("{").starts_with("not a saved probe: unexpected end of the text"));
     }
 
     // Cases: proptest's default (256), or `PROPTEST_CASES` (the long run, README).

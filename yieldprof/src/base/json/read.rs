@@ -45,7 +45,11 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn error(&self, what: &str) -> Error {
-        Error::custom(format!("{what} at byte {}", self.at))
+        if self.at >= self.text.len() {
+            Error::custom(format!("unexpected end of the text ({what})"))
+        } else {
+            Error::custom(format!("{what} at byte {}", self.at))
+        }
     }
 
     fn space(&mut self) {
