@@ -96,7 +96,11 @@ fn run_pool(name: &str, outlive: bool) -> (Profile, [u64; WORKERS]) {
     })
 }
 
+/// The tests share the wait site: one pool at a time, so a report's site is one pool's.
+static ONE_POOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn check(name: &str, outlive: bool) {
+    let _one = ONE_POOL.lock().unwrap_or_else(|e| e.into_inner());
     let (report, busy) = run_pool(name, outlive);
     let folded = report.folded(Metric::Wall);
     let threads = report.threads();
@@ -146,6 +150,16 @@ fn check(name: &str, outlive: bool) {
         "{} ns of waits in {lives} ns of lives",
         site.wall_ns
     );
+    // The report says which episodes were open, and agrees with itself.
+    if outlive {
+        assert!(site.open_ns > 0 && site.open_ns <= site.wall_ns, "{site:?}");
+    } else {
+        assert_eq!(site.open_ns, 0);
+    }
+    let wrong = report
+        .json(&yieldprof::report::Costs::current())
+        .inconsistencies();
+    assert!(wrong.is_empty(), "{wrong:?}");
     if let Some(job) = job {
         assert!(
             job.wall_ns <= site.wall_ns,

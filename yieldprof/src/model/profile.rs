@@ -65,6 +65,9 @@ pub struct SiteStats {
     /// episode lasts from its first poll to its completion; only the polls are wall
     /// time, so `wall_ns + suspended_ns` is the episodes' whole span. 0 for other sites.
     pub suspended_ns: u64,
+    /// Of `wall_ns`, the time of episodes still open when the report was read (a pool
+    /// worker's life-long wait), counted up to that moment; 0 when none was open.
+    pub open_ns: u64,
     /// Durations of the timed episodes, from each one's first wait to its return
     /// (nested frames included); an async episode's is its whole span. Those that
     /// returned without waiting are not in it.
@@ -99,6 +102,7 @@ impl SiteStats {
             wall_ns: 0,
             self_ns: 0,
             suspended_ns: 0,
+            open_ns: 0,
             durations: Histogram::default(),
             calls: Vec::new(),
             call_durations: Vec::new(),
@@ -250,6 +254,7 @@ impl Profile {
                 s.episodes += n.episodes;
                 s.wall_ns += n.wall_ns;
                 s.suspended_ns += n.suspended_ns;
+                s.open_ns += n.open_ns;
                 s.self_ns += n.wall_ns.saturating_sub(child_wall[i]);
                 for slot in &n.slots {
                     let info = self.calls[slot.call as usize];

@@ -154,6 +154,14 @@ impl Profile {
                     duration(site.wall_ns / timed.max(1)),
                 );
             }
+            if site.open_ns > 0 {
+                let _ = writeln!(
+                    s,
+                    "    open at this report: {} of its time is episodes not yet returned, \
+                     counted up to now",
+                    duration(site.open_ns),
+                );
+            }
             if site.suspended_ns > 0 {
                 let span = site.wall_ns + site.suspended_ns;
                 let _ = writeln!(

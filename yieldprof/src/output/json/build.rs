@@ -188,6 +188,7 @@ impl Profile {
                 wall_ns: s.wall_ns,
                 self_ns: s.self_ns,
                 suspended_ns: s.suspended_ns,
+                open_ns: s.open_ns,
                 name: s.name.clone(),
                 path: s.path.clone(),
             }

@@ -368,6 +368,10 @@ pub struct Site {
     /// the polls); `wall_ns + suspended_ns` is the episodes' whole span. 0 otherwise.
     #[serde(default)]
     pub suspended_ns: u64,
+    /// Of `wall_ns`, episodes still open when the report was read, counted up to that
+    /// moment. 0 when none was open, or read from a file written before it was added.
+    #[serde(default)]
+    pub open_ns: u64,
     /// Own time drawn as `[spin]`: on the CPU (or not measured) outside timed calls,
     /// in episodes that counted spin calls.
     pub spin_ns: u64,
