@@ -43,7 +43,7 @@
 //!                  "fragmentation": { "episodes_per_s", "short_share" } } ],
 //!   "sites": [ { "name", "path", "file", "line", "episodes", "returned_without_waiting",
 //!                "wall_ns", "self_ns",
-//!                "suspended_ns", "spin_ns", "in_calls_ns", "time": <time>,
+//!                "suspended_ns", "open_ns", "spin_ns", "in_calls_ns", "time": <time>,
 //!                "own": { "spin_ns", "on_cpu_ns", "off_cpu_ns", "unexplained_ns" },
 //!                "durations": { "min_ns", "median_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns" },
 //!                "fragmentation": { "episodes_per_s", "short_share" },
