@@ -83,8 +83,18 @@ fn wait_for_jobs(pool: &Pool, me: usize) {
 
 /// Runs a pool whose workers are named `{name}-{i}` through phases of jobs and idle
 /// time; the report is read while they run (`outlive`) or after they exit.
-/// The report, and each worker's job time: wall, and on its CPU clock.
-fn run_pool(name: &str, outlive: bool, framed: bool) -> (Profile, [u64; WORKERS], [u64; WORKERS]) {
+/// What a pool run gives: the report, and per worker its job time (wall and on its CPU
+/// clock) and its life on the test's own clock (`Instant`, from entering its wait to
+/// leaving it or to the report): the truth is a ratio of the test's clock, never mixed
+/// with the profiler's (whose ns-per-tick scale is calibrated once, at a first report).
+struct Run {
+    report: Profile,
+    busy: [u64; WORKERS],
+    busy_cpu: [u64; WORKERS],
+    life: [u64; WORKERS],
+}
+
+fn run_pool(name: &str, outlive: bool, framed: bool) -> Run {
     let before = yieldprof::snapshot();
     let pool = Pool {
         pending: AtomicU64::new(0),
@@ -93,13 +103,20 @@ fn run_pool(name: &str, outlive: bool, framed: bool) -> (Profile, [u64; WORKERS]
         busy_ns: [AtomicU64::new(0), AtomicU64::new(0)],
         busy_cpu_ns: [AtomicU64::new(0), AtomicU64::new(0)],
     };
+    let started = [(); WORKERS].map(|_| std::sync::OnceLock::<Instant>::new());
+    let ended = [(); WORKERS].map(|_| std::sync::OnceLock::<Instant>::new());
     std::thread::scope(|s| {
+        let (started, ended) = (&started, &ended);
         let pool = &pool;
         let workers: Vec<_> = (0..WORKERS)
             .map(|me| {
                 std::thread::Builder::new()
                     .name(format!("{name}-{me}"))
-                    .spawn_scoped(s, move || wait_for_jobs(pool, me))
+                    .spawn_scoped(s, move || {
+                        started[me].set(Instant::now()).unwrap();
+                        wait_for_jobs(pool, me);
+                        let _ = ended[me].set(Instant::now());
+                    })
                     .unwrap()
             })
             .collect();
@@ -112,6 +129,8 @@ fn run_pool(name: &str, outlive: bool, framed: bool) -> (Profile, [u64; WORKERS]
         }
         let report = if outlive {
             // Jobs are done and the workers idle in their wait, still open.
+            let now = Instant::now();
+            ended.iter().for_each(|e| e.set(now).unwrap());
             let report = yieldprof::snapshot();
             pool.stop.store(true, Relaxed);
             workers.into_iter().for_each(|w| w.join().unwrap());
@@ -121,11 +140,18 @@ fn run_pool(name: &str, outlive: bool, framed: bool) -> (Profile, [u64; WORKERS]
             workers.into_iter().for_each(|w| w.join().unwrap());
             yieldprof::snapshot()
         };
-        (
-            report.since(&before),
-            pool.busy_ns.each_ref().map(|b| b.load(Relaxed)),
-            pool.busy_cpu_ns.each_ref().map(|b| b.load(Relaxed)),
-        )
+        let life = |me: usize| {
+            let (Some(s), Some(e)) = (started[me].get(), ended[me].get()) else {
+                unreachable!("every worker started and ended")
+            };
+            e.duration_since(*s).as_nanos() as u64
+        };
+        Run {
+            report: report.since(&before),
+            busy: pool.busy_ns.each_ref().map(|b| b.load(Relaxed)),
+            busy_cpu: pool.busy_cpu_ns.each_ref().map(|b| b.load(Relaxed)),
+            life: [life(0), life(1)],
+        }
     })
 }
 
@@ -134,7 +160,9 @@ static ONE_POOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn check(name: &str, outlive: bool) {
     let _one = ONE_POOL.lock().unwrap_or_else(|e| e.into_inner());
-    let (report, busy, _) = run_pool(name, outlive, true);
+    let Run {
+        report, busy, life, ..
+    } = run_pool(name, outlive, true);
     let folded = report.folded(Metric::Wall);
     let threads = report.threads();
     for (me, busy) in busy.iter().enumerate() {
@@ -144,12 +172,12 @@ fn check(name: &str, outlive: bool) {
             .find(|t| t.name == worker)
             .unwrap_or_else(|| panic!("no {worker} in {threads:?}"));
         // Truth: all of its life but the jobs it ran is the pool's waiting.
-        let truth = 100.0 * (1.0 - *busy as f64 / t.wall_ns as f64);
+        let truth = 100.0 * (1.0 - *busy as f64 / life[me] as f64);
         let shown = 100.0 * t.wait_ns as f64 / t.wall_ns as f64;
         assert!(
             (shown - truth).abs() <= 5.0,
             "{worker}: wait {shown:.1} %, truth {truth:.1} % ({busy} ns of jobs in {} ns)",
-            t.wall_ns
+            life[me]
         );
         // Its folded stacks are its life, within 1 %.
         let parts: u64 = folded
@@ -227,7 +255,12 @@ fn workers_that_exited_before_the_report_show_the_same() {
 fn jobs_left_unmarked_inside_the_wait_are_named_as_such() {
     let _one = ONE_POOL.lock().unwrap_or_else(|e| e.into_inner());
     // Exited: an episode still open has no on/off-CPU split yet (`[unexplained]`).
-    let (report, busy, busy_cpu) = run_pool("bare-worker", false, false);
+    let Run {
+        report,
+        busy,
+        busy_cpu,
+        ..
+    } = run_pool("bare-worker", false, false);
     let site = report.site("wait_for_jobs").expect("the wait site");
     if site.time.on_cpu_ns.value().is_none() {
         eprintln!("inconclusive: no on/off-CPU split here (counters unavailable)");
