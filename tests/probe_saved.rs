@@ -80,7 +80,10 @@ fn a_saved_probe_that_cannot_be_used_is_named_with_its_reason() {
         .find(|l| l.contains("\"spin_ns\""))
         .expect("the spin cost is saved");
     let cases = [
-        (good[..good.len() / 2].to_string(), "EOF while parsing"),
+        (
+            good[..good.len() / 2].to_string(),
+            "unexpected end of the text",
+        ),
         (good.replace(spin, "  \"spin_ns\": -1.0,"), "spin_ns is -1"),
     ];
     for (text, reason) in cases {

@@ -131,7 +131,7 @@ impl Costs {
 
     /// A saved probe file's text, read as [`Costs::load`] does.
     pub(crate) fn parse_saved(text: &str, host: &HostId) -> Result<Costs, Unused> {
-        let saved: Saved = serde_json::from_str(text)
+        let saved: Saved = crate::base::json::from_str(text)
             .map_err(|e| Unused::Malformed(format!("not a saved probe: {e}")))?;
         if saved.schema != SAVED_SCHEMA {
             return Err(Unused::Malformed(format!(
@@ -179,7 +179,7 @@ impl Costs {
             timer_slack_ns: self.timer_slack_ns,
             cores: self.cores,
         };
-        serde_json::to_string_pretty(&saved).expect("plain numbers and strings serialise")
+        crate::base::json::to_string_pretty(&saved)
     }
 
     /// Makes `self` what later reports use (the probe calls this).
@@ -393,7 +393,7 @@ mod tests {
             "{}",
             refused(&negative)
         );
-        assert!(refused("{").starts_with("not a saved probe: EOF while parsing"));
+        assert!(refused("{").starts_with("not a saved probe: unexpected end of the text"));
     }
 
     // Cases: proptest's default (256), or `PROPTEST_CASES` (the long run, docs/reliability.md).

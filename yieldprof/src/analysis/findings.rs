@@ -39,6 +39,9 @@ pub enum Rule {
     /// A call that blocks its thread, made from async code without `.await`: every
     /// task on that executor thread waits with it.
     BlockingInAsync,
+    /// CPU time inside a wait site's episodes outside any wait call or nested frame:
+    /// work done while waiting (a pool worker's jobs), counted as waiting until marked.
+    WorkInsideWait,
 }
 
 impl Rule {
@@ -54,6 +57,7 @@ impl Rule {
             Rule::FalseSharing => "false-sharing",
             Rule::BackoffNeverResets => "backoff-never-resets",
             Rule::BlockingInAsync => "blocking-call-in-async",
+            Rule::WorkInsideWait => "work-inside-wait",
         }
     }
 }
@@ -105,6 +109,20 @@ const OVERSUBSCRIBED_QUEUE_SHARE: f64 = 0.10;
 /// each on the build machine (the scheduler's slices are ~13 ms there).
 const OVERSUBSCRIBED_PER_S: f64 = 20.0;
 
+/// A wait site whose episodes spent this share of their time on the CPU outside wait
+/// calls and nested frames (and made no spin calls) is doing something other than
+/// waiting: a pool worker's wait loop running jobs read 18–50 % (18 % with the build
+/// VM loaded, its jobs preempted), a condvar or channel wait a few %.
+const WORK_INSIDE_WAIT_SHARE: f64 = 0.1;
+/// ... and that much of it per wait call or episode at least: the checks a loop makes
+/// between waits, and timing the calls, take well under a microsecond each (0.4–0.5 µs
+/// per call in `tests/findings.rs`'s yield and sleep loops); a job takes far more.
+const WORK_INSIDE_WAIT_PER_CALL_NS: f64 = 10_000.0;
+
+/// A finding about a cost below this share of the threads' time (summed over
+/// threads) is not worth a change: 100 bare yields in a 0.5 s run are 0.01 %.
+const MATERIAL_SHARE: f64 = 0.01;
+
 /// Blocking calls from async code that held their thread this long in all are worth
 /// an async replacement: an uncontended `std::sync::Mutex` taken briefly in a task is
 /// fine, and stays below it.
@@ -131,7 +149,8 @@ fn per_call(ns: u64, calls: u64) -> f64 {
     ns as f64 / calls.max(1) as f64
 }
 
-fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
+/// `threads_ns`: the threads' time summed, what [`MATERIAL_SHARE`] is a share of.
+fn site_findings(site: &SiteStats, costs: &Costs, threads_ns: u64, out: &mut Vec<Finding>) {
     let mut add = |rule, location: String, evidence: String, fix: String| {
         out.push(Finding {
             rule,
@@ -191,11 +210,38 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
             ),
         );
     }
+    let on_cpu = site.own.on_cpu_ns;
+    let waits = site.episodes + site.calls.iter().map(|c| c.calls).sum::<u64>();
+    if on_cpu as f64 >= WORK_INSIDE_WAIT_SHARE * site.wall_ns as f64
+        && on_cpu as f64 >= MATERIAL_SHARE * threads_ns as f64
+        && per_call(on_cpu, waits) >= WORK_INSIDE_WAIT_PER_CALL_NS
+    {
+        add(
+            Rule::WorkInsideWait,
+            site_at(site),
+            format!(
+                "{} of its episodes' {} ({:.0}%) was on the CPU outside any wait call or \
+                 nested frame, {} per wait call, {:.1}% of the threads' time: the report \
+                 counts it as waiting",
+                duration(on_cpu),
+                duration(site.wall_ns),
+                100.0 * on_cpu as f64 / site.wall_ns.max(1) as f64,
+                duration(per_call(on_cpu, waits) as u64),
+                100.0 * on_cpu as f64 / threads_ns.max(1) as f64
+            ),
+            "if it is work done while waiting (jobs a pool worker runs), open \
+             `yieldprof::frame!(\"job\")` around each: it then shows as business under the \
+             site and leaves the wait %; if it is the wait's own polling, block instead \
+             (park, Condvar, a channel)"
+                .into(),
+        );
+    }
     let yields = site.calls_of(Kind::Yield);
-    if yields >= MIN_CALLS * 10 {
+    let yield_ns = site.ns_of(Kind::Yield);
+    if yields >= MIN_CALLS * 10 && yield_ns as f64 >= MATERIAL_SHARE * threads_ns as f64 {
         let at = call_at(site, Kind::Yield);
         let switches = site.counters.switches().value();
-        let mean = per_call(site.ns_of(Kind::Yield), yields);
+        let mean = per_call(yield_ns, yields);
         let no_switch = match switches {
             Some(s) => (s as f64 / yields as f64) < NO_SWITCH_PER_YIELD,
             // Without counters: a yield that switched lasts at least a switch.
@@ -213,10 +259,13 @@ fn site_findings(site: &SiteStats, costs: &Costs, out: &mut Vec<Finding>) {
                 Rule::YieldWithoutSwitch,
                 at,
                 format!(
-                    "{yields} yields, {seen} each {} (a switch costs ~{}): nothing else was \
-                     runnable, every yield was a bare syscall",
+                    "{yields} yields, {seen} each {} (a switch costs ~{}), {} in all ({:.1}% \
+                     of the threads' time): nothing else was runnable, every yield was a bare \
+                     syscall",
                     duration(mean as u64),
-                    duration(costs.switch_ns as u64)
+                    duration(costs.switch_ns as u64),
+                    duration(yield_ns),
+                    100.0 * yield_ns as f64 / threads_ns.max(1) as f64
                 ),
                 format!(
                     "spin_loop() about {} times (one yield's worth) before yielding, then \
@@ -321,60 +370,100 @@ fn call_at(site: &SiteStats, kind: Kind) -> String {
         )
 }
 
-fn thread_findings(t: &ThreadStats, costs: &Costs, out: &mut Vec<Finding>) {
-    let Some(invol) = t.counters.involuntary_switches.value() else {
-        return;
-    };
-    let per_s = invol as f64 / (t.wall_ns.max(1) as f64 / 1e9);
+/// Why a thread looks oversubscribed, if it does: its evidence, and the share of its
+/// waits' time measured blocked off the CPU.
+fn oversubscribed(t: &ThreadStats) -> Option<(String, Option<f64>)> {
+    let invol = t.counters.involuntary_switches.value()?;
+    // A yield that hands the core over is counted as involuntary, and the thread waits
+    // runnable inside it: those are the yield's, not preemption. Each yield switches at
+    // most once and queues at most for the call's length, so what is left is at least
+    // the preemption.
+    let preempted = invol.saturating_sub(t.yields);
+    let wall_s = t.wall_ns.max(1) as f64 / 1e9;
+    let per_s = preempted as f64 / wall_s;
     // Where the kernel says how long the thread waited for a CPU, that decides: a
     // preemption now and then (a kernel thread, a timer) costs nothing, a run queue
     // longer than the cores does.
-    let queued = t.run_queue_ns.map(|q| q as f64 / t.wall_ns.max(1) as f64);
-    let oversubscribed = match queued {
-        Some(share) => invol >= 10 && share >= OVERSUBSCRIBED_QUEUE_SHARE,
-        None => invol >= 10 && per_s >= OVERSUBSCRIBED_PER_S,
+    let queued = t.run_queue_ns.map(|q| q.saturating_sub(t.yield_ns));
+    let share = queued.map(|q| q as f64 / t.wall_ns.max(1) as f64);
+    let fires = match share {
+        Some(share) => preempted >= 10 && share >= OVERSUBSCRIBED_QUEUE_SHARE,
+        None => preempted >= 10 && per_s >= OVERSUBSCRIBED_PER_S,
     };
-    if oversubscribed {
-        let waited = match (t.run_queue_ns, queued) {
-            (Some(q), Some(share)) => format!(
-                "waited {} ({:.0}% of its time) runnable for a CPU, ",
-                duration(q),
-                100.0 * share
-            ),
-            _ => String::new(),
-        };
-        // Advice to block only where the waits were not measured blocked already.
-        let w = &t.time_in_wait;
-        let blocked = match (
-            w.blocked_ns.value(),
-            w.on_cpu_ns.value(),
-            w.off_cpu_ns.value(),
-        ) {
-            (Some(b), Some(on), Some(off)) => Some(b as f64 / (on + off).max(1) as f64),
-            _ => None,
-        };
-        let fix = match blocked {
-            Some(share) if share >= 1.0 - SPIN_ON_CPU_SHARE => format!(
-                "run fewer busy threads than cores; its waits already block ({:.0}% of their \
-                 time blocked off the CPU), so the run queue is its work's",
-                100.0 * share
-            ),
-            _ => "run fewer busy threads than cores, and make waiters block (park, Condvar) \
-                  instead of spinning or yielding so they leave the run queue"
-                .into(),
-        };
-        out.push(Finding {
-            rule: Rule::Oversubscribed,
-            subject: format!("thread {}", t.name),
-            location: None,
-            evidence: format!(
-                "{waited}{invol} involuntary switches ({per_s:.0}/s): the thread was runnable \
-                 but preempted; {} cores",
-                costs.cores
-            ),
-            fix,
-        });
+    if !fires {
+        return None;
     }
+    let waited = match (queued, share) {
+        (Some(q), Some(share)) => format!(
+            "waited {} ({:.0}% of its time) runnable for a CPU outside yields, ",
+            duration(q),
+            100.0 * share
+        ),
+        _ => String::new(),
+    };
+    let yielded = if t.yields > 0 {
+        format!(
+            " ({invol} in all, less at most one for each of its {} yields)",
+            t.yields
+        )
+    } else {
+        String::new()
+    };
+    // Advice to block only where the waits were not measured blocked already.
+    let w = &t.time_in_wait;
+    let blocked = match (
+        w.blocked_ns.value(),
+        w.on_cpu_ns.value(),
+        w.off_cpu_ns.value(),
+    ) {
+        (Some(b), Some(on), Some(off)) => Some(b as f64 / (on + off).max(1) as f64),
+        _ => None,
+    };
+    Some((
+        format!(
+            "thread {}: {waited}{preempted} involuntary switches{yielded} ({per_s:.0}/s): \
+             runnable but preempted",
+            t.name
+        ),
+        blocked,
+    ))
+}
+
+/// One finding for every oversubscribed thread: the cause is the process's.
+fn thread_findings(threads: &[ThreadStats], costs: &Costs, out: &mut Vec<Finding>) {
+    let found: Vec<(&ThreadStats, (String, Option<f64>))> = threads
+        .iter()
+        .filter_map(|t| Some((t, oversubscribed(t)?)))
+        .collect();
+    if found.is_empty() {
+        return;
+    }
+    let least_blocked = found
+        .iter()
+        .map(|(_, (_, b))| *b)
+        .try_fold(1.0f64, |min, b| b.map(|b| min.min(b)));
+    let fix = match least_blocked {
+        Some(share) if share >= 1.0 - SPIN_ON_CPU_SHARE => format!(
+            "run fewer busy threads than cores; their waits already block ({:.0}% or more of \
+             their time blocked off the CPU), so the run queue is their work's",
+            100.0 * share
+        ),
+        _ => "run fewer busy threads than cores, and make waiters block (park, Condvar) \
+              instead of spinning or yielding so they leave the run queue"
+            .into(),
+    };
+    let subject = match &found[..] {
+        [(t, _)] => format!("thread {}", t.name),
+        _ => format!("{} threads", found.len()),
+    };
+    let evidence: Vec<String> = found.into_iter().map(|(_, (e, _))| e).collect();
+    out.push(Finding {
+        rule: Rule::Oversubscribed,
+        subject,
+        location: None,
+        evidence: format!("{}; {} cores", evidence.join("; "), costs.cores),
+        fix,
+    });
 }
 
 impl Profile {
@@ -395,8 +484,9 @@ impl Profile {
     pub fn findings(&self, costs: &Costs) -> Vec<Finding> {
         let mut out = Vec::new();
         let sites = self.site_views();
+        let threads_ns = self.thread_views().iter().map(|t| t.wall_ns).sum();
         for site in sites {
-            site_findings(site, costs, &mut out);
+            site_findings(site, costs, threads_ns, &mut out);
         }
         for line in self.sharing().iter().filter(|l| l.verdict.is_suspicious()) {
             let fields: Vec<String> = line
@@ -427,9 +517,7 @@ impl Profile {
                 });
             }
         }
-        for t in self.thread_views() {
-            thread_findings(t, costs, &mut out);
-        }
+        thread_findings(self.thread_views(), costs, &mut out);
         out
     }
 }

@@ -26,7 +26,7 @@ use crate::base::reentry::Inside;
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Set in a child (and its descendants) made by `fork()` after the handlers were
@@ -215,13 +215,13 @@ pub(crate) fn install_handlers() {
     install(&mut LIST.locked());
 }
 
-const UNMADE: u8 = 0;
-const MAKING: u8 = 1;
-const MADE: u8 = 2;
+const UNMADE: u32 = 0;
+const MAKING: u32 = 1;
+const MADE: u32 = 2;
 
 /// The states of the `ForkOnce`s made so far, for the child handler. A fixed table:
 /// listing one takes no lock, so it may happen under any of the locks above.
-static ONCES: [AtomicPtr<AtomicU8>; 16] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 16];
+static ONCES: [AtomicPtr<AtomicU32>; 16] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 16];
 static ONCES_USED: AtomicUsize = AtomicUsize::new(0);
 
 /// A value made once per process, like `OnceLock`, that never leaves a forked child
@@ -230,10 +230,12 @@ static ONCES_USED: AtomicUsize = AtomicUsize::new(0);
 /// forever: seen with the counter probe, 1 hang in ~50 forks of a busy host, and with
 /// the quick cost estimate.) No lock is held while it is made, so making one under a
 /// `ForkMutex` (the settings, read while a thread registers) orders against nothing.
-/// A thread that finds it being made waits by yielding: makings are short (a probe of
-/// a few ms at most) and happen once.
+/// A thread that finds it being made sleeps on the state word (a futex: no lock a fork
+/// could copy held) until the maker stores the value and wakes it. It used to yield
+/// in a loop: while the counter probe ran, each registering thread of a new pool made
+/// thousands of `sched_yield` calls, taken by Linux as involuntary switches.
 pub(crate) struct ForkOnce<T: 'static> {
-    state: AtomicU8,
+    state: AtomicU32,
     value: UnsafeCell<MaybeUninit<T>>,
     listed: AtomicBool,
 }
@@ -245,7 +247,7 @@ unsafe impl<T: Send + Sync> Sync for ForkOnce<T> {}
 impl<T> ForkOnce<T> {
     pub(crate) const fn new() -> Self {
         ForkOnce {
-            state: AtomicU8::new(UNMADE),
+            state: AtomicU32::new(UNMADE),
             value: UnsafeCell::new(MaybeUninit::uninit()),
             listed: AtomicBool::new(false),
         }
@@ -280,7 +282,7 @@ impl<T> ForkOnce<T> {
             let i = ONCES_USED.fetch_add(1, Ordering::Relaxed);
             if let Some(slot) = ONCES.get(i) {
                 slot.store(
-                    &self.state as *const AtomicU8 as *mut AtomicU8,
+                    &self.state as *const AtomicU32 as *mut AtomicU32,
                     Ordering::Release,
                 );
             }
@@ -299,9 +301,10 @@ impl<T> ForkOnce<T> {
                     unsafe { (*self.value.get()).write(value) };
                     std::mem::forget(unmade);
                     self.state.store(MADE, Ordering::Release);
+                    wake_all(&self.state);
                 }
                 Err(MADE) => {}
-                Err(_) => std::thread::yield_now(),
+                Err(_) => wait_while(&self.state, MAKING),
             }
             if let Some(v) = self.get() {
                 return v;
@@ -311,11 +314,40 @@ impl<T> ForkOnce<T> {
 }
 
 /// Puts a `ForkOnce` back to unmade when its making unwinds.
-struct Unmade<'a>(&'a AtomicU8);
+struct Unmade<'a>(&'a AtomicU32);
 
 impl Drop for Unmade<'_> {
     fn drop(&mut self) {
         self.0.store(UNMADE, Ordering::Release);
+        wake_all(self.0);
+    }
+}
+
+/// Sleeps while `word` holds `value` (returns at once if it does not, or on any wake).
+fn wait_while(word: &AtomicU32, value: u32) {
+    // SAFETY: `word` is a live, aligned 32-bit atomic; a null timeout waits until woken.
+    // EAGAIN (the value changed) and EINTR return to the caller's loop, which checks.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            value,
+            std::ptr::null::<libc::timespec>(),
+        );
+    }
+}
+
+/// Wakes every thread sleeping in [`wait_while`] on `word`.
+fn wake_all(word: &AtomicU32) {
+    // SAFETY: as above; waking has no precondition.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX,
+        );
     }
 }
 
@@ -373,5 +405,53 @@ mod tests {
         made_here.0.send(()).unwrap();
         assert_eq!(maker.join().unwrap(), 1);
         assert_eq!(code, Some(0), "the child hung (None) or read another value");
+    }
+
+    fn thread_cpu() -> Duration {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is writable.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
+    #[test]
+    fn threads_waiting_for_a_value_being_made_sleep_until_it_is_made() {
+        static VALUE: ForkOnce<u32> = ForkOnce::new();
+        const MAKING_FOR: Duration = Duration::from_millis(200);
+        let (making, waiting) = mpsc::channel();
+        let maker = std::thread::spawn(move || {
+            *VALUE.get_or_init(|| {
+                making.send(()).unwrap();
+                std::thread::sleep(MAKING_FOR);
+                7
+            })
+        });
+        waiting.recv().unwrap();
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    let (wall, cpu) = (Instant::now(), thread_cpu());
+                    let v = *VALUE.get_or_init(|| 0);
+                    (v, wall.elapsed(), thread_cpu() - cpu)
+                })
+            })
+            .collect();
+        assert_eq!(maker.join().unwrap(), 7);
+        for w in waiters {
+            let (v, wall, cpu) = w.join().unwrap();
+            assert_eq!(v, 7, "a waiter made its own value");
+            // A waiter that started after the making ended waited for nothing.
+            if wall >= MAKING_FOR / 4 {
+                // Asleep, a waiter uses well under a millisecond of CPU (wake-up and the
+                // futex calls); yielding in a loop it used most of the wait.
+                assert!(
+                    cpu < wall / 10,
+                    "waited {wall:?} and used {cpu:?} of CPU: it spun"
+                );
+            }
+        }
     }
 }

@@ -13,6 +13,8 @@ pub(crate) mod fork;
 #[cfg(feature = "enabled")]
 pub(crate) mod host;
 #[cfg(feature = "enabled")]
+pub(crate) mod json;
+#[cfg(feature = "enabled")]
 pub(crate) mod reentry;
 #[cfg(feature = "enabled")]
 pub(crate) mod ring;

@@ -38,6 +38,12 @@ struct Anchor {
     _fds: Option<Reservation>,
 }
 
+/// Runs the one-time probe now, if it has not run: `init` calls it, so that the
+/// first threads a program starts (a pool's workers) do not wait for it.
+pub(crate) fn probe_now() {
+    probed();
+}
+
 pub(super) fn probed() -> &'static Probed {
     static PROBED: ForkOnce<Probed> = ForkOnce::new();
     PROBED.get_or_init(|| {

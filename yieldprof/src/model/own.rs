@@ -71,9 +71,12 @@ impl ThreadProfile {
         let child_wall = self.child_wall();
         // Off-CPU time of each node's nested wait frames, where measured.
         let mut child_off = vec![0u64; self.nodes.len()];
+        // And the part of the children still open at the copy.
+        let mut child_open = vec![0u64; self.nodes.len()];
         for n in self.nodes.iter().skip(1) {
+            child_open[n.parent as usize] += n.open_ns;
             if frames[n.frame as usize].kind == FrameKind::Wait {
-                child_off[n.parent as usize] += n.counts.off_cpu_ns(n.wall_ns).unwrap_or(0);
+                child_off[n.parent as usize] += n.counts.off_cpu_ns(n.closed_ns()).unwrap_or(0);
             }
         }
         self.nodes
@@ -83,12 +86,16 @@ impl ThreadProfile {
                 if i == 0 || frames[n.frame as usize].kind != FrameKind::Wait {
                     return None;
                 }
-                let rest = n.rest_ns(child_wall[i]);
+                // An episode still open at the copy has no switch figures yet: its own
+                // part is `[unexplained]` (or `[spin]`), the rest split as measured.
+                let all = n.rest_ns(child_wall[i]);
+                let open = n.open_ns.saturating_sub(child_open[i]).min(all);
+                let rest = all - open;
                 let spins = n
                     .slots
                     .iter()
                     .any(|s| s.calls > 0 && calls[s.call as usize].kind == Kind::Spin);
-                let off = n.counts.off_cpu_ns(n.wall_ns).map(|off| {
+                let off = n.counts.off_cpu_ns(n.closed_ns()).map(|off| {
                     let outside = if n.counts.calls_split {
                         let in_calls: u64 = n.slots.iter().map(|s| s.off_ns).sum();
                         off.saturating_sub(child_off[i] + in_calls)
@@ -97,12 +104,12 @@ impl ThreadProfile {
                         // part of the frame's that the calls and nested frames could
                         // not hold was its own. So the rest, named on the CPU, never
                         // exceeds the frame's on-CPU time.
-                        off.saturating_sub(n.wall_ns - rest)
+                        off.saturating_sub(n.closed_ns().saturating_sub(rest))
                     };
                     outside.min(rest)
                 });
                 let calls_split = n.counts.calls_split;
-                Some(match (off, spins) {
+                let mut own = match (off, spins) {
                     (Some(off), false) if !calls_split => OwnTime {
                         unexplained_ns: rest - off,
                         off_cpu_ns: off,
@@ -126,7 +133,13 @@ impl ThreadProfile {
                         unexplained_ns: rest,
                         ..OwnTime::default()
                     },
-                })
+                };
+                if spins {
+                    own.spin_ns += open;
+                } else {
+                    own.unexplained_ns += open;
+                }
+                Some(own)
             })
             .collect()
     }

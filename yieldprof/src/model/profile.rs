@@ -68,6 +68,9 @@ pub struct SiteStats {
     /// episode lasts from its first poll to its completion; only the polls are wall
     /// time, so `wall_ns + suspended_ns` is the episodes' whole span. 0 for other sites.
     pub suspended_ns: u64,
+    /// Of `wall_ns`, the time of episodes still open when the report was read (a pool
+    /// worker's life-long wait), counted up to that moment; 0 when none was open.
+    pub open_ns: u64,
     /// Durations of the timed episodes, from each one's first wait to its return
     /// (nested frames included); an async episode's is its whole span. Those that
     /// returned without waiting are not in it.
@@ -105,6 +108,7 @@ impl SiteStats {
             wall_ns: 0,
             self_ns: 0,
             suspended_ns: 0,
+            open_ns: 0,
             durations: Histogram::default(),
             calls: Vec::new(),
             call_durations: Vec::new(),
@@ -200,6 +204,13 @@ pub struct ThreadStats {
     pub time_in_wait: TimeSplit,
     /// How that split was measured; `None` with counters off.
     pub split_method: Option<SplitMethod>,
+    /// Its `yield_now`/`sched_yield` calls, wherever made. Linux counts a yield that
+    /// hands the core over as an involuntary switch, and the thread waits runnable
+    /// inside the call: at most this many of its involuntary switches, and at most
+    /// [`ThreadStats::yield_ns`] of its run-queue time, were yields, not preemption.
+    pub yields: u64,
+    /// Time inside those calls.
+    pub yield_ns: u64,
 }
 
 /// `(wall, wait)` time summed over `threads`.
@@ -254,6 +265,7 @@ impl Profile {
                 s.wall_ns += n.wall_ns;
                 s.suspended_ns += n.suspended_ns;
                 s.profiler_ns += n.profiler_ns;
+                s.open_ns += n.open_ns;
                 s.self_ns += n.wall_ns.saturating_sub(child_wall[i]);
                 for slot in &n.slots {
                     let info = self.calls[slot.call as usize];
@@ -350,6 +362,12 @@ impl Profile {
                 let wall_ns = t.nodes[0].wall_ns;
                 let wait_ns = t.wait_ns(&self.frames).min(wall_ns);
                 let (counters, counters_in_wait, time_in_wait) = t.counters(&self.frames);
+                let yields: Vec<_> = t
+                    .nodes
+                    .iter()
+                    .flat_map(|n| &n.slots)
+                    .filter(|s| self.calls[s.call as usize].kind == Kind::Yield)
+                    .collect();
                 ThreadStats {
                     name: t.name.clone(),
                     tid: t.tid,
@@ -373,6 +391,8 @@ impl Profile {
                     run_queue_ns: t.counters.run_queue_ns.map(|q| q.min(wall_ns)),
                     time_in_wait,
                     split_method: t.counters.split,
+                    yields: yields.iter().map(|s| s.calls).sum(),
+                    yield_ns: yields.iter().map(|s| s.ns).sum(),
                 }
             })
             .collect()

@@ -15,6 +15,9 @@ pub(crate) struct NodeStats {
     pub(crate) parent: u32,
     pub(crate) episodes: u64,
     pub(crate) wall_ns: u64,
+    /// Of `wall_ns`, the part of a frame still open when the thread was copied (counted
+    /// up to that moment).
+    pub(crate) open_ns: u64,
     /// Async episodes: time between polls, outside `wall_ns` (see `record::episode`).
     pub(crate) suspended_ns: u64,
     /// yieldprof's own time inside `wall_ns` while this node was current: set-up,
@@ -61,6 +64,11 @@ pub(crate) struct ThreadProfile {
 }
 
 impl NodeStats {
+    /// Wall time of its closed frames: what its switch figures cover.
+    pub(crate) fn closed_ns(&self) -> u64 {
+        self.wall_ns.saturating_sub(self.open_ns)
+    }
+
     /// Time in timed calls (yield, sleep, park) made directly in this frame.
     pub(crate) fn timed_ns(&self) -> u64 {
         self.slots.iter().map(|s| s.ns).sum()
@@ -133,6 +141,7 @@ impl ThreadProfile {
             let m = &mut self.nodes[mine as usize];
             m.episodes += n.episodes;
             m.wall_ns += n.wall_ns;
+            m.open_ns += n.open_ns;
             m.suspended_ns += n.suspended_ns;
             m.profiler_ns += n.profiler_ns;
             m.durations.add(&n.durations);
@@ -212,6 +221,7 @@ impl ThreadProfile {
     pub(crate) fn scale_to_ns(&mut self, scale: clock::Scale) {
         for n in &mut self.nodes {
             n.wall_ns = scale.ns(n.wall_ns);
+            n.open_ns = scale.ns(n.open_ns);
             n.suspended_ns = scale.ns(n.suspended_ns);
             n.profiler_ns = scale.ns(n.profiler_ns);
             n.durations.scale_to_ns(scale);
@@ -261,18 +271,34 @@ impl ThreadProfile {
     }
 
     /// Time in wait frames, and in wrapper calls (`yieldprof::wait::yield_now()`) outside
-    /// them: the thread's time that is not `[work]`.
+    /// them: the thread's time that is not `[work]`. A business frame opened inside a
+    /// wait (a job a pool worker runs while it waits for a latch) is work, not waiting,
+    /// down to the waits nested in it in turn.
     pub(crate) fn wait_ns(&self, frames: &[FrameInfo]) -> u64 {
-        let in_wait = self.in_wait(frames);
-        let in_frames: u64 = self.outermost_waits(&in_wait).map(|n| n.wall_ns).sum();
-        let in_calls: u64 = self
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !in_wait[*i])
-            .map(|(_, n)| n.timed_ns())
-            .sum();
-        in_frames + in_calls
+        // Whether each node is waiting: the innermost wait or business frame around it
+        // (itself included) decides.
+        let mut waiting = vec![false; self.nodes.len()];
+        for (i, n) in self.nodes.iter().enumerate().skip(1) {
+            waiting[i] = match frames[n.frame as usize].kind {
+                FrameKind::Wait => true,
+                FrameKind::Work | FrameKind::Thread => false,
+                FrameKind::Overflow => waiting[n.parent as usize],
+            };
+        }
+        let (mut starts, mut ends, mut in_calls) = (0u64, 0u64, 0u64);
+        for (i, n) in self.nodes.iter().enumerate().skip(1) {
+            let parent = waiting[n.parent as usize];
+            match (parent, waiting[i]) {
+                (false, true) => starts += n.wall_ns,
+                (true, false) => ends += n.wall_ns,
+                _ => {}
+            }
+            if !waiting[i] {
+                in_calls += n.timed_ns();
+            }
+        }
+        // A wait's wall holds the business frames in it, and theirs the waits in them.
+        starts.saturating_sub(ends) + in_calls + self.nodes[0].timed_ns()
     }
 }
 
@@ -297,6 +323,10 @@ impl NodeStats {
             parent: self.parent,
             episodes: self.episodes.saturating_sub(earlier.episodes),
             wall_ns: self.wall_ns.saturating_sub(earlier.wall_ns),
+            // Still open now: counted up to this copy, whatever the earlier one had.
+            open_ns: self
+                .open_ns
+                .min(self.wall_ns.saturating_sub(earlier.wall_ns)),
             suspended_ns: self.suspended_ns.saturating_sub(earlier.suspended_ns),
             profiler_ns: self.profiler_ns.saturating_sub(earlier.profiler_ns),
             durations: self.durations.minus(&earlier.durations),

@@ -160,7 +160,7 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
         }
     }
     write_atomic(&json, |w| {
-        serde_json::to_writer_pretty(&mut *w, &doc)?;
+        crate::base::json::to_writer_pretty(&mut *w, &doc)?;
         writeln!(w)
     })?;
     written.push(json);

@@ -168,7 +168,7 @@ fn serve(server: &Server, stop: &Arc<Stop>, name: &str, metric: Metric) {
             "/summary.txt" => text(200, &snapshot().summary()),
             "/report.json" => {
                 let doc = snapshot().json(&Costs::current());
-                let json = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+                let json = crate::base::json::to_string_pretty(&doc);
                 with_type(Response::from_data(json), "application/json")
             }
             "/debug/pprof" | "/debug/pprof/" => with_type(

@@ -124,6 +124,12 @@ impl Options {
         config::set_timeline(self.timeline);
         counters::set_sampling(self.counters);
         counters::set_fd_budget(self.fd_budget);
+        // The probe (~0.2–0.5 ms here) runs once per process: at the first thread's
+        // registration it delays every thread that registers meanwhile, which is how a
+        // pool starts.
+        if self.counters != config::CounterSampling::Off {
+            counters::probe_now();
+        }
         // The calling thread is not registered here: a thread shows in the profile
         // once it records something, so a `main` that only spawns and joins does not
         // fill a third of the graph with `[work]`.

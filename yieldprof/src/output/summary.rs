@@ -173,6 +173,14 @@ impl Profile {
                     duration(site.wall_ns / timed.max(1)),
                 );
             }
+            if site.open_ns > 0 {
+                let _ = writeln!(
+                    s,
+                    "    open at this report: {} of its time is episodes not yet returned, \
+                     counted up to now",
+                    duration(site.open_ns),
+                );
+            }
             if polled {
                 let span = site.wall_ns + site.suspended_ns;
                 let _ = writeln!(

@@ -262,7 +262,7 @@ fn write(p: &Profile, limit: usize, out: &mut dyn Write) -> io::Result<()> {
         unit: "ns",
         other,
     };
-    serde_json::to_writer(&mut *out, &trace)?;
+    crate::base::json::to_writer(&mut *out, &trace)?;
     writeln!(out)
 }
 

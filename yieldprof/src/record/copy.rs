@@ -9,22 +9,34 @@ use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
 use std::sync::atomic::Ordering::Relaxed;
 
 impl ThreadData {
-    /// A consistent-enough copy: every counter is read once; an episode still open
-    /// counts in its parent's self time until it closes.
+    /// A consistent-enough copy: every counter is read once; a frame still open counts
+    /// in its node's wall time up to the copy (`open_ns`), as the thread's own life
+    /// does, so a parent's time still holds its children's. Its wall is read before
+    /// its open mark: a frame that closes in between is missed for this copy, never
+    /// counted twice.
     pub(crate) fn snapshot(&self, exited: bool) -> ThreadProfile {
+        let now = clock::now();
         let n_nodes = self.nodes.len();
         let mut nodes: Vec<NodeStats> = (0..n_nodes)
             .map(|i| {
                 let n = self.node(i);
+                let wall = n.wall_ns.load(Relaxed);
+                let since = n.open_since.load(Relaxed);
+                let open_ns = if since == 0 {
+                    0
+                } else {
+                    now.saturating_sub(since)
+                };
                 NodeStats {
                     frame: n.frame.load(Relaxed),
                     parent: n.parent.load(Relaxed),
                     episodes: n.episodes.load(Relaxed),
-                    wall_ns: n.wall_ns.load(Relaxed),
+                    wall_ns: wall + open_ns,
+                    open_ns,
                     suspended_ns: n.suspended_ns.load(Relaxed),
                     profiler_ns: n.profiler_ticks.load(Relaxed),
                     durations: n.durations.load(),
-                    counts: self.counters.node(&n.counts, n.wall_ns.load(Relaxed)),
+                    counts: self.counters.node(&n.counts, wall),
                     slots: Vec::new(),
                 }
             })
@@ -52,7 +64,7 @@ impl ThreadData {
                 off_ns: lost.off_ns.load(Relaxed),
             });
         }
-        nodes[ROOT as usize].wall_ns = clock::now().saturating_sub(self.start_ns);
+        nodes[ROOT as usize].wall_ns = now.saturating_sub(self.start_ns.load(Relaxed));
         nodes[ROOT as usize].episodes = 1;
         nodes[ROOT as usize].counts = self.counters.root(nodes[ROOT as usize].wall_ns);
         let site_durations = (0..self.site_durations.len())

@@ -59,6 +59,7 @@ pub(crate) fn open(
         Some((start, _)) => start,
         None => clock::now(),
     };
+    l.data.started(node, start);
     // A wait frame tallies its own calls; a business frame's count in the wait frame
     // around it.
     let tally = if wait {

@@ -43,6 +43,9 @@ pub(crate) struct Node {
     /// Frames open on this node now (owner only): more than one when frames held
     /// across `.await` interleave on the thread.
     pub(super) open: AtomicU32,
+    /// The tick the first of the frames open on it now opened; 0 while none is open.
+    /// A report counts an open episode up to the report from it (`record::copy`).
+    pub(super) open_since: AtomicU64,
     pub(crate) episodes: AtomicU64,
     pub(crate) wall_ns: AtomicU64,
     /// Async episodes only: time between their polls (first poll to completion, minus
@@ -105,7 +108,8 @@ pub(crate) struct ThreadData {
     pub(super) serial: u64,
     pub(super) tid: i32,
     pub(super) name: String,
-    pub(super) start_ns: u64,
+    /// The tick its recorded life starts at: after its registration (see `register`).
+    pub(super) start_ns: AtomicU64,
     pub(super) nodes: Arena<Node>,
     pub(super) slots: Arena<Slot>,
     pub(super) site_durations: Arena<SiteDurations>,
@@ -135,7 +139,7 @@ impl ThreadData {
             serial,
             tid,
             name,
-            start_ns: clock::now(),
+            start_ns: AtomicU64::new(clock::now()),
             nodes: Arena::new(max_nodes),
             slots: Arena::new(max_nodes.saturating_mul(2)),
             // A frame needs a node, so there are never more frames than nodes.
@@ -282,6 +286,16 @@ impl ThreadData {
         n.store(n.load(Relaxed).wrapping_add(1), Relaxed);
     }
 
+    /// A frame on `node` opened at tick `start`: what a report counts it from while it
+    /// stays open (the first of several open at once).
+    #[inline(always)]
+    pub(crate) fn started(&self, node: u32, start: u64) {
+        let since = &self.node(node).open_since;
+        if since.load(Relaxed) == 0 {
+            since.store(start, Relaxed);
+        }
+    }
+
     /// A frame on `node` (`n`), opened under `prev`, closed while `current` was this thread's
     /// current node: the current node after it. In order, the innermost frame still
     /// open above `node`. Out of order (a frame held across `.await`, closed while a
@@ -290,8 +304,11 @@ impl ThreadData {
     /// current on the thread for good.
     #[inline(always)]
     pub(crate) fn closed(&self, n: &Node, node: u32, prev: u32, current: u32) -> u32 {
-        let n = &n.open;
-        n.store(n.load(Relaxed).saturating_sub(1), Relaxed);
+        let open = n.open.load(Relaxed).saturating_sub(1);
+        n.open.store(open, Relaxed);
+        if open == 0 {
+            n.open_since.store(0, Relaxed);
+        }
         if current != node {
             return current;
         }
@@ -402,8 +419,11 @@ fn register() -> Local {
     SERIAL.with(|s| s.set(data.serial));
     // Outside the registry lock: opening perf counters takes a few syscalls.
     let counters = LocalCounters::open(&data.counters);
-    // The thread's set-up, its counters' first of all: the profiler's time.
+    // The thread's life in the report starts where its set-up began; the set-up (its
+    // counters' first of all, and the one-time probe when this thread ran it) is the
+    // profiler's time.
     let ticks = clock::now().saturating_sub(t0);
+    data.start_ns.store(t0, Relaxed);
     bump(&data.node(ROOT).profiler_ticks, ticks);
     bump(&data.profiler_ticks, ticks);
     Local {

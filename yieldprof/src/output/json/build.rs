@@ -113,7 +113,7 @@ fn capabilities() -> Capabilities {
 
 impl Profile {
     /// The report as written to `<name>.json`: schema `yieldprof/3`, described in
-    /// [`crate::report::json`]. `serde_json::to_value` gives it untyped.
+    /// [`crate::report::json`]. A tool reads it back with `serde_json` or any serde reader.
     ///
     /// ```
     /// let report = yieldprof::snapshot().json(&yieldprof::report::Costs::current());
@@ -200,6 +200,7 @@ impl Profile {
                 wall_ns: s.wall_ns,
                 self_ns: s.self_ns,
                 suspended_ns: s.suspended_ns,
+                open_ns: s.open_ns,
                 name: s.name.clone(),
                 path: s.path.clone(),
             }

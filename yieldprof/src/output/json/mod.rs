@@ -1,7 +1,7 @@
 //! `<name>.json`: the summary's figures for tools, as typed structs.
 //!
 //! [`Profile::json`](crate::Profile::json) builds a [`Document`]; the exit flush and
-//! [`Profile::write`](crate::Profile::write) write it with `serde_json`, and a tool reads
+//! [`Profile::write`](crate::Profile::write) write it as JSON text, and a tool reads
 //! it back into the same types:
 //!
 //! ```
@@ -43,7 +43,7 @@
 //!                  "fragmentation": { "episodes_per_s", "short_share" } } ],
 //!   "sites": [ { "name", "path", "file", "line", "episodes", "returned_without_waiting",
 //!                "wall_ns", "self_ns",
-//!                "suspended_ns", "spin_ns", "in_calls_ns", "time": <time>,
+//!                "suspended_ns", "open_ns", "spin_ns", "in_calls_ns", "time": <time>,
 //!                "own": { "spin_ns", "on_cpu_ns", "off_cpu_ns", "unexplained_ns" },
 //!                "durations": { "min_ns", "median_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns" },
 //!                "fragmentation": { "episodes_per_s", "short_share" },
@@ -396,6 +396,10 @@ pub struct Site {
     /// the polls); `wall_ns + suspended_ns` is the episodes' whole span. 0 otherwise.
     #[serde(default)]
     pub suspended_ns: u64,
+    /// Of `wall_ns`, episodes still open when the report was read, counted up to that
+    /// moment. 0 when none was open, or read from a file written before it was added.
+    #[serde(default)]
+    pub open_ns: u64,
     /// Own time drawn as `[spin]`: on the CPU (or not measured) outside timed calls,
     /// in episodes that counted spin calls.
     pub spin_ns: u64,

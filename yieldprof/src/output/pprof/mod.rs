@@ -16,7 +16,7 @@
 //! estimated when episodes are sampled, as in the summary); `SAMPLE_TYPES` says what
 //! each one holds. A counter no thread counts is left out.
 //!
-//! The messages are declared below with prost's derive, with the field numbers of the
+//! The messages are declared and encoded in `proto`, with the field numbers of the
 //! published `profile.proto`: no protoc and no build script at build time.
 
 use crate::base::site::{FrameInfo, FrameKind};
@@ -26,7 +26,6 @@ use crate::model::profile::Profile;
 use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
 use flate2::write::GzEncoder;
 use flate2::Compression;
-use prost::Message;
 use samples::{IdMap, SampleKey, Samples, NO_STACK};
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -320,8 +319,8 @@ impl Builder {
         }
     }
 
-    /// Writes the profile, its samples one by one, as one `Profile` message: prost
-    /// writes fields in tag order, and the samples (tag 2) come between the sample
+    /// Writes the profile, its samples one by one, as one `Profile` message: fields
+    /// are written in tag order, and the samples (tag 2) come between the sample
     /// types (1) and the rest (3 on).
     fn write(mut self, out: &mut impl Write) -> io::Result<()> {
         let key = |name: &str| self.strings.get(name).copied().unwrap_or(0);
@@ -330,10 +329,14 @@ impl Builder {
             sample_type: std::mem::take(&mut self.out.sample_type),
             ..proto::Profile::default()
         };
-        out.write_all(&types.encode_to_vec())?;
+        let mut buf = Vec::new();
+        types.encode(&mut buf);
+        out.write_all(&buf)?;
         let n = self.active.iter().filter(|&&on| on).count();
         self.samples.write(2, n, [thread_key, kind_key], out)?;
-        out.write_all(&self.out.encode_to_vec())
+        buf.clear();
+        self.out.encode(&mut buf);
+        out.write_all(&buf)
     }
 }
 

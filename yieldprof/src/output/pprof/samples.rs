@@ -120,7 +120,7 @@ impl Samples {
             sample.value.extend_from_slice(&self.values[*at..*at + n]);
             sample.label[0].str = key.thread;
             sample.label[1].str = key.kind;
-            prost::encoding::message::encode(tag, &sample, &mut buf);
+            proto::delimited(&mut buf, tag, |b| sample.encode(b));
             if buf.len() >= 1 << 16 {
                 out.write_all(&buf)?;
                 buf.clear();

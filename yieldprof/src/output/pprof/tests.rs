@@ -2,6 +2,7 @@ use super::*;
 use crate::base::site::{self, CallInfo, EpisodeSite, FrameInfo, Kind, WorkSite};
 use crate::model::tree::ThreadProfile;
 use crate::output::fold::Metric;
+use prost::Message;
 use std::collections::BTreeMap;
 
 // `..default()`: fields added to the stats later keep their zero here.
@@ -70,6 +71,11 @@ fn sample_profile() -> Profile {
 }
 
 fn decoded(profile: &Profile) -> proto::Profile {
+    proto::Profile::decode(&raw(profile)[..]).unwrap()
+}
+
+/// The profile as written, gunzipped.
+fn raw(profile: &Profile) -> Vec<u8> {
     let window = Window {
         start: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
         length: Duration::from_secs(10),
@@ -78,7 +84,31 @@ fn decoded(profile: &Profile) -> proto::Profile {
     write(profile, window, &mut gz).unwrap();
     let mut raw = Vec::new();
     io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).unwrap();
-    proto::Profile::decode(&raw[..]).unwrap()
+    raw
+}
+
+#[test]
+fn the_hand_encoding_is_prosts_byte_for_byte() {
+    let written = raw(&sample_profile());
+    let read = proto::Profile::decode(&written[..]).unwrap();
+    assert!(read.sample.len() > 3 && read.string_table.len() > 10);
+    assert_eq!(written, read.encode_to_vec());
+    // Negative and multi-byte varints, empty repeated fields, nested messages.
+    let odd = proto::Profile {
+        sample: vec![proto::Sample {
+            location_id: vec![1, 300, u64::MAX],
+            value: vec![-1, 0, i64::MIN, 1 << 40],
+            label: vec![],
+        }],
+        string_table: vec![String::new(), "é".repeat(200)],
+        time_nanos: -5,
+        comment: vec![0, 0],
+        ..proto::Profile::default()
+    };
+    let mut ours = Vec::new();
+    odd.encode(&mut ours);
+    assert_eq!(ours, odd.encode_to_vec());
+    assert_eq!(proto::Profile::decode(&ours[..]).unwrap(), odd);
 }
 
 /// Folded-style stacks of every sample (root first), summed per stack for value
