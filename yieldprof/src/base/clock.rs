@@ -134,6 +134,19 @@ impl Scale {
         RATIO.get().map(|&r| Scale(r))
     }
 
+    /// As [`Scale::known`], else the ratio since the clock's origin (within a few %
+    /// once 100 µs have passed): for bounds, never for reported figures. `None` only
+    /// before that.
+    pub(crate) fn rough() -> Option<Scale> {
+        Scale::known().or_else(|| {
+            let &(t0, m0) = ORIGIN.get()?;
+            let m = mono_ns();
+            let t = now();
+            (m.saturating_sub(m0) >= 100_000 && t > t0)
+                .then(|| Scale((m - m0) as f64 / (t - t0) as f64))
+        })
+    }
+
     pub(crate) fn ns_per_tick(self) -> f64 {
         self.0
     }

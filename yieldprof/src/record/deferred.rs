@@ -109,7 +109,7 @@ impl Local {
     /// Gives each episode that ended unread its figures from `now`, in the order they
     /// closed, so that a frame's own off-CPU time is claimed after its calls'.
     fn attribute(&self, now: &Mark) {
-        let scale = Scale::known();
+        let scale = Scale::rough();
         let mut unread = self.unread.0.borrow_mut();
         for e in unread.drain(..) {
             let wall_ns = scale.map_or(e.ticks, |s| s.ns(e.ticks));
