@@ -113,7 +113,11 @@ impl Local {
         let mut unread = self.unread.0.borrow_mut();
         for e in unread.drain(..) {
             let wall_ns = scale.map_or(e.ticks, |s| s.ns(e.ticks));
-            let (d, read_at_end) = e.start.until_count(e.end, now, wall_ns);
+            let (mut d, read_at_end) = e.start.until_count(e.end, now, wall_ns);
+            // Read exactly, it may still pass the guard's length by the clocks' rounding,
+            // or by a switch in the profiler's own time inside it.
+            d.off_ns = d.off_ns.min(wall_ns);
+            d.queued_ns = d.queued_ns.min(d.off_ns);
             let own_off = self.claim_off(e.claimed_off, d.off_ns);
             match e.to {
                 EndedOf::Frame(node) => {

@@ -253,7 +253,6 @@ impl CallGuard {
             return idle;
         }
         let opened = thread::enter(|l| {
-            let profiled = l.data.profiler_ticks.load(Relaxed);
             // A lock is a wait only if it does not succeed at once: the pending
             // episodes around it stay pending until it is known to have blocked.
             let deferred = match kind {
@@ -267,11 +266,16 @@ impl CallGuard {
                 None => lazy::materialise(l),
             };
             // Its clock starts first, as the caller's around it: a read of the switch
-            // figures here is inside, the profiler's time (`profiled`).
-            let (start, mark) = begun.unwrap_or_else(|| {
-                let start = clock::now();
-                (start, l.mark())
-            });
+            // figures here is inside, the profiler's time (`profiled`, taken after the
+            // start: what opening the pending frames cost came before it).
+            let (start, profiled, mark) = match begun {
+                Some((start, mark)) => (start, l.data.profiler_ticks.load(Relaxed), mark),
+                None => {
+                    let start = clock::now();
+                    let profiled = l.data.profiler_ticks.load(Relaxed);
+                    (start, profiled, l.mark())
+                }
+            };
             CallGuard {
                 key,
                 site: Some(site),
@@ -321,11 +325,13 @@ impl CallGuard {
                 .profiler_ticks
                 .load(Relaxed)
                 .saturating_sub(self.profiled);
-            let own = l.claim_ticks(self.claimed.ticks, elapsed.saturating_sub(profiler));
+            let mine = elapsed.saturating_sub(profiler);
+            let own = l.claim_ticks(self.claimed.ticks, mine);
             let slot = record(l, self.key, site, own, Some(elapsed));
-            // Its off-CPU time, when it switched, is read later (`record::deferred`).
+            // Its off-CPU time, when it switched, is read later (`record::deferred`),
+            // within its length less the profiler's time in it.
             let to = EndedOf::Call(slot);
-            l.ended(&self.mark, to, self.claimed.off_ns, elapsed);
+            l.ended(&self.mark, to, self.claimed.off_ns, mine);
         });
     }
 }
