@@ -19,7 +19,7 @@ pub fn wait_for(sent: &AtomicU64, n: u64) {
 }
 
 fn main() {
-    let _guard = yieldprof::init(); // on drop: writes target/yieldprof/<program>.*
+    let _guard = yieldprof::init(); // on drop: writes target/yieldprof/<program>.<pid>.*
     let sent = AtomicU64::new(0);
     std::thread::scope(|s| {
         s.spawn(|| (1..=100).for_each(|n| wait_for(&sent, n)));
@@ -48,7 +48,8 @@ fn main_writes_the_files_and_the_declared_budget_held() {
     main();
     let out = yieldprof::Options::from_env().out_dir;
     let exe = std::env::current_exe().unwrap();
-    let name = exe.file_stem().unwrap().to_string_lossy();
+    let stem = exe.file_stem().unwrap().to_string_lossy();
+    let name = format!("{stem}.{}", std::process::id());
     let summary = std::fs::read_to_string(out.join(format!("{name}.txt"))).unwrap();
     let at = "site `quick_start::wait_for` (examples/quick_start.rs:9)";
     let flat = summary.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -585,11 +585,6 @@ pub(crate) fn all_threads() -> Vec<ThreadProfile> {
 
 /// Copies what every thread, live or exited, has recorded. Live threads go on
 /// recording while it reads: there is no stop-the-world.
-///
-/// ```
-/// let profile = yieldprof::snapshot();
-/// assert!(profile.threads().len() <= profile.threads().len());
-/// ```
 pub fn snapshot() -> Profile {
     let scale = clock::Scale::current();
     let mut threads = all_threads();
