@@ -270,7 +270,9 @@ impl CallGuard {
             // figures here is inside, the profiler's time (`profiled`).
             let (start, mark) = begun.unwrap_or_else(|| {
                 let start = clock::now();
-                (start, l.mark())
+                let slot =
+                    || EndedOf::Call(l.data.slot_index(l.current.get(), key, || site.info()));
+                (start, l.mark(slot))
             });
             CallGuard {
                 key,

@@ -370,7 +370,7 @@ impl Drop for Local {
     fn drop(&mut self) {
         open::forget_unwaited_cache();
         // Its closed episodes' switch figures (`record::deferred`).
-        self.settle();
+        self.settle(true);
         self.counters.refresh(&self.data.counters);
         publish_skipped(&self.data);
         let done = self.data.snapshot(true);
@@ -543,7 +543,7 @@ pub(crate) fn all_threads() -> Vec<ThreadProfile> {
     // their last sampled episode.
     if counters::open_here() {
         with(|l| {
-            l.settle();
+            l.settle(false);
             l.counters.refresh(&l.data.counters)
         });
     }
