@@ -13,6 +13,11 @@
 //! the thread's totals stay exact. An episode long enough that a read is at most 2 %
 //! of it is read at its end. Wall ticks are claimed at a guard's close, off-CPU ns when
 //! read (`claim_ticks`, `claim_off`), so nested calls' time counts once.
+//!
+//! A hot loop does not read once per episode either: episodes of one target (a frame's
+//! node, a call's slot) with no switch between them telescope (the sum of their deltas
+//! is the last one's end less the first one's start), so an opener that continues one
+//! takes its mark unread and merges into it at its close (`Local::coalesced`).
 
 use crate::base::arena::bump;
 use crate::base::clock::{self, Scale};
@@ -37,7 +42,7 @@ impl Local {
     /// The thread's switch figures now, for a frame or call that opens and whose
     /// figures go to `to`: reading them (when the thread was switched since the last
     /// read) also gives the figures of the episodes that ended unread. Not read where
-    /// the opener may continue one of those ([`Local::coalesced`]).
+    /// the opener may continue one of those (`Local::coalesced`).
     #[inline(always)]
     pub(crate) fn mark(&self, to: impl FnOnce() -> EndedOf) -> Mark {
         if !self.counters.moved() && self.unread.ended.borrow().is_empty() {
@@ -46,7 +51,7 @@ impl Local {
         self.mark_slow(to)
     }
 
-    #[cold]
+    /// Out of line: taken at most once per switched episode.
     #[inline(never)]
     fn mark_slow(&self, to: impl FnOnce() -> EndedOf) -> Mark {
         if let Some(m) = self.coalesced(to) {
