@@ -40,11 +40,11 @@ const READ_LAG_NS: u64 = 10_000_000;
 
 impl Local {
     /// The thread's switch figures now, for a frame or call that opens and whose
-    /// figures go to `to`: reading them (when the thread was switched since the last
+    /// figures go to `to` (`None`: to nothing that can have ended unread yet): reading them (when the thread was switched since the last
     /// read) also gives the figures of the episodes that ended unread. Not read where
     /// the opener may continue one of those (`Local::coalesced`).
     #[inline(always)]
-    pub(crate) fn mark(&self, to: impl FnOnce() -> EndedOf) -> Mark {
+    pub(crate) fn mark(&self, to: impl FnOnce() -> Option<EndedOf>) -> Mark {
         if !self.counters.moved() && self.unread.ended.borrow().is_empty() {
             return self.counters.mark(&self.data.counters);
         }
@@ -53,7 +53,7 @@ impl Local {
 
     /// Out of line: taken at most once per switched episode.
     #[inline(never)]
-    fn mark_slow(&self, to: impl FnOnce() -> EndedOf) -> Mark {
+    fn mark_slow(&self, to: impl FnOnce() -> Option<EndedOf>) -> Mark {
         if let Some(m) = self.coalesced(to) {
             return m;
         }
@@ -68,7 +68,7 @@ impl Local {
     /// (`ended` merges them), and only the figures at their two far ends are needed,
     /// so a hot loop of episodes reads once per `MERGED_BEFORE_READ` of them or
     /// `READ_LAG_NS`. A different target reads now, as before.
-    fn coalesced(&self, to: impl FnOnce() -> EndedOf) -> Option<Mark> {
+    fn coalesced(&self, to: impl FnOnce() -> Option<EndedOf>) -> Option<Mark> {
         let now = self.counters.switches()?;
         let last = self.counters.last()?;
         let u = &self.unread;
@@ -83,7 +83,7 @@ impl Local {
         if Scale::known().map_or(lag, |s| s.ns(lag)) >= READ_LAG_NS {
             return None;
         }
-        let to = to();
+        let to = to()?;
         ended
             .iter()
             .any(|e| e.to == to)

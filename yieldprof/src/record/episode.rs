@@ -270,8 +270,8 @@ impl CallGuard {
             // figures here is inside, the profiler's time (`profiled`).
             let (start, mark) = begun.unwrap_or_else(|| {
                 let start = clock::now();
-                let slot =
-                    || EndedOf::Call(l.data.slot_index(l.current.get(), key, || site.info()));
+                // Only a call that has a slot can continue one of its episodes.
+                let slot = || l.data.find_slot(l.current.get(), key).map(EndedOf::Call);
                 (start, l.mark(slot))
             });
             CallGuard {

@@ -311,15 +311,21 @@ impl ThreadData {
     /// The index of [`ThreadData::slot_of`]'s slot.
     #[inline]
     pub(crate) fn slot_index(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
-        let n = self.node(node);
-        let mut s = n.first_slot.own();
+        self.find_slot(node, key)
+            .unwrap_or_else(|| self.new_slot(node, key, info))
+    }
+
+    /// The index of `node`'s slot for the call site at `key`, if it has one yet.
+    #[inline]
+    pub(crate) fn find_slot(&self, node: u32, key: usize) -> Option<u32> {
+        let mut s = self.node(node).first_slot.own();
         while s != OVERFLOW_SLOT {
             if self.slot(s).key.load(Relaxed) == key {
-                return s;
+                return Some(s);
             }
             s = self.slot(s).next.own();
         }
-        self.new_slot(node, key, info)
+        None
     }
 
     #[cold]
