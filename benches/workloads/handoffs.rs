@@ -2,7 +2,9 @@
 //! the waits (default settings), rounds interleaved, each side's best kept:
 //!
 //! - mpsc ping-pong: two threads pass a token through two channels, each waiting in
-//!   `recv()`; Mutex+Condvar ping-pong: two threads take turns under one lock;
+//!   `recv()`, unpinned and pinned to two CPUs (no wake-up preempts the waker there, so
+//!   a thread's episodes follow each other without a switch between: their switch
+//!   figures are read once per many, `record::deferred`); Mutex+Condvar ping-pong: two threads take turns under one lock;
 //! - a rendezvous channel (`sync_channel(0)`) with 1 and 4 producers, `send` and
 //!   `recv` both in wait fns;
 //! - the Mutex loop of the main table with 2 and 4 unpinned threads, against one bare
@@ -10,7 +12,7 @@
 //! - the profiler's own time (`[profiler]`) in the annotated ping-pong rounds against
 //!   what the rounds measured over raw ones (means here, not bests).
 
-use super::{acquire_raw, acquire_rdtsc, acquire_yieldprof};
+use super::{acquire_raw, acquire_rdtsc, acquire_yieldprof, pin, two_cpus};
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -69,19 +71,21 @@ macro_rules! take_turn {
 take_turn!(fn turn_raw);
 take_turn!(#[yieldprof::instrument_wait] fn turn_annotated);
 
-/// ns per round trip of a token through two channels.
-fn mpsc_pingpong(recv: Recv) -> f64 {
+/// ns per round trip of a token through two channels, the threads on `cpus` if given.
+fn mpsc_pingpong(recv: Recv, cpus: Option<[usize; 2]>) -> f64 {
     let (to_b, b_rx) = channel();
     let (to_a, a_rx) = channel();
     let start = Instant::now();
     std::thread::scope(|s| {
         s.spawn(move || {
+            pin(cpus.map(|c| c[0]));
             for _ in 0..TRIPS {
                 let v = recv(&b_rx);
                 to_a.send(v + 1).expect("a alive");
             }
         });
         s.spawn(move || {
+            pin(cpus.map(|c| c[1]));
             for i in 0..TRIPS {
                 to_b.send(i).expect("b alive");
                 recv(&a_rx);
@@ -193,10 +197,12 @@ pub(crate) fn run(mutex2: &[f64; 5]) {
     let (mut own_mpsc, mut own_condvar) = (0u64, 0u64);
     let started = Instant::now();
     for _ in 0..ROUNDS {
-        f[0].add(mpsc_pingpong(recv_raw));
+        f[0].add(mpsc_pingpong(recv_raw, None));
         let before = yieldprof::snapshot();
-        f[1].add(mpsc_pingpong(recv_annotated));
+        f[1].add(mpsc_pingpong(recv_annotated, None));
         own_mpsc += profiler_ns_since(&before);
+        f[14].add(mpsc_pingpong(recv_raw, two_cpus()));
+        f[15].add(mpsc_pingpong(recv_annotated, two_cpus()));
         f[2].add(condvar_pingpong(turn_raw));
         let before = yieldprof::snapshot();
         f[3].add(condvar_pingpong(turn_annotated));
@@ -222,6 +228,7 @@ pub(crate) fn run(mutex2: &[f64; 5]) {
     let ratio = |raw: &Figure, inst: &Figure| raw.best / inst.best;
     for (case, raw, inst) in [
         ("mpsc ping-pong", 0, 1),
+        ("mpsc ping-pong, pinned to two CPUs", 14, 15),
         ("Mutex+Condvar ping-pong", 2, 3),
         ("rendezvous sync_channel(0), 1 producer", 4, 5),
         ("rendezvous sync_channel(0), 4 producers", 6, 7),
@@ -231,7 +238,11 @@ pub(crate) fn run(mutex2: &[f64; 5]) {
     }
     // Each round trip is two switching episodes, one per thread.
     let added_us = |raw: &Figure, inst: &Figure| (inst.best - raw.best) / 2.0 / 1e3;
-    for (case, raw, inst) in [("mpsc", 0, 1), ("Mutex+Condvar", 2, 3)] {
+    for (case, raw, inst) in [
+        ("mpsc", 0, 1),
+        ("mpsc pinned", 14, 15),
+        ("Mutex+Condvar", 2, 3),
+    ] {
         let added = added_us(&f[raw], &f[inst]);
         println!(
             "  switching episode, {case}: {added:+.2} µs each (target ≤ +1 µs: {})",

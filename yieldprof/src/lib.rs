@@ -416,6 +416,14 @@ pub mod __private {
     }
     pub use yieldprof_macros::wait_call;
 
+    /// How many times the calling thread has read its switch figures (getrusage, its
+    /// CPU clock, schedstat) since it began recording: tests check that a hot loop of
+    /// switching episodes reads far fewer times than it has episodes.
+    #[cfg(feature = "enabled")]
+    pub fn switch_reads() -> u64 {
+        crate::record::deferred::reads_here()
+    }
+
     /// Test hook: every perf group opened from now on fails with `errno`, for the
     /// refusals a test cannot cause for real. Call it before anything records.
     #[cfg(feature = "enabled")]

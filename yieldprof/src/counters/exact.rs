@@ -24,8 +24,12 @@ use std::os::fd::{AsRawFd, RawFd};
 /// bits and compared by wrapping difference: an episode sees far fewer than 2^32.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Mark {
-    /// The context-switch counter (the page's `offset`); 0 without a page.
+    /// The context-switch counter (the page's `offset`) when the mark was taken; 0
+    /// without a page.
     pub(crate) switches: u32,
+    /// How many switches the figures below are older than `switches`: 0 for a read
+    /// mark, else the mark was taken unread (`Mark::unread_at`).
+    ahead: u32,
     voluntary: u32,
     involuntary: u32,
     migrations: u32,
@@ -50,6 +54,7 @@ impl Mark {
     /// No figures: the mark of a thread without a page.
     pub(crate) const ZERO: Mark = Mark {
         switches: 0,
+        ahead: 0,
         voluntary: 0,
         involuntary: 0,
         migrations: 0,
@@ -63,7 +68,7 @@ impl Mark {
         Delta {
             voluntary: n(self.voluntary, end.voluntary),
             involuntary: n(self.involuntary, end.involuntary),
-            switches: n(self.switches, end.switches),
+            switches: n(self.read_at(), end.read_at()),
             migrations: n(self.migrations, end.migrations),
             off_ns: end.off_ns.saturating_sub(self.off_ns),
             queued_ns: end.queued_ns.saturating_sub(self.queued_ns),
@@ -77,9 +82,11 @@ impl Mark {
     /// episode keeps its own number of switches, exact, voluntary ones first (a wait
     /// blocks; a thread running its own code is preempted), and of the off-CPU and
     /// queued time the same share as of the switches, at most `wall_ns`.
+    /// A mark taken unread (`Mark::unread_at`) is apportioned the same way, over the
+    /// figures from the read its values come from.
     pub(crate) fn until_count(&self, end: u32, now: &Mark, wall_ns: u64) -> (Delta, bool) {
         let all = self.until(now);
-        if end == now.switches {
+        if end == now.switches && self.is_read() {
             return (all, true);
         }
         let mine = u64::from(end.wrapping_sub(self.switches)).min(all.switches);
@@ -98,6 +105,28 @@ impl Mark {
             queued_ns: share(all.queued_ns).min(off_ns),
         };
         (d, false)
+    }
+
+    /// This read mark taken again at switch count `switches` without reading: the
+    /// figures at `switches` are not known yet. An episode that starts there and
+    /// continues one of the same target that ended there needs none of them: the
+    /// two telescope (`record::deferred`).
+    pub(crate) fn unread_at(&self, switches: u32) -> Mark {
+        Mark {
+            switches,
+            ahead: switches.wrapping_sub(self.read_at()),
+            ..*self
+        }
+    }
+
+    /// Whether the figures were read at the mark's switch count.
+    pub(crate) fn is_read(&self) -> bool {
+        self.ahead == 0
+    }
+
+    /// The switch count the figures were read at.
+    fn read_at(&self) -> u32 {
+        self.switches.wrapping_sub(self.ahead)
     }
 
     /// The thread's run-queue wait (schedstat `run_delay`) at the mark; 0 without
@@ -161,6 +190,8 @@ pub(crate) struct Exact {
     /// re-read costs here, for callers that read at once only where it is cheap
     /// next to the episode.
     read_ticks: Cell<u64>,
+    /// How many times the sources were read on this thread.
+    reads: Cell<u64>,
     pub(crate) base: Mark,
 }
 
@@ -182,6 +213,7 @@ impl Exact {
             page_time,
             last: Cell::new(Mark::ZERO),
             read_ticks: Cell::new(u64::MAX),
+            reads: Cell::new(0),
             base: Mark::ZERO,
         };
         x.base = x.remark();
@@ -219,6 +251,17 @@ impl Exact {
         self.read_ticks.get()
     }
 
+    /// How many times every source was read on this thread.
+    pub(crate) fn reads(&self) -> u64 {
+        self.reads.get()
+    }
+
+    /// The last mark read, whatever the switch count now.
+    #[inline(always)]
+    pub(crate) fn last(&self) -> Mark {
+        self.last.get()
+    }
+
     /// The thread's mark now: the last one while the switch count has not moved.
     #[inline(always)]
     pub(crate) fn mark(&self) -> (Mark, bool) {
@@ -237,6 +280,7 @@ impl Exact {
         let m = self.measure();
         let took = clock::now().saturating_sub(t0);
         self.read_ticks.set(self.read_ticks.get().min(took));
+        self.reads.set(self.reads.get() + 1);
         self.last.set(m);
         m
     }
@@ -278,6 +322,7 @@ fn read_sources(cpu_ns: Option<u64>, schedstat: Option<RawFd>) -> Mark {
     };
     Mark {
         switches: 0,
+        ahead: 0,
         voluntary: if ok { ru.ru_nvcsw as u32 } else { 0 },
         involuntary: if ok { ru.ru_nivcsw as u32 } else { 0 },
         migrations: 0,
@@ -341,6 +386,7 @@ mod tests {
     fn a_delta_is_the_difference_of_two_marks_across_a_wrap() {
         let a = Mark {
             switches: u32::MAX - 1,
+            ahead: 0,
             voluntary: u32::MAX,
             involuntary: 7,
             migrations: 1,
@@ -349,6 +395,7 @@ mod tests {
         };
         let b = Mark {
             switches: 3,
+            ahead: 0,
             voluntary: 3,
             involuntary: 8,
             migrations: 1,
@@ -373,6 +420,7 @@ mod tests {
     fn a_switch_after_the_episode_leaves_its_count_exact_and_its_split_apportioned() {
         let start = Mark {
             switches: 10,
+            ahead: 0,
             voluntary: 5,
             involuntary: 5,
             migrations: 0,
@@ -382,6 +430,7 @@ mod tests {
         // The episode blocked once (count 10 -> 11); then its thread was preempted.
         let now = Mark {
             switches: 12,
+            ahead: 0,
             voluntary: 6,
             involuntary: 6,
             migrations: 1,

@@ -328,6 +328,17 @@ impl LocalCounters {
         self.exact.as_ref().map(Exact::switches)
     }
 
+    /// The last [`Mark`] read, whatever the switch count now; `None` without a page.
+    #[inline(always)]
+    pub(crate) fn last(&self) -> Option<Mark> {
+        self.exact.as_ref().map(Exact::last)
+    }
+
+    /// How many times the sources of a [`Mark`] were read on this thread.
+    pub(crate) fn reads(&self) -> u64 {
+        self.exact.as_ref().map_or(0, Exact::reads)
+    }
+
     /// What re-reading every source of a [`Mark`] costs on this thread, in ticks
     /// (the fewest seen); `u64::MAX` before the first re-read or without a page.
     pub(crate) fn read_ticks(&self) -> u64 {

@@ -13,6 +13,11 @@
 //! the thread's totals stay exact. An episode long enough that a read is at most 2 %
 //! of it is read at its end. Wall ticks are claimed at a guard's close, off-CPU ns when
 //! read (`claim_ticks`, `claim_off`), so nested calls' time counts once.
+//!
+//! A hot loop does not read once per episode either: episodes of one target (a frame's
+//! node, a call's slot) with no switch between them telescope (the sum of their deltas
+//! is the last one's end less the first one's start), so an opener that continues one
+//! takes its mark unread and merges into it at its close (`Local::coalesced`).
 
 use crate::base::arena::bump;
 use crate::base::clock::{self, Scale};
@@ -24,35 +29,77 @@ use crate::record::thread::Local;
 /// its end: the read is ≤ 2 % of it.
 const READ_AT_END: u64 = 50;
 
+/// Episodes merged into unread ones before an open reads anyway: a read (~2 µs) then
+/// costs ~35 ns per episode of a hot loop, and a site's figures in a report taken
+/// from another thread are at most this many episodes behind.
+const MERGED_BEFORE_READ: u32 = 64;
+
+/// Or this long since the last read, for slow loops: a report from another thread
+/// sees a waiting thread's figures at most this late (plus the episode in progress).
+const READ_LAG_NS: u64 = 10_000_000;
+
 impl Local {
-    /// The thread's switch figures now, for a frame or call that opens: reading them
-    /// (when the thread was switched since the last read) also gives the figures of
-    /// the episodes that ended unread.
+    /// The thread's switch figures now, for a frame or call that opens and whose
+    /// figures go to `to` (`None`: to nothing that can have ended unread yet): reading them (when the thread was switched since the last
+    /// read) also gives the figures of the episodes that ended unread. Not read where
+    /// the opener may continue one of those (`Local::coalesced`).
     #[inline(always)]
-    pub(crate) fn mark(&self) -> Mark {
-        let (m, ticks) = self.mark_uncharged();
-        if ticks > 0 {
-            self.charge(ticks);
+    pub(crate) fn mark(&self, to: impl FnOnce() -> Option<EndedOf>) -> Mark {
+        if !self.counters.moved() && self.unread.ended.borrow().is_empty() {
+            return self.counters.mark(&self.data.counters);
         }
+        self.mark_slow(to)
+    }
+
+    /// Out of line: taken at most once per switched episode.
+    #[inline(never)]
+    fn mark_slow(&self, to: impl FnOnce() -> Option<EndedOf>) -> Mark {
+        if let Some(m) = self.coalesced(to) {
+            return m;
+        }
+        let (m, ticks) = self.read_mark(false);
+        self.charge(ticks);
         m
     }
 
-    /// As [`Local::mark`], with the ticks reading took (0 where nothing was read),
-    /// for the caller to [`charge`](Local::charge) to the frame whose time holds them.
-    #[inline(always)]
-    pub(crate) fn mark_uncharged(&self) -> (Mark, u64) {
-        if !self.counters.moved() && self.unread.0.borrow().is_empty() {
-            return (self.counters.mark(&self.data.counters), 0);
+    /// A mark taken unread (`Mark::unread_at`), where every episode that ended unread
+    /// ended at the switch count now (no switch since) and one of them has the
+    /// opener's target: when the opener switches, its episode continues that one
+    /// (`ended` merges them), and only the figures at their two far ends are needed,
+    /// so a hot loop of episodes reads once per `MERGED_BEFORE_READ` of them or
+    /// `READ_LAG_NS`. A different target reads now, as before.
+    fn coalesced(&self, to: impl FnOnce() -> Option<EndedOf>) -> Option<Mark> {
+        let now = self.counters.switches()?;
+        let last = self.counters.last()?;
+        let u = &self.unread;
+        if u.merged.get() >= MERGED_BEFORE_READ {
+            return None;
         }
-        self.read_mark()
+        let ended = u.ended.borrow();
+        if ended.is_empty() || ended.iter().any(|e| e.end != now) {
+            return None;
+        }
+        let lag = clock::now().saturating_sub(u.read_tick.get());
+        if Scale::known().map_or(lag, |s| s.ns(lag)) >= READ_LAG_NS {
+            return None;
+        }
+        let to = to()?;
+        ended
+            .iter()
+            .any(|e| e.to == to)
+            .then(|| last.unread_at(now))
     }
 
-    #[cold]
-    #[inline(never)]
-    fn read_mark(&self) -> (Mark, u64) {
+    /// Reads the figures now and gives the episodes that ended unread theirs
+    /// (`all`: every one of them, else those that frames still open continue stay).
+    /// The mark read, and the ticks that took.
+    fn read_mark(&self, all: bool) -> (Mark, u64) {
         let t0 = clock::now();
         let m = self.counters.mark(&self.data.counters);
-        self.attribute(&m);
+        self.attribute(&m, all);
+        self.open.read_at(&m);
+        self.unread.merged.set(0);
+        self.unread.read_tick.set(t0);
         (m, clock::now().saturating_sub(t0).max(1))
     }
 
@@ -68,16 +115,21 @@ impl Local {
         bump(&self.data.profiler_ticks, ticks);
     }
 
-    /// Reads the figures of the episodes that ended unread, if any.
-    pub(crate) fn settle(&self) {
-        if !self.unread.0.borrow().is_empty() {
-            self.mark();
+    /// Reads the figures of the episodes that ended unread, if any (`all`: at the
+    /// thread's exit, those open frames continue too).
+    pub(crate) fn settle(&self, all: bool) {
+        if !self.unread.ended.borrow().is_empty() {
+            let (_, ticks) = self.read_mark(all);
+            self.charge(ticks);
         }
     }
 
     /// A wait frame or a timed call that opened at `start` closed after `ticks`:
     /// where the thread was switched in it, notes what its figures go to (`to`, and
-    /// the off-CPU time claimed when it opened), read now if it is a long frame.
+    /// the off-CPU time claimed when it opened), read now if it is a long frame. One
+    /// whose mark was taken unread continues the unread one of the same target that
+    /// ended where it started: that one now ends here, and moves to the end of the
+    /// list, so calls are still claimed before the frames around them.
     #[inline]
     pub(crate) fn ended(&self, start: &Mark, to: EndedOf, claimed_off: u64, ticks: u64) {
         let Some(end) = self.counters.switches() else {
@@ -86,32 +138,66 @@ impl Local {
         if end == start.switches {
             return;
         }
+        let lone;
         let full = {
-            let mut unread = self.unread.0.borrow_mut();
-            unread.push(Ended {
-                start: *start,
-                end,
-                to,
-                claimed_off,
-                ticks,
-            });
+            let mut unread = self.unread.ended.borrow_mut();
+            let continued = match start.is_read() {
+                true => None,
+                false => unread
+                    .iter()
+                    .position(|e| e.to == to && e.end == start.switches),
+            };
+            lone = !start.is_read() && continued.is_none();
+            match continued {
+                Some(i) => {
+                    let mut e = unread.remove(i);
+                    e.end = end;
+                    e.ticks = e.ticks.saturating_add(ticks);
+                    unread.push(e);
+                    self.unread.merged.set(self.unread.merged.get() + 1);
+                }
+                None => unread.push(Ended {
+                    start: *start,
+                    end,
+                    to,
+                    claimed_off,
+                    ticks,
+                }),
+            }
             unread.len() >= UNREAD
         };
         // A call is read with its frame, which closes later, outside the caller's clock
         // around the call.
         let long =
             matches!(to, EndedOf::Frame(_)) && ticks / READ_AT_END >= self.counters.read_ticks();
-        if full || long {
-            self.settle();
+        // One marked unread that continues none: its split is apportioned from the
+        // last read (estimated), best read at once.
+        if full || long || lone {
+            self.settle(full);
         }
     }
 
     /// Gives each episode that ended unread its figures from `now`, in the order they
-    /// closed, so that a frame's own off-CPU time is claimed after its calls'.
-    fn attribute(&self, now: &Mark) {
+    /// closed, so that a frame's own off-CPU time is claimed after its calls'. Unless
+    /// `all`, one that a frame still open continues (marked unread where it ended:
+    /// `OpenFrames::continues`) stays, to be merged when that frame closes.
+    fn attribute(&self, now: &Mark, all: bool) {
         let scale = Scale::rough();
-        let mut unread = self.unread.0.borrow_mut();
-        for e in unread.drain(..) {
+        let mut unread = self.unread.ended.borrow_mut();
+        let mut kept = 0;
+        for i in 0..unread.len() {
+            let e = unread[i];
+            let stays = match e.to {
+                EndedOf::Frame(node) => {
+                    !all && e.end != now.switches && self.open.continues(node, e.end)
+                }
+                EndedOf::Call(_) => false,
+            };
+            if stays {
+                unread[kept] = e;
+                kept += 1;
+                continue;
+            }
             let wall_ns = scale.map_or(e.ticks, |s| s.ns(e.ticks));
             let (mut d, read_at_end) = e.start.until_count(e.end, now, wall_ns);
             // Read exactly, it may still pass the guard's length by the clocks' rounding,
@@ -131,6 +217,7 @@ impl Local {
                 }
             }
         }
+        unread.truncate(kept);
     }
 
     /// A guard that opened when `at_open` ticks were claimed closes after `ticks`:
@@ -159,4 +246,10 @@ impl Local {
         });
         own
     }
+}
+
+/// How many times this thread has read its switch figures (the sources of a [`Mark`])
+/// since it began recording; 0 without a page.
+pub(crate) fn reads_here() -> u64 {
+    crate::record::thread::with(|l| l.counters.reads()).unwrap_or(0)
 }

@@ -273,7 +273,9 @@ impl CallGuard {
                 None => {
                     let start = clock::now();
                     let profiled = l.data.profiler_ticks.load(Relaxed);
-                    (start, profiled, l.mark())
+                    // Only a call that has a slot can continue one of its episodes.
+                    let slot = || l.data.find_slot(l.current.get(), key).map(EndedOf::Call);
+                    (start, profiled, l.mark(slot))
                 }
             };
             CallGuard {

@@ -39,7 +39,7 @@ pub(crate) fn open(
     // after), so the profiler's time it takes is the parent's.
     let mark = match begin {
         Some((_, mark)) if wait => mark,
-        None if wait => l.mark(),
+        None if wait => l.mark(|| Some(EndedOf::Frame(node))),
         _ => Mark::ZERO,
     };
     l.data.opened(node);

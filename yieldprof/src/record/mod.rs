@@ -8,7 +8,7 @@ pub(crate) mod asked;
 #[cfg(feature = "enabled")]
 mod copy;
 #[cfg(feature = "enabled")]
-mod deferred;
+pub(crate) mod deferred;
 #[cfg_attr(not(feature = "enabled"), path = "noop.rs")]
 pub(crate) mod episode;
 #[cfg(feature = "enabled")]

@@ -91,6 +91,24 @@ impl OpenFrames {
         frames.get(slot as usize).map(|(opened, _)| opened.node)
     }
 
+    /// Whether a wait frame on `node` is open with a mark taken unread at switch
+    /// count `at`: the [`Ended`] of its node that ended there is what it continues.
+    pub(crate) fn continues(&self, node: u32, at: u32) -> bool {
+        self.0.borrow().iter().any(|(o, closed)| {
+            !closed && o.wait && o.node == node && !o.mark.is_read() && o.mark.switches == at
+        })
+    }
+
+    /// The thread's figures were read at `now`: open wait frames marked unread at its
+    /// switch count take them.
+    pub(crate) fn read_at(&self, now: &Mark) {
+        for (o, _) in self.0.borrow_mut().iter_mut() {
+            if o.wait && !o.mark.is_read() && o.mark.switches == now.switches {
+                o.mark = *now;
+            }
+        }
+    }
+
     /// The frame in `slot` closed: its state. Slots are freed from the top only, so a
     /// frame still open above one closed out of order (frames held across `.await`)
     /// keeps its slot.
@@ -129,19 +147,28 @@ pub(crate) struct Ended {
 }
 
 /// What an [`Ended`] was.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum EndedOf {
     Frame(u32),
     Call(u32),
 }
 
-/// This thread's [`Ended`]s in the order they closed; allocated once, at most
-/// [`UNREAD`] long.
-pub(crate) struct Unread(pub(crate) RefCell<Vec<Ended>>);
+/// This thread's [`Ended`]s in the order they (last) closed, allocated once, at most
+/// [`UNREAD`] long; and since the last read, how many episodes merged into them and
+/// the tick it was made at.
+pub(crate) struct Unread {
+    pub(crate) ended: RefCell<Vec<Ended>>,
+    pub(crate) merged: Cell<u32>,
+    pub(crate) read_tick: Cell<u64>,
+}
 
 impl Default for Unread {
     fn default() -> Self {
-        Unread(RefCell::new(Vec::with_capacity(UNREAD)))
+        Unread {
+            ended: RefCell::new(Vec::with_capacity(UNREAD)),
+            merged: Cell::new(0),
+            read_tick: Cell::new(0),
+        }
     }
 }
 

@@ -328,15 +328,21 @@ impl ThreadData {
     /// The index of [`ThreadData::slot_of`]'s slot.
     #[inline]
     pub(crate) fn slot_index(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
-        let n = self.node(node);
-        let mut s = n.first_slot.own();
+        self.find_slot(node, key)
+            .unwrap_or_else(|| self.new_slot(node, key, info))
+    }
+
+    /// The index of `node`'s slot for the call site at `key`, if it has one yet.
+    #[inline]
+    pub(crate) fn find_slot(&self, node: u32, key: usize) -> Option<u32> {
+        let mut s = self.node(node).first_slot.own();
         while s != OVERFLOW_SLOT {
             if self.slot(s).key.load(Relaxed) == key {
-                return s;
+                return Some(s);
             }
             s = self.slot(s).next.own();
         }
-        self.new_slot(node, key, info)
+        None
     }
 
     #[cold]
@@ -387,7 +393,7 @@ impl Drop for Local {
     fn drop(&mut self) {
         open::forget_unwaited_cache();
         // Its closed episodes' switch figures (`record::deferred`).
-        self.settle();
+        self.settle(true);
         self.counters.refresh(&self.data.counters);
         publish_skipped(&self.data);
         let done = self.data.snapshot(true);
@@ -563,7 +569,7 @@ pub(crate) fn all_threads() -> Vec<ThreadProfile> {
     // their last sampled episode.
     if counters::open_here() {
         with(|l| {
-            l.settle();
+            l.settle(false);
             l.counters.refresh(&l.data.counters)
         });
     }

@@ -1,0 +1,187 @@
+//! A hot loop of switching episodes reads the thread's switch figures only now and
+//! then (`record::deferred`: episodes of one site with no switch between them merge
+//! into one unread episode), and its figures stay those of the kernel: the site's
+//! voluntary switches equal `/proc/self/task/<tid>/status`'s delta, its off-CPU time
+//! the thread's (monotonic clock minus schedstat's on-CPU time) and its queued time
+//! schedstat's run delay, over the whole loop.
+//!
+//! The loop's thread blocks only in the site (a channel ping-pong), so when the kernel
+//! counts every switch of the thread inside the site (no preemption between
+//! episodes), the thread's whole off-CPU and queued time is the site's. An attempt
+//! preempted outside the site is run again, a few times at most, then reported
+//! inconclusive. (Own test binary: the site is read process-wide.)
+
+use std::sync::mpsc::{channel, Receiver};
+use std::time::Duration;
+use yieldprof::counters::{capabilities, Count, CounterEvent};
+use yieldprof::Profile;
+
+const EPISODES: u64 = 2_000;
+const ATTEMPTS: usize = 10;
+
+/// The thread's figures as the kernel keeps them.
+#[derive(Clone, Copy, Debug)]
+struct Kernel {
+    voluntary: u64,
+    involuntary: u64,
+    /// CLOCK_MONOTONIC minus schedstat's on-CPU time, ns.
+    off_ns: u64,
+    /// schedstat's run delay, ns; `None` without schedstat.
+    queued_ns: Option<u64>,
+}
+
+fn kernel_now() -> Kernel {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    let field = |name: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").ok();
+    let stat = |i: usize| -> Option<u64> {
+        schedstat
+            .as_deref()?
+            .split_whitespace()
+            .nth(i)?
+            .parse()
+            .ok()
+    };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let mono = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    // Without schedstat, the thread's CPU clock (the same sum of run time).
+    let cpu = stat(0).unwrap_or_else(|| {
+        // SAFETY: as above.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    });
+    Kernel {
+        voluntary: field("voluntary_ctxt_switches:"),
+        involuntary: field("nonvoluntary_ctxt_switches:"),
+        off_ns: mono - cpu,
+        queued_ns: stat(1),
+    }
+}
+
+#[yieldprof::instrument_wait]
+fn hot_recv(rx: &Receiver<u64>) -> u64 {
+    rx.recv().unwrap()
+}
+
+#[yieldprof::instrument_wait]
+fn warm_up() {
+    std::thread::sleep(Duration::from_micros(10));
+}
+
+/// Keeps the calling thread on CPU `cpu` (of those there are), so that a handoff's
+/// wake-up goes to the other CPU instead of preempting the waker outside the site.
+fn pin(cpu: usize) {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        return;
+    }
+    // SAFETY: `set` is a valid, zeroed cpu_set_t; the call changes this thread only.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu % cpus, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// One ping-pong of `EPISODES` handoffs: the kernel's figures of the thread that
+/// waits in `hot_recv` at its start and end, and how many times it read its switch
+/// figures in between.
+fn ping_pong() -> (Kernel, Kernel, u64) {
+    let (to_worker, rx) = channel();
+    let (tx, from_worker) = channel();
+    let partner = std::thread::spawn(move || {
+        pin(1);
+        for i in 0..EPISODES {
+            to_worker.send(i).unwrap();
+            from_worker.recv().unwrap();
+        }
+    });
+    let worker = std::thread::spawn(move || {
+        pin(0);
+        // The thread's counters open here, outside the count.
+        warm_up();
+        let reads = yieldprof::__private::switch_reads();
+        let before = kernel_now();
+        for _ in 0..EPISODES {
+            let t = hot_recv(&rx);
+            tx.send(t).unwrap();
+        }
+        let after = kernel_now();
+        let reads = yieldprof::__private::switch_reads() - reads;
+        (before, after, reads)
+    });
+    let seen = worker.join().unwrap();
+    partner.join().unwrap();
+    seen
+}
+
+fn value(c: Count) -> Option<u64> {
+    c.value()
+}
+
+#[test]
+fn a_hot_loop_reads_its_switch_figures_rarely_and_they_equal_the_kernels() {
+    if !capabilities()
+        .get(CounterEvent::ContextSwitches)
+        .is_available()
+    {
+        eprintln!("perf unavailable: switches are sampled, not per episode: skipped");
+        return;
+    }
+    for attempt in 1..=ATTEMPTS {
+        let before = yieldprof::snapshot();
+        let (k0, k1, reads) = ping_pong();
+        let d: Profile = yieldprof::snapshot().since(&before);
+        let s = d.site("hot_recv").unwrap();
+        let (kv, ki) = (k1.voluntary - k0.voluntary, k1.involuntary - k0.involuntary);
+        let koff = k1.off_ns - k0.off_ns;
+        let kqueued = k1.queued_ns.zip(k0.queued_ns).map(|(a, b)| a - b);
+        let v = value(s.counters.voluntary_switches).unwrap();
+        let i = value(s.counters.involuntary_switches).unwrap();
+        let off = value(s.time.off_cpu_ns).unwrap();
+        let queued = value(s.time.queued_ns);
+        eprintln!(
+            "attempt {attempt}: {} episodes, {reads} reads of the switch figures; site {v} \
+             voluntary + {i} involuntary, off-CPU {off} ns, queued {queued:?} ns, {} \
+             estimated; kernel {kv} + {ki}, off-CPU {koff} ns, queued {kqueued:?} ns",
+            s.episodes, s.time.estimated_episodes
+        );
+        assert_eq!(s.episodes, EPISODES);
+        assert!(v <= kv && i <= ki, "more switches than the kernel counted");
+        if !(v == kv && i == ki && kv > 0) {
+            // Preempted (or blocked) outside the site: its figures are not the thread's.
+            continue;
+        }
+        assert!(
+            reads <= EPISODES / 10,
+            "{reads} reads for {EPISODES} switching episodes"
+        );
+        assert!(s.counters.voluntary_switches == Count::Exact(kv));
+        // Both sides read the thread's CPU clock (the same run-time sum) a few µs
+        // apart from the monotonic clock: 1 % and 100 µs at most.
+        assert!(
+            off.abs_diff(koff) <= (koff / 100).max(100_000),
+            "site off-CPU {off} ns, the thread's {koff} ns"
+        );
+        if let (Some(q), Some(kq)) = (queued, kqueued) {
+            // schedstat's run delay moves only when the thread is switched in, and
+            // every switch was in the site: the same sum.
+            assert_eq!(q, kq, "site queued {q} ns, schedstat's {kq} ns");
+        }
+        return;
+    }
+    eprintln!("inconclusive: every attempt was switched outside the site");
+}
