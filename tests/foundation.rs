@@ -162,7 +162,13 @@ fn the_folded_file_renders_with_inferno_unchanged() {
     // Our own SVG has the kinds in their colours.
     let ours = std::fs::read_to_string(&paths[1]).unwrap();
     assert!(ours.contains("rgb(230,159,0)"), "[yield] is orange");
-    assert!(ours.contains("rgb(213,94,0)"), "[spin] is vermillion");
+    // The spin's own time is `[spin]` when it was on the CPU; a loaded machine can
+    // preempt all of it (`[off-cpu]`), and then there is no spin frame to colour.
+    if std::fs::read_to_string(folded).unwrap().contains(";[spin] ") {
+        assert!(ours.contains("rgb(213,94,0)"), "[spin] is vermillion");
+    } else {
+        println!("inconclusive: every spin was preempted, no [spin] frame drawn");
+    }
 }
 
 #[yieldprof::instrument_wait]

@@ -7,6 +7,9 @@ use crate::base::fork::{ForkMutex, Locked};
 use crate::base::text::host_name;
 #[cfg(feature = "enabled")]
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU32;
+#[cfg(feature = "enabled")]
+use std::sync::atomic::Ordering::Relaxed;
 
 /// What a rewritten call does while it waits.
 ///
@@ -123,6 +126,10 @@ pub struct EpisodeSite {
     pub(crate) file: &'static str,
     pub(crate) line: u32,
     pub(crate) budget: &'static [Limit],
+    /// Its number in this process, from 1 in the order sites are first counted; 0
+    /// before. Threads cache per-site counts by it: unlike a hash of the address, the
+    /// first sites a thread meets never share a cache slot.
+    number: AtomicU32,
 }
 
 impl EpisodeSite {
@@ -141,6 +148,28 @@ impl EpisodeSite {
             file,
             line,
             budget: &[],
+            number: AtomicU32::new(0),
+        }
+    }
+
+    /// Its number in this process (see the field), given at its first use.
+    #[cfg(feature = "enabled")]
+    #[inline(always)]
+    pub(crate) fn number(&self) -> u32 {
+        match self.number.load(Relaxed) {
+            0 => self.give_number(),
+            n => n,
+        }
+    }
+
+    #[cfg(feature = "enabled")]
+    #[cold]
+    fn give_number(&self) -> u32 {
+        static NEXT: AtomicU32 = AtomicU32::new(1);
+        let n = NEXT.fetch_add(1, Relaxed).max(1);
+        match self.number.compare_exchange(0, n, Relaxed, Relaxed) {
+            Ok(_) => n,
+            Err(taken) => taken,
         }
     }
 

@@ -248,8 +248,7 @@ impl WaitGuard {
 
 #[inline(always)]
 fn cache_index(key: usize) -> usize {
-    // Fibonacci hashing: the top bits of the product spread nearby addresses.
-    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize) >> (usize::BITS - 5)) % UNWAITED_CACHE
+    site_of(key).number() as usize % UNWAITED_CACHE
 }
 
 #[inline(always)]
