@@ -95,10 +95,23 @@ pub(super) fn pool_findings(p: &Profile, costs: &Costs) -> Vec<PoolFinding> {
     // Jobs by frame: the pool is the threads that run that frame's jobs.
     let mut pools: BTreeMap<u32, (Vec<&str>, Vec<Job>, u64)> = BTreeMap::new();
     for t in &p.threads {
-        for e in &t.timeline.episodes {
-            if p.frames[e.frame as usize].kind != FrameKind::Work {
-                continue;
-            }
+        // A job run inside another's wait (a work-stealing join waiting for its stolen
+        // half) is part of the outer job's time: only the outermost count.
+        let mut outer: Vec<_> = t
+            .timeline
+            .episodes
+            .iter()
+            .filter(|e| p.frames[e.frame as usize].kind == FrameKind::Work)
+            .collect();
+        outer.sort_by_key(|e| (e.start, std::cmp::Reverse(e.duration)));
+        let mut reach = 0;
+        outer.retain(|e| {
+            let end = e.start + e.duration;
+            let keep = end > reach;
+            reach = reach.max(end);
+            keep
+        });
+        for e in outer {
             let (workers, jobs, _) = pools.entry(e.frame).or_default();
             let w = match workers.iter().position(|&n| n == t.name) {
                 Some(w) => w,
