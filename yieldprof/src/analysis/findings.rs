@@ -11,6 +11,7 @@
 
 use crate::analysis::costs::Costs;
 use crate::analysis::oversubscribed::oversubscribed;
+use crate::analysis::pools::{pool_findings, Cause};
 use crate::base::site::Kind;
 use crate::base::text::duration;
 use crate::model::profile::{Profile, SiteStats, ThreadStats};
@@ -43,6 +44,10 @@ pub enum Rule {
     /// CPU time inside a wait site's episodes outside any wait call or nested frame:
     /// work done while waiting (a pool worker's jobs), counted as waiting until marked.
     WorkInsideWait,
+    /// A pool's jobs ran on fewer workers at a time than it has (and cores allow).
+    LowParallelism,
+    /// A pool worker started its phases' jobs late: the others ran them meanwhile.
+    LateWake,
 }
 
 impl Rule {
@@ -59,6 +64,8 @@ impl Rule {
             Rule::BackoffNeverResets => "backoff-never-resets",
             Rule::BlockingInAsync => "blocking-call-in-async",
             Rule::WorkInsideWait => "work-inside-wait",
+            Rule::LowParallelism => "pool-low-parallelism",
+            Rule::LateWake => "pool-late-wake",
         }
     }
 }
@@ -450,6 +457,16 @@ impl Profile {
             }
         }
         thread_findings(self.thread_views(), costs, &mut out);
+        out.extend(pool_findings(self, costs).into_iter().map(|f| Finding {
+            rule: match f.cause {
+                Cause::LateWake => Rule::LateWake,
+                Cause::LowParallelism => Rule::LowParallelism,
+            },
+            subject: f.subject,
+            location: None,
+            evidence: f.evidence,
+            fix: f.fix.into(),
+        }));
         out
     }
 }

@@ -10,6 +10,8 @@ pub(crate) mod findings;
 #[cfg(feature = "enabled")]
 pub(crate) mod oversubscribed;
 #[cfg(feature = "enabled")]
+pub(crate) mod pools;
+#[cfg(feature = "enabled")]
 pub mod probe;
 pub(crate) mod session;
 #[cfg(feature = "enabled")]

@@ -1,4 +1,5 @@
-//! A thread's timeline as copied out: its last wait episodes in the order they closed,
+//! A thread's timeline as copied out: its last wait episodes (and the jobs run straight
+//! inside them, business frames) in the order they closed,
 //! and how many it recorded in all.
 
 use crate::base::clock;

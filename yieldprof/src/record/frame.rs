@@ -67,12 +67,14 @@ pub(crate) fn open(
     } else {
         Tally::ZERO
     };
+    let job = !wait && l.open.in_wait();
     let slot = l.open.push(Opened {
         node,
         prev,
         start,
         wait,
         count,
+        job,
         mark,
         claimed: l.claimed.get(),
         sample,
@@ -96,7 +98,14 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
     let o = l.open.pop(slot)?;
     let elapsed = end.saturating_sub(o.start);
     let n = l.data.node(o.node);
-    if o.wait {
+    if o.job {
+        l.data.timeline.push(&Episode {
+            start: o.start,
+            duration: elapsed,
+            frame: n.frame.load(Relaxed),
+            ..Episode::default()
+        });
+    } else if o.wait {
         let end = l.counters.switches().unwrap_or(o.mark.switches);
         // Every poll of an `async fn` episode is one stretch of the timeline.
         let mine = l.tally.get();

@@ -60,6 +60,10 @@ pub(crate) struct Opened {
     /// closes (not the frame a closure or an async poll opens).
     pub(crate) wait: bool,
     pub(crate) count: bool,
+    /// A business frame opened straight inside a wait frame (a job a pool worker runs
+    /// while it waits): it goes into the timeline too, so pool findings see when each
+    /// job ran.
+    pub(crate) job: bool,
     /// The thread's switch figures when it opened (wait frames; `Mark::ZERO` else).
     pub(crate) mark: Mark,
     /// What closed guards had claimed when it opened.
@@ -82,6 +86,13 @@ impl OpenFrames {
         let mut frames = self.0.borrow_mut();
         frames.push((opened, false));
         frames.len() as u32 - 1
+    }
+
+    /// Whether the innermost open frame is a wait frame.
+    #[inline]
+    pub(crate) fn in_wait(&self) -> bool {
+        let frames = self.0.borrow();
+        frames.last().is_some_and(|(opened, _)| opened.wait)
     }
 
     /// The node of the frame in `slot`, while it is open.

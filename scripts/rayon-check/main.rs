@@ -1,0 +1,141 @@
+//! rayon-core with its wait loops annotated, read against truth: every leaf job
+//! spins a known time and adds it to its thread's business time; each worker's wait %
+//! in the report is compared with 1 - business / life. With the argument `bench`: two
+//! outside threads block on the pool (`install`) in turn, timed; nothing is written.
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+const THREADS: usize = 2;
+/// Business time per thread: rayon workers by index, the caller last.
+static BUSY: [AtomicU64; THREADS + 1] = [const { AtomicU64::new(0) }; THREADS + 1];
+
+fn leaf(d: Duration) -> u64 {
+    let t = Instant::now();
+    let mut x = 0u64;
+    while t.elapsed() < d {
+        x = std::hint::black_box(x + 1);
+    }
+    let i = rayon::current_thread_index().unwrap_or(THREADS);
+    BUSY[i].fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+    x
+}
+
+fn tree(depth: u32) -> u64 {
+    if depth == 0 {
+        return leaf(Duration::from_micros(200));
+    }
+    let (a, b) = rayon::join(|| tree(depth - 1), || tree(depth - 1));
+    a + b
+}
+
+fn phase(name: &str, work: impl FnOnce()) {
+    BUSY.iter().for_each(|b| b.store(0, Relaxed));
+    let before = yieldprof::snapshot();
+    let t = Instant::now();
+    work();
+    let wall = t.elapsed();
+    let p = yieldprof::snapshot().since(&before);
+    println!("## {name} ({:.1} ms)", wall.as_secs_f64() * 1e3);
+    println!("| thread | wait % shown | truth (1 - leaves / life) | leaves' time |");
+    for t in p.threads() {
+        let i = match t.name.strip_prefix("rayon-") {
+            Some(n) => n.parse::<usize>().unwrap(),
+            None if t.name == "main" => THREADS,
+            None => continue,
+        };
+        let busy = BUSY[i].load(Relaxed);
+        let shown = 100.0 * t.wait_ns as f64 / t.wall_ns.max(1) as f64;
+        let truth = 100.0 * (1.0 - busy as f64 / t.wall_ns.max(1) as f64);
+        println!(
+            "| {} | {shown:.1} % | {truth:.1} % | {:.1} ms of {:.1} ms |",
+            t.name,
+            busy as f64 / 1e6,
+            t.wall_ns as f64 / 1e6
+        );
+    }
+    for f in p.findings(&yieldprof::report::Costs::current()) {
+        println!("{f}");
+    }
+    let out = std::env::var("OUT").unwrap_or_else(|_| "out".into());
+    p.write(&out, name).unwrap();
+}
+
+/// ns per `install` of a small parallel step, two outside threads calling at once.
+fn bench() {
+    const INSTALLS: usize = 2000;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(THREADS)
+        .build()
+        .unwrap();
+    let pool = &pool;
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(move || {
+                for _ in 0..INSTALLS {
+                    let sum: u64 = pool.install(|| {
+                        (0..8u32)
+                            .into_par_iter()
+                            .map(|_| leaf(Duration::from_micros(20)))
+                            .sum()
+                    });
+                    std::hint::black_box(sum);
+                }
+            });
+        }
+    });
+    println!("{}", t.elapsed().as_nanos() / (2 * INSTALLS) as u128);
+}
+
+fn main() {
+    if std::env::args().nth(1).as_deref() == Some("bench") {
+        return bench();
+    }
+    let _guard = yieldprof::init();
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(THREADS)
+        .thread_name(|i| format!("rayon-{i}"))
+        .build_global()
+        .unwrap();
+    // Let the workers start and fall asleep.
+    rayon::spawn(|| {});
+    std::thread::sleep(Duration::from_millis(50));
+    phase("join-tree", || {
+        for _ in 0..5 {
+            std::hint::black_box(rayon::join(|| tree(7), || tree(7)));
+        }
+    });
+    phase("par-iter", || {
+        let s: u64 = (0..2000u32)
+            .into_par_iter()
+            .map(|_| leaf(Duration::from_micros(100)))
+            .sum();
+        std::hint::black_box(s);
+    });
+    static STEPS_NS: AtomicU64 = AtomicU64::new(0);
+    phase("serial-then-parallel", || {
+        for _ in 0..20 {
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(5) {
+                std::hint::black_box(0);
+            }
+            BUSY[THREADS].fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+            let step = Instant::now();
+            let s: u64 = (0..40u32)
+                .into_par_iter()
+                .map(|_| leaf(Duration::from_micros(200)))
+                .sum();
+            STEPS_NS.fetch_add(step.elapsed().as_nanos() as u64, Relaxed);
+            std::hint::black_box(s);
+        }
+        let leaves: u64 = BUSY[..THREADS].iter().map(|b| b.load(Relaxed)).sum();
+        println!(
+            "truth: the parallel steps' leaves {:.1} ms in {:.1} ms of steps (caller's clock): \
+             parallelism {:.2}",
+            leaves as f64 / 1e6,
+            STEPS_NS.load(Relaxed) as f64 / 1e6,
+            leaves as f64 / STEPS_NS.load(Relaxed) as f64
+        );
+    });
+}
