@@ -389,16 +389,19 @@ fn the_page_names_who_held_the_lock_a_thread_waited_for() {
         let summary = &page[page.find("<pre id=\"summary\">").expect("the summary")..];
         let site = format!("tests/live_view.rs:{wait_line}");
         let holder = format!("held by tests/live_view.rs:{holder_line}");
-        if summary.contains(&site) && summary.contains(&holder) {
+        // Far past the lock's 2 µs spin: the wait is timed and split by holder.
+        if waited >= Duration::from_millis(5) {
+            assert!(
+                summary.contains(&site) && summary.contains(&holder),
+                "{summary}"
+            );
             // The graph draws the holder under the waiting lock too.
             let svg = &page[page.find("<div id=\"flamegraph\">").unwrap()..];
-            assert!(
-                svg.contains(&format!("[held by live_view.rs:{holder_line}]")),
-                "{svg}"
-            );
+            let frame = format!("[held by live_view.rs:{holder_line}]");
+            assert!(svg.contains(&frame), "{svg}");
             break;
         }
-        println!("attempt {attempt}: the waiter did not wait for line {holder_line}");
+        println!("attempt {attempt}: waited only {waited:?} for line {holder_line}");
         if attempt == 5 {
             println!("inconclusive: never waited in five tries on this loaded machine");
         }
