@@ -362,3 +362,50 @@ fn go_tool_pprof_fetches_a_delta_profile_from_the_live_view() {
     drop(guard);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_page_names_who_held_the_lock_a_thread_waited_for() {
+    let (guard, addr, dir) = live("locks");
+    let lock = Arc::new(yieldprof::sync::Mutex::new(0u32));
+    // A waiter descheduled past the whole hold did not wait: tried again, five times.
+    for attempt in 1..=5 {
+        let (holding_tx, holding_rx) = std::sync::mpsc::channel();
+        let held = lock.clone();
+        let holder = std::thread::spawn(move || {
+            let (g, line) = (held.lock().unwrap(), line!());
+            holding_tx.send(line).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            drop(g);
+        });
+        let holder_line = holding_rx.recv().unwrap();
+        let asked = std::time::Instant::now();
+        let (g, wait_line) = (lock.lock().unwrap(), line!());
+        let waited = asked.elapsed();
+        drop(g);
+        holder.join().unwrap();
+        let (status, _, body) = get(addr, "/?refresh=0");
+        assert_eq!(status, 200);
+        let page = String::from_utf8(body).unwrap();
+        let summary = &page[page.find("<pre id=\"summary\">").expect("the summary")..];
+        let site = format!("tests/live_view.rs:{wait_line}");
+        let holder = format!("held by tests/live_view.rs:{holder_line}");
+        // Far past the lock's 2 µs spin: the wait is timed and split by holder.
+        if waited >= Duration::from_millis(5) {
+            assert!(
+                summary.contains(&site) && summary.contains(&holder),
+                "{summary}"
+            );
+            // The graph draws the holder under the waiting lock too.
+            let svg = &page[page.find("<div id=\"flamegraph\">").unwrap()..];
+            let frame = format!("[held by live_view.rs:{holder_line}]");
+            assert!(svg.contains(&frame), "{svg}");
+            break;
+        }
+        println!("attempt {attempt}: waited only {waited:?} for line {holder_line}");
+        if attempt == 5 {
+            println!("inconclusive: never waited in five tries on this loaded machine");
+        }
+    }
+    drop(guard);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

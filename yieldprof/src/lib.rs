@@ -459,3 +459,9 @@ pub mod __private {
 #[cfg(all(doctest, feature = "tracing"))]
 #[doc = include_str!("../../docs/fleet.md")]
 mod fleet_docs {}
+
+/// `docs/locks.md`'s examples (`Tracked` around a lock of one's own), compiled and run
+/// as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/locks.md")]
+mod locks_docs {}

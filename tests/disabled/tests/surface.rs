@@ -190,3 +190,24 @@ fn sync_locks_are_std_types_when_the_feature_is_off() {
     assert!(timeout.timed_out());
     assert_eq!(*g + *rw.read().unwrap(), 3);
 }
+
+/// A user's lock type, as `yieldprof::sync::Tracked` takes it.
+struct Plain(Mutex<u64>);
+
+impl yieldprof::sync::Lockable for Plain {
+    type Guard<'a> = std::sync::MutexGuard<'a, u64>;
+    fn lock(&self) -> Self::Guard<'_> {
+        self.0.lock().unwrap()
+    }
+    fn try_lock(&self) -> Option<Self::Guard<'_>> {
+        self.0.try_lock().ok()
+    }
+}
+
+#[test]
+fn a_tracked_lock_is_only_the_lock_when_the_feature_is_off() {
+    let t = yieldprof::sync::Tracked::new(Plain(Mutex::new(1)));
+    assert_eq!(std::mem::size_of_val(&t), std::mem::size_of::<Plain>());
+    *t.lock() += 1;
+    assert_eq!(*t.try_lock().unwrap(), 2);
+}

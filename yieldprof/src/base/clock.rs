@@ -36,6 +36,7 @@ fn mono_ns() -> u64 {
 }
 
 #[cfg(target_arch = "x86_64")]
+#[inline(always)]
 fn tsc() -> u64 {
     // SAFETY: RDTSC exists on every x86_64 CPU and has no preconditions.
     unsafe { core::arch::x86_64::_rdtsc() }

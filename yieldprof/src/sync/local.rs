@@ -12,10 +12,11 @@ use crate::sync::order::{self, Held};
 use crate::sync::state::{key_of, LockState};
 use std::cell::Cell;
 use std::panic::Location;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Hold times are timed for the first acquisition at a site on a thread, then for one
-/// in this many: two clock reads on every hold would cost more than the lock.
+/// in this many: two clock reads on every hold would cost more than the lock. A power
+/// of two, so the slot's acquisition count picks the samples with a mask.
 pub const HOLD_SAMPLE_EVERY: u32 = 16;
 
 /// Acquisition sites a thread's table keeps; acquisitions at more are only counted.
@@ -37,7 +38,6 @@ pub(crate) struct Slot {
     /// Sampled hold times, ticks, and their sum (the histogram keeps no sums).
     pub(crate) holds: AtomicDurations,
     pub(crate) held: AtomicU64,
-    until_sample: AtomicU32,
 }
 
 /// A thread's slots. Tables are never freed: a thread that exits leaves its table to
@@ -158,7 +158,7 @@ impl Drop for GiveBack {
 pub(crate) fn acquired(lock: &LockState, site: &'static Location<'static>, how: How) -> Token {
     let key = key_of(site);
     lock.set_holder(key);
-    LOCAL.with(|l| l.acquired(lock.class_key(), key, how))
+    local().acquired(lock.class_key(), key, how)
 }
 
 /// Records the release of a hold recorded as `t`. Call it before the lock is released.
@@ -172,7 +172,19 @@ pub(crate) fn released(lock: &LockState, t: Token) {
             contention::release_to_waiters(lock, c, t.site);
         }
     }
-    LOCAL.with(|l| l.released(t));
+    local().released(t);
+}
+
+/// The thread's `Local`. `LocalKey::with` around the whole bookkeeping was kept out of
+/// line by the compiler (a call and a closure per acquisition and per release); with
+/// a closure that only takes the address it is a plain TLS access.
+#[inline(always)]
+fn local() -> &'static Local {
+    let l: *const Local = LOCAL.with(|l| l as *const Local);
+    // SAFETY: `LOCAL` is a const thread-local without `Drop`: its storage is the
+    // thread's TLS block, valid while the thread runs, and only this thread reads it
+    // (the reference never leaves this module's callers on this thread).
+    unsafe { &*l }
 }
 
 impl Local {
@@ -193,17 +205,16 @@ impl Local {
         let mut start = 0;
         match table.slots.get(slot) {
             Some(s) => {
-                bump(&s.acquisitions, 1);
+                // The count before this acquisition picks the sampled holds: the
+                // first, then one in `HOLD_SAMPLE_EVERY`.
+                let before = s.acquisitions.load(Relaxed);
+                s.acquisitions.store(before.wrapping_add(1), Relaxed);
                 if let How::Waited(ticks) = how {
                     bump(&s.contended, 1);
                     bump(&s.waited, ticks);
                 }
-                let left = s.until_sample.load(Relaxed);
-                if left == 0 {
-                    s.until_sample.store(HOLD_SAMPLE_EVERY - 1, Relaxed);
+                if before % u64::from(HOLD_SAMPLE_EVERY) == 0 {
                     start = clock::now();
-                } else {
-                    s.until_sample.store(left - 1, Relaxed);
                 }
             }
             None => bump(&table.unplaced, 1),
@@ -227,12 +238,7 @@ impl Local {
     #[inline(always)]
     fn released(&self, t: Token) {
         if t.start != 0 {
-            if let Some(table) = self.table.get() {
-                let held = clock::now().saturating_sub(t.start);
-                let slot = &table.slots[usize::from(t.slot)];
-                slot.holds.record(held);
-                bump(&slot.held, held);
-            }
+            self.record_hold(t);
         }
         let depth = self.depth.get();
         let top = depth.wrapping_sub(1);
@@ -245,6 +251,19 @@ impl Local {
             self.depth.set(top);
         } else {
             self.release_out_of_order(this, depth);
+        }
+    }
+
+    /// A sampled hold ends: out of line, so that the other 15 in 16 releases inline
+    /// into the guard's drop.
+    #[cold]
+    #[inline(never)]
+    fn record_hold(&self, t: Token) {
+        if let Some(table) = self.table.get() {
+            let held = clock::now().saturating_sub(t.start);
+            let slot = &table.slots[usize::from(t.slot)];
+            slot.holds.record(held);
+            bump(&slot.held, held);
         }
     }
 

@@ -20,6 +20,9 @@
 //!   notify until the waiter runs again with its lock, spurious wakes, and timed-out
 //!   waits that a notify reached too late.
 //!
+//! A lock type of one's own is recorded the same way once it implements [`Lockable`]
+//! and is wrapped in [`Tracked`].
+//!
 //! [`Profile::locks`](crate::Profile::locks) reads what was recorded. Without the
 //! `enabled` feature these names are std's own types.
 //!
@@ -49,6 +52,7 @@ pub(crate) mod report;
 mod rwlock;
 #[cfg(feature = "enabled")]
 mod state;
+mod tracked;
 
 #[cfg(feature = "enabled")]
 pub use condvar::Condvar;
@@ -60,6 +64,7 @@ pub use mutex::{Mutex, MutexGuard};
 pub use report::{HeldBy, LockCycle, LockReport, LockSite, OrderEdge, Wakes};
 #[cfg(feature = "enabled")]
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub use tracked::{Lockable, Tracked, TrackedGuard};
 
 #[cfg(not(feature = "enabled"))]
 pub use std::sync::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};

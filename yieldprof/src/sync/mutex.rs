@@ -1,7 +1,7 @@
 //! `Mutex`: std's mutex, tried first and timed only when the try fails.
 
 use crate::config;
-use crate::sync::acquire::{self, map_lock, map_try};
+use crate::sync::acquire;
 use crate::sync::local::{self, How, Token};
 use crate::sync::state::LockState;
 use std::fmt;
@@ -49,21 +49,25 @@ impl<T: ?Sized> Mutex<T> {
     #[track_caller]
     #[inline]
     pub fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
-        let (r, token) = acquire::blocking(
+        acquire::blocking(
             &self.state,
             Location::caller(),
             || self.inner.try_lock(),
             || self.inner.lock(),
-        );
-        map_lock(r, |g| self.wrap(g, token))
+            |g, token| self.wrap(g, token),
+        )
     }
 
     /// Acquires the mutex if it is free, without blocking.
     #[track_caller]
     #[inline]
     pub fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
-        let (r, token) = acquire::tried(&self.state, Location::caller(), || self.inner.try_lock());
-        map_try(r, |g| self.wrap(g, token))
+        acquire::tried(
+            &self.state,
+            Location::caller(),
+            || self.inner.try_lock(),
+            |g, token| self.wrap(g, token),
+        )
     }
 
     /// Whether a thread panicked while holding the mutex.
@@ -115,7 +119,7 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
 }
 
 impl<T: ?Sized> Drop for MutexGuard<'_, T> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         local::released(&self.lock.state, self.token);
     }

@@ -2,7 +2,7 @@
 //! With several readers, the holder word names the latest one: a writer's wait is
 //! charged to the latest reader's site.
 
-use crate::sync::acquire::{self, map_lock, map_try};
+use crate::sync::acquire;
 use crate::sync::local::{self, Token};
 use crate::sync::state::LockState;
 use std::fmt;
@@ -56,21 +56,25 @@ impl<T: ?Sized> RwLock<T> {
     #[track_caller]
     #[inline]
     pub fn read(&self) -> LockResult<RwLockReadGuard<'_, T>> {
-        let (r, token) = acquire::blocking(
+        acquire::blocking(
             &self.state,
             Location::caller(),
             || self.inner.try_read(),
             || self.inner.read(),
-        );
-        map_lock(r, |inner| self.reader(inner, token))
+            |inner, token| self.reader(inner, token),
+        )
     }
 
     /// Shared access if no writer holds the lock, without blocking.
     #[track_caller]
     #[inline]
     pub fn try_read(&self) -> TryLockResult<RwLockReadGuard<'_, T>> {
-        let (r, token) = acquire::tried(&self.state, Location::caller(), || self.inner.try_read());
-        map_try(r, |inner| self.reader(inner, token))
+        acquire::tried(
+            &self.state,
+            Location::caller(),
+            || self.inner.try_read(),
+            |inner, token| self.reader(inner, token),
+        )
     }
 
     /// Exclusive access, blocking while anyone holds the lock; the caller's line is
@@ -78,21 +82,25 @@ impl<T: ?Sized> RwLock<T> {
     #[track_caller]
     #[inline]
     pub fn write(&self) -> LockResult<RwLockWriteGuard<'_, T>> {
-        let (r, token) = acquire::blocking(
+        acquire::blocking(
             &self.state,
             Location::caller(),
             || self.inner.try_write(),
             || self.inner.write(),
-        );
-        map_lock(r, |inner| self.writer(inner, token))
+            |inner, token| self.writer(inner, token),
+        )
     }
 
     /// Exclusive access if nobody holds the lock, without blocking.
     #[track_caller]
     #[inline]
     pub fn try_write(&self) -> TryLockResult<RwLockWriteGuard<'_, T>> {
-        let (r, token) = acquire::tried(&self.state, Location::caller(), || self.inner.try_write());
-        map_try(r, |inner| self.writer(inner, token))
+        acquire::tried(
+            &self.state,
+            Location::caller(),
+            || self.inner.try_write(),
+            |inner, token| self.writer(inner, token),
+        )
     }
 
     /// Whether a thread panicked while holding the lock for writing.

@@ -2,8 +2,11 @@
 //! contention books, made at its first contended acquisition (`contention` keeps them).
 
 use std::panic::Location;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::ptr;
+use std::sync::atomic::{
+    AtomicPtr, AtomicU32, AtomicUsize, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed,
+};
+use std::sync::{Mutex, PoisonError};
 
 /// The holder word's value while nobody is known to hold the lock: a holder released
 /// it to waiters that have not run yet.
@@ -14,7 +17,9 @@ pub(crate) struct LockState {
     pub(crate) class: &'static Location<'static>,
     /// The site of the latest acquisition (a `&'static Location` as an address).
     holder: AtomicUsize,
-    contention: OnceLock<Box<Contention>>,
+    /// The contention books (a leaked `Box`), null until the first contended
+    /// acquisition: a release checks it with one load (a `OnceLock` took three).
+    contention: AtomicPtr<Contention>,
 }
 
 impl LockState {
@@ -22,7 +27,7 @@ impl LockState {
         LockState {
             class,
             holder: AtomicUsize::new(HANDOFF),
-            contention: OnceLock::new(),
+            contention: AtomicPtr::new(ptr::null_mut()),
         }
     }
 
@@ -42,11 +47,40 @@ impl LockState {
     /// The books, if the lock was ever contended.
     #[inline(always)]
     pub(crate) fn contention(&self) -> Option<&Contention> {
-        self.contention.get().map(|c| &**c)
+        // SAFETY: non-null only once set to a leaked `Box` that lives as long as the
+        // lock (freed in `drop`, which `&self` outlives).
+        unsafe { self.contention.load(Acquire).as_ref() }
     }
 
     pub(crate) fn contention_or_make(&self) -> &Contention {
-        self.contention.get_or_init(Box::default)
+        if let Some(c) = self.contention() {
+            return c;
+        }
+        let made = Box::into_raw(Box::<Contention>::default());
+        match self
+            .contention
+            .compare_exchange(ptr::null_mut(), made, AcqRel, Acquire)
+        {
+            // SAFETY: `made` now belongs to the lock, freed in `drop`.
+            Ok(_) => unsafe { &*made },
+            Err(theirs) => {
+                // SAFETY: `made` was never shared; `theirs` is the lock's (as above).
+                unsafe {
+                    drop(Box::from_raw(made));
+                    &*theirs
+                }
+            }
+        }
+    }
+}
+
+impl Drop for LockState {
+    fn drop(&mut self) {
+        let c = *self.contention.get_mut();
+        if !c.is_null() {
+            // SAFETY: a `Box` leaked by `contention_or_make`, owned by this lock only.
+            drop(unsafe { Box::from_raw(c) });
+        }
     }
 }
 
