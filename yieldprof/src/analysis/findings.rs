@@ -43,6 +43,9 @@ pub enum Rule {
     /// CPU time inside a wait site's episodes outside any wait call or nested frame:
     /// work done while waiting (a pool worker's jobs), counted as waiting until marked.
     WorkInsideWait,
+    /// Nearly every episode switched out and waited to be woken (a rendezvous channel):
+    /// each pays a switch each way, whatever it waited for.
+    Handoff,
 }
 
 impl Rule {
@@ -59,6 +62,7 @@ impl Rule {
             Rule::BackoffNeverResets => "backoff-never-resets",
             Rule::BlockingInAsync => "blocking-call-in-async",
             Rule::WorkInsideWait => "work-inside-wait",
+            Rule::Handoff => "handoff",
         }
     }
 }
@@ -226,6 +230,11 @@ fn site_findings(site: &SiteStats, costs: &Costs, threads_ns: u64, out: &mut Vec
              (park, Condvar, a channel)"
                 .into(),
         );
+    }
+    if site.wall_ns as f64 >= MATERIAL_SHARE * threads_ns as f64 {
+        if let Some((kind, evidence, fix)) = super::handoff::handoff(site, costs, MIN_EPISODES) {
+            add(Rule::Handoff, call_at(site, kind), evidence, fix);
+        }
     }
     let yields = site.calls_of(Kind::Yield);
     let yield_ns = site.ns_of(Kind::Yield);
