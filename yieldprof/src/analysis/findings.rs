@@ -10,7 +10,7 @@
 //! each site and each thread; the summary, JSON and budgets all use this definition.
 
 use crate::analysis::costs::Costs;
-use crate::analysis::oversubscribed::oversubscribed;
+use crate::analysis::oversubscribed::{oversubscribed, MachineLoad};
 use crate::base::site::Kind;
 use crate::base::text::duration;
 use crate::model::profile::{Profile, SiteStats, ThreadStats};
@@ -383,7 +383,17 @@ fn thread_findings(threads: &[ThreadStats], costs: &Costs, out: &mut Vec<Finding
         .iter()
         .map(|(_, (_, b))| *b)
         .try_fold(1.0f64, |min, b| b.map(|b| min.min(b)));
+    // The run queue counts every process's threads: where the others alone fill the
+    // cores, fewer threads here would not clear it.
+    let machine = MachineLoad::current();
+    let others = machine
+        .as_ref()
+        .is_some_and(|m| m.others_fill(found.len() as u64, costs.cores as u64));
     let fix = match least_blocked {
+        _ if others => "the run queue is mostly other processes': this process's threads \
+             would be preempted with fewer of them too; measure on a quieter machine, or give \
+             it cores of its own (taskset, a cgroup cpuset); its waits need no change for this"
+            .into(),
         Some(share) if share >= 1.0 - SPIN_ON_CPU_SHARE => format!(
             "run fewer busy threads than cores; their waits already block ({:.0}% or more of \
              their time blocked off the CPU), so the run queue is their work's",
@@ -402,7 +412,14 @@ fn thread_findings(threads: &[ThreadStats], costs: &Costs, out: &mut Vec<Finding
         rule: Rule::Oversubscribed,
         subject,
         location: None,
-        evidence: format!("{}; {} cores", evidence.join("; "), costs.cores),
+        evidence: match machine {
+            Some(m) => format!(
+                "{}; {}",
+                evidence.join("; "),
+                m.describe(costs.cores as u64)
+            ),
+            None => format!("{}; {} cores", evidence.join("; "), costs.cores),
+        },
         fix,
     });
 }
