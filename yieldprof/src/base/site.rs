@@ -426,9 +426,14 @@ impl EpisodeSite {
     /// `crate::module::Type::function` or `<crate::module::T as crate::module::Tr>::function`,
     /// read off the nested item's `type_name`; `None` for a site built without one.
     fn owner_path(&self) -> Option<String> {
-        let nested = (self.owner?)();
-        let path = nested.rsplit_once("::").map_or(nested, |(p, _)| p);
-        Some(path.to_string())
+        let mut path = (self.owner?)().strip_suffix("::__YieldprofAt")?;
+        // An `async fn`'s body is a closure of the fn: `f::{{closure}}::__YieldprofAt`.
+        while let Some(fn_path) = path.strip_suffix("::{{closure}}") {
+            path = fn_path;
+        }
+        // Anything else (a name `type_name` spells otherwise) keeps `module::function`.
+        let head = path.strip_suffix(self.function)?;
+        head.ends_with("::").then(|| path.to_string())
     }
 
     /// The impl-qualified name, for a site with no given name: the module's last
