@@ -125,11 +125,12 @@ fn write_sites(doc: &Document, sort: SortBy, top: usize, out: &mut String) {
             .map(|(k, n)| {
                 let per = n as f64 / s.episodes.max(1) as f64;
                 // Free acquisitions that would open an episode are not recorded.
-                let what = match k {
-                    Kind::Lock => " recorded, free first locks not counted",
-                    _ => "",
-                };
-                format!("{} {n} ({per:.1}/episode{what})", k.name())
+                match k {
+                    Kind::Lock => format!(
+                        "lock {n} recorded ({per:.1}/episode; free first locks not counted)"
+                    ),
+                    _ => format!("{} {n} ({per:.1}/episode)", k.name()),
+                }
             })
             .collect();
         let calls = if calls.is_empty() {
