@@ -50,6 +50,36 @@ fn sleep_long_loop() {
     }
 }
 
+/// 100 zero sleeps and one of 5 ms, at one line: the mean (~50 µs) says "a sleep", the
+/// median "no sleep at all".
+#[yieldprof::instrument_wait]
+fn sleep_zero_loop_one_slow() {
+    for i in 0..101 {
+        let d = if i == 50 {
+            Duration::from_millis(5)
+        } else {
+            Duration::ZERO
+        };
+        std::thread::sleep(d);
+    }
+}
+
+#[test]
+fn one_slow_call_does_not_hide_the_sleep_zero_finding() {
+    let costs = Costs::current();
+    let r = run(sleep_zero_loop_one_slow);
+    let site = r.site("sleep_zero_loop_one_slow").unwrap();
+    // Ground truth: the one 5 ms sleep lifts the mean past 1 µs.
+    assert!(site.ns_of(yieldprof::Kind::Sleep) / 101 >= 5_000_000 / 101);
+    let found = findings(&r, &costs, "sleep_zero_loop_one_slow");
+    assert_eq!(rules(&found), vec![Rule::SleepZeroIsNoOp], "{found:?}");
+    assert!(
+        found[0].evidence.starts_with("101 sleep calls"),
+        "{}",
+        found[0]
+    );
+}
+
 #[test]
 fn sleep_zero_is_flagged_as_a_no_op_and_a_real_sleep_is_not() {
     let costs = Costs::current();
