@@ -15,6 +15,12 @@ fn findings(report: &Profile, costs: &Costs, site: &str) -> Vec<Finding> {
         .collect()
 }
 
+/// The machine's 1-minute load average, from the kernel.
+fn load_1min() -> f64 {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap();
+    text.split(' ').next().unwrap().parse().unwrap()
+}
+
 fn rules(found: &[Finding]) -> Vec<Rule> {
     found.iter().map(|f| f.rule).collect()
 }
@@ -42,6 +48,36 @@ fn sleep_long_loop() {
     for _ in 0..10 {
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// 100 zero sleeps and one of 5 ms, at one line: the mean (~50 µs) says "a sleep", the
+/// median "no sleep at all".
+#[yieldprof::instrument_wait]
+fn sleep_zero_loop_one_slow() {
+    for i in 0..101 {
+        let d = if i == 50 {
+            Duration::from_millis(5)
+        } else {
+            Duration::ZERO
+        };
+        std::thread::sleep(d);
+    }
+}
+
+#[test]
+fn one_slow_call_does_not_hide_the_sleep_zero_finding() {
+    let costs = Costs::current();
+    let r = run(sleep_zero_loop_one_slow);
+    let site = r.site("sleep_zero_loop_one_slow").unwrap();
+    // Ground truth: the one 5 ms sleep lifts the mean past 1 µs.
+    assert!(site.ns_of(yieldprof::Kind::Sleep) / 101 >= 5_000_000 / 101);
+    let found = findings(&r, &costs, "sleep_zero_loop_one_slow");
+    assert_eq!(rules(&found), vec![Rule::SleepZeroIsNoOp], "{found:?}");
+    assert!(
+        found[0].evidence.starts_with("101 sleep calls"),
+        "{}",
+        found[0]
+    );
 }
 
 #[test]
@@ -327,10 +363,27 @@ fn involuntary_switches_from_oversubscription_are_flagged_and_a_lone_thread_is_n
         }
     });
     let report = session.finish();
+    let load_before = load_1min();
     let found = report.findings(&costs);
+    let load_after = load_1min();
     let over: Vec<&Finding> = found.iter().filter(|f| oversubscribed(f)).collect();
     // One finding for the cause, naming each thread it saw preempted.
     assert_eq!(over.len(), 1, "3 busy threads on one core: {found:?}");
+    // It counts the machine's run queue, other processes' included: the load it quotes
+    // is /proc/loadavg's at the time (read just before and after it).
+    let quoted: f64 = over[0]
+        .evidence
+        .split("machine load ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no machine load: {}", over[0]));
+    let (lo, hi) = (load_before.min(load_after), load_before.max(load_after));
+    assert!(
+        quoted >= lo - 0.005 && quoted <= hi + 0.005,
+        "{lo}..{hi}: {}",
+        over[0]
+    );
     assert!(
         over[0].evidence.matches("runnable but preempted").count() >= 2,
         "3 busy threads on one core: {} {:?}",

@@ -124,7 +124,13 @@ fn write_sites(doc: &Document, sort: SortBy, top: usize, out: &mut String) {
             .filter(|&(_, n)| n > 0)
             .map(|(k, n)| {
                 let per = n as f64 / s.episodes.max(1) as f64;
-                format!("{} {n} ({per:.1}/episode)", k.name())
+                // Free acquisitions that would open an episode are not recorded.
+                match k {
+                    Kind::Lock => format!(
+                        "lock {n} recorded ({per:.1}/episode; free first locks not counted)"
+                    ),
+                    _ => format!("{} {n} ({per:.1}/episode)", k.name()),
+                }
             })
             .collect();
         let calls = if calls.is_empty() {

@@ -221,3 +221,46 @@ fn show_lists_lock_sites_with_their_holders() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Takes a std lock the macro rewrites, then yields.
+#[yieldprof::instrument_wait]
+fn take_std_lock(m: &std::sync::Mutex<u32>) {
+    *m.lock().unwrap() += 1;
+    std::thread::yield_now();
+}
+
+#[test]
+fn show_labels_a_rewritten_lock_figure_as_recorded_not_calls() {
+    use std::sync::{mpsc, Arc, Mutex};
+    use std::time::Duration;
+    let dir = dir("show-std-lock");
+    let m = Arc::new(Mutex::new(0));
+    for _ in 0..100 {
+        take_std_lock(&m);
+    }
+    // One arranged block, so the site has a lock figure to label.
+    let (tx, rx) = mpsc::channel();
+    let m2 = m.clone();
+    let holder = std::thread::spawn(move || {
+        let g = m2.lock().unwrap();
+        tx.send(()).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        drop(g);
+    });
+    rx.recv().unwrap();
+    take_std_lock(&m);
+    holder.join().unwrap();
+    assert_eq!(*m.lock().unwrap(), 101);
+    let profile = yieldprof::snapshot();
+    let recorded = profile
+        .site("show::take_std_lock")
+        .unwrap()
+        .calls_of(yieldprof::Kind::Lock);
+    profile.write(&dir, "std-lock").unwrap();
+    let (code, stdout, stderr) = yieldprof(&[&"show", &dir.join("std-lock")]);
+    assert_eq!(code, 0, "{stderr}");
+    let label = format!("lock {recorded} recorded (");
+    assert!(stdout.contains(&label), "{label}: {stdout}");
+    assert!(stdout.contains("free first locks not counted"), "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

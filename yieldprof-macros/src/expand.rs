@@ -73,11 +73,19 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
             quote!(.with_budget(&[#(#limits),*]))
         }
     };
+    // An item nested in the fn: its `type_name` is the fn's full path, impl included
+    // (`<chan::Recv as chan::Handle>::try_select::__YieldprofAt`), which no attribute
+    // on a method can see otherwise.
     let site = quote! {
+        struct __YieldprofAt;
+        fn __yieldprof_at() -> &'static str {
+            ::core::any::type_name::<__YieldprofAt>()
+        }
         static __YIELDPROF_EPISODE: #krate::__private::EpisodeSite =
             #krate::__private::EpisodeSite::new(
                 #name, ::core::module_path!(), #function, ::core::file!(), #line,
-            )#budget;
+            )
+            .within(__yieldprof_at)#budget;
     };
 
     let body = if let Some(mut future) = boxed {

@@ -10,7 +10,7 @@
 //! each site and each thread; the summary, JSON and budgets all use this definition.
 
 use crate::analysis::costs::Costs;
-use crate::analysis::oversubscribed::oversubscribed;
+use crate::analysis::oversubscribed::{oversubscribed, MachineLoad};
 use crate::analysis::pools::{pool_findings, Cause};
 use crate::base::site::Kind;
 use crate::base::text::duration;
@@ -48,6 +48,9 @@ pub enum Rule {
     LowParallelism,
     /// A pool worker started its phases' jobs late: the others ran them meanwhile.
     LateWake,
+    /// Nearly every episode switched out and waited to be woken (a rendezvous channel):
+    /// each pays a switch each way, whatever it waited for.
+    Handoff,
 }
 
 impl Rule {
@@ -66,6 +69,7 @@ impl Rule {
             Rule::WorkInsideWait => "work-inside-wait",
             Rule::LowParallelism => "pool-low-parallelism",
             Rule::LateWake => "pool-late-wake",
+            Rule::Handoff => "handoff",
         }
     }
 }
@@ -160,16 +164,19 @@ fn site_findings(site: &SiteStats, costs: &Costs, threads_ns: u64, out: &mut Vec
     };
     for c in site.calls.iter().filter(|c| c.calls >= MIN_CALLS) {
         let at = format!("{}:{}", c.site.file, c.site.line);
-        let mean = per_call(c.ns, c.calls);
+        // The median call where known: one call preempted for milliseconds under load
+        // must not hide (or make) the finding, as it would move a mean.
+        let typical = super::slack::typical(site, c);
         match c.site.kind {
-            Kind::Sleep if mean < 1_000.0 => add(
+            Kind::Sleep if typical < 1_000 => add(
                 Rule::SleepZeroIsNoOp,
                 at,
                 format!(
-                    "{} sleep calls took {} each: a real sleep lasts at least the timer slack \
-                     ({}); std's sleep(Duration::ZERO) returns without a syscall",
+                    "{} sleep calls took {} typically (median, or mean where the site has \
+                     several sleep lines): a real sleep lasts at least the timer slack ({}); \
+                     std's sleep(Duration::ZERO) returns without a syscall",
                     c.calls,
-                    duration(mean as u64),
+                    duration(typical),
                     duration(costs.timer_slack_ns)
                 ),
                 "this loop never gives the core up: call std::thread::yield_now() to let \
@@ -233,6 +240,11 @@ fn site_findings(site: &SiteStats, costs: &Costs, threads_ns: u64, out: &mut Vec
              (park, Condvar, a channel)"
                 .into(),
         );
+    }
+    if site.wall_ns as f64 >= MATERIAL_SHARE * threads_ns as f64 {
+        if let Some((kind, evidence, fix)) = super::handoff::handoff(site, costs, MIN_EPISODES) {
+            add(Rule::Handoff, call_at(site, kind), evidence, fix);
+        }
     }
     let yields = site.calls_of(Kind::Yield);
     let yield_ns = site.ns_of(Kind::Yield);
@@ -381,7 +393,17 @@ fn thread_findings(threads: &[ThreadStats], costs: &Costs, out: &mut Vec<Finding
         .iter()
         .map(|(_, (_, b))| *b)
         .try_fold(1.0f64, |min, b| b.map(|b| min.min(b)));
+    // The run queue counts every process's threads: where the others alone fill the
+    // cores, fewer threads here would not clear it.
+    let machine = MachineLoad::current();
+    let others = machine
+        .as_ref()
+        .is_some_and(|m| m.others_fill(found.len() as u64, costs.cores as u64));
     let fix = match least_blocked {
+        _ if others => "the run queue is mostly other processes': this process's threads \
+             would be preempted with fewer of them too; measure on a quieter machine, or give \
+             it cores of its own (taskset, a cgroup cpuset); its waits need no change for this"
+            .into(),
         Some(share) if share >= 1.0 - SPIN_ON_CPU_SHARE => format!(
             "run fewer busy threads than cores; their waits already block ({:.0}% or more of \
              their time blocked off the CPU), so the run queue is their work's",
@@ -400,7 +422,14 @@ fn thread_findings(threads: &[ThreadStats], costs: &Costs, out: &mut Vec<Finding
         rule: Rule::Oversubscribed,
         subject,
         location: None,
-        evidence: format!("{}; {} cores", evidence.join("; "), costs.cores),
+        evidence: match machine {
+            Some(m) => format!(
+                "{}; {}",
+                evidence.join("; "),
+                m.describe(costs.cores as u64)
+            ),
+            None => format!("{}; {} cores", evidence.join("; "), costs.cores),
+        },
         fix,
     });
 }

@@ -8,6 +8,8 @@ pub(crate) mod declared;
 #[cfg(feature = "enabled")]
 pub(crate) mod findings;
 #[cfg(feature = "enabled")]
+pub(crate) mod handoff;
+#[cfg(feature = "enabled")]
 pub(crate) mod oversubscribed;
 #[cfg(feature = "enabled")]
 pub(crate) mod pools;

@@ -72,3 +72,96 @@ pub(super) fn oversubscribed(t: &ThreadStats) -> Option<(String, Option<f64>)> {
         blocked,
     ))
 }
+
+/// The machine's run queue beside the process's: the load average over the last
+/// minute (runnable and running tasks, every process's), the tasks runnable right now,
+/// and how many of those are this process's threads.
+pub(super) struct MachineLoad {
+    pub(super) load_1min: f64,
+    pub(super) runnable_now: u64,
+    pub(super) ours_now: u64,
+}
+
+impl MachineLoad {
+    /// Read from `/proc/loadavg` and `/proc/self/task/*/stat`; `None` where they
+    /// cannot be read.
+    pub(super) fn current() -> Option<MachineLoad> {
+        let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+        let (load_1min, runnable_now) = parse_loadavg(&text)?;
+        let ours_now = std::fs::read_dir("/proc/self/task")
+            .ok()?
+            .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stat")).ok())
+            .filter(|stat| task_state(stat) == Some('R'))
+            .count() as u64;
+        Some(MachineLoad {
+            load_1min,
+            runnable_now,
+            ours_now,
+        })
+    }
+
+    /// Whether other processes alone keep the cores busy: the minute's load less the
+    /// `busy` threads of this process seen preempted is at least the cores. Judged on
+    /// the minute's average, not one instant, so one busy moment does not flip it.
+    pub(super) fn others_fill(&self, busy: u64, cores: u64) -> bool {
+        self.load_1min - busy as f64 >= cores as f64
+    }
+
+    /// `machine load 5.12 (1-min average) on 2 cores; 6 tasks runnable at the report,
+    /// 1 of them this process's`.
+    pub(super) fn describe(&self, cores: u64) -> String {
+        format!(
+            "machine load {:.2} (1-min average, every process) on {cores} cores; {} tasks \
+             runnable at the report, {} of them this process's",
+            self.load_1min, self.runnable_now, self.ours_now
+        )
+    }
+}
+
+/// `0.52 0.58 0.59 2/345 12345` → (0.52, 2).
+fn parse_loadavg(text: &str) -> Option<(f64, u64)> {
+    let mut fields = text.split_whitespace();
+    let load = fields.next()?.parse().ok()?;
+    let runnable = fields.nth(2)?.split('/').next()?.parse().ok()?;
+    Some((load, runnable))
+}
+
+/// The state letter of a `/proc/.../stat` line: the field after the `)` closing the
+/// command name (which may itself hold spaces and parentheses).
+fn task_state(stat: &str) -> Option<char> {
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loadavg_and_stat_lines_parse() {
+        assert_eq!(
+            parse_loadavg("0.52 0.58 0.59 2/345 12345\n"),
+            Some((0.52, 2))
+        );
+        assert_eq!(parse_loadavg("junk"), None);
+        assert_eq!(task_state("123 (a) b) (c) R 1 2 3"), Some('R'));
+        assert_eq!(task_state("7 (sleepy) S 1"), Some('S'));
+        let here = MachineLoad::current().expect("Linux has /proc/loadavg");
+        // This thread is running while it reads.
+        assert!(here.ours_now >= 1 && here.runnable_now >= 1);
+    }
+
+    #[test]
+    fn the_queue_is_others_only_when_their_load_alone_fills_the_cores() {
+        let load = |load_1min| MachineLoad {
+            load_1min,
+            runnable_now: 0,
+            ours_now: 0,
+        };
+        // 3 busy threads of ours on 2 cores, idle otherwise: ours.
+        assert!(!load(3.1).others_fill(3, 2));
+        // The same 3 threads beside 4 busy loops elsewhere: the others'.
+        assert!(load(7.0).others_fill(3, 2));
+        // 1 thread of ours preempted on a machine at load 2.5: others hold 1.5 of 2.
+        assert!(!load(2.5).others_fill(1, 2));
+    }
+}

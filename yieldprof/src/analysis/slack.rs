@@ -49,7 +49,7 @@ pub(crate) fn asked_vs_got(site: &SiteStats, c: &CallStats, a: &Asked) -> String
 
 /// The median duration of call `c` where the site has one line of its kind, else its
 /// mean, ns.
-fn typical(site: &SiteStats, c: &CallStats) -> u64 {
+pub(crate) fn typical(site: &SiteStats, c: &CallStats) -> u64 {
     let one_line = site
         .calls
         .iter()

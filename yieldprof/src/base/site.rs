@@ -126,10 +126,11 @@ pub struct EpisodeSite {
     pub(crate) file: &'static str,
     pub(crate) line: u32,
     pub(crate) budget: &'static [Limit],
-    /// Its number in this process, from 1 in the order sites are first counted; 0
-    /// before. Threads cache per-site counts by it: unlike a hash of the address, the
-    /// first sites a thread meets never share a cache slot.
+    /// Its number in this process, from 1 as sites are first counted (0 before): the
+    /// slot of threads' per-site caches, so the first sites a thread meets share none.
     number: AtomicU32,
+    /// The `type_name` of an item nested in the function: its full path, impl included.
+    pub(crate) owner: Option<fn() -> &'static str>,
 }
 
 impl EpisodeSite {
@@ -149,6 +150,16 @@ impl EpisodeSite {
             line,
             budget: &[],
             number: AtomicU32::new(0),
+            owner: None,
+        }
+    }
+
+    /// `owner` names an item the macro nests in the function (`<R as H>::f::Item`): two
+    /// methods of one name in one module's impls are told apart by it.
+    pub const fn within(self, owner: fn() -> &'static str) -> Self {
+        EpisodeSite {
+            owner: Some(owner),
+            ..self
         }
     }
 
@@ -156,20 +167,14 @@ impl EpisodeSite {
     #[cfg(feature = "enabled")]
     #[inline(always)]
     pub(crate) fn number(&self) -> u32 {
-        match self.number.load(Relaxed) {
-            0 => self.give_number(),
-            n => n,
-        }
-    }
-
-    #[cfg(feature = "enabled")]
-    #[cold]
-    fn give_number(&self) -> u32 {
         static NEXT: AtomicU32 = AtomicU32::new(1);
-        let n = NEXT.fetch_add(1, Relaxed).max(1);
-        match self.number.compare_exchange(0, n, Relaxed, Relaxed) {
-            Ok(_) => n,
-            Err(taken) => taken,
+        match self.number.load(Relaxed) {
+            0 => {
+                let n = NEXT.fetch_add(1, Relaxed).max(1);
+                let won = self.number.compare_exchange(0, n, Relaxed, Relaxed);
+                won.map_or_else(|taken| taken, |_| n)
+            }
+            n => n,
         }
     }
 
@@ -264,6 +269,9 @@ pub struct FrameInfo {
     pub line: u32,
     /// The limits declared with `#[instrument_wait(budget(...))]`; empty when none.
     pub budget: &'static [Limit],
+    /// A wait site's impl-qualified name, which replaces `name` once another
+    /// function's site shares its default name; `None` for a given name.
+    pub(crate) qualified: Option<String>,
 }
 
 /// A call site as the report sees it.
@@ -296,6 +304,31 @@ struct Table {
 
 #[cfg(feature = "enabled")]
 impl Table {
+    /// Default names stay `module::function` until a second function of that name
+    /// records (another impl's method, a free fn): then every site of that name takes
+    /// its impl-qualified name (`module::<Recv as Handle>::f`), so their figures are
+    /// never read as one site's. Given names are the user's to share.
+    fn qualify(&mut self, id: u32) {
+        // `module::…::function` read back as `module::function`, renamed or not.
+        let short = |f: &FrameInfo| {
+            let q = f.qualified.as_deref()?;
+            let module = q.split("::").next()?;
+            let function = q.rsplit("::").next()?;
+            Some(format!("{module}::{function}"))
+        };
+        let new = &self.frames[id as usize];
+        let Some(name) = short(new) else { return };
+        let shared: Vec<usize> = (0..self.frames.len())
+            .filter(|&f| short(&self.frames[f]).as_ref() == Some(&name))
+            .collect();
+        if shared.iter().any(|&f| self.frames[f].path != new.path) {
+            for f in shared {
+                let frame = &mut self.frames[f];
+                frame.name = frame.qualified.clone().unwrap_or_default();
+            }
+        }
+    }
+
     /// Ids 0 and 1 are fixed so thread setup never looks them up.
     fn fill_fixed(&mut self) {
         self.frames.push(FrameInfo {
@@ -305,6 +338,7 @@ impl Table {
             file: "",
             line: 0,
             budget: &[],
+            qualified: None,
         });
         self.frames.push(FrameInfo {
             kind: FrameKind::Overflow,
@@ -313,6 +347,7 @@ impl Table {
             file: "",
             line: 0,
             budget: &[],
+            qualified: None,
         });
         self.calls.push(CallInfo {
             kind: Kind::Spin,
@@ -361,6 +396,7 @@ pub(crate) fn frame_id(key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
     let id = t.frames.len() as u32;
     t.frames.push(info());
     t.frame_ids.insert(key, id);
+    t.qualify(id);
     id
 }
 
@@ -396,11 +432,98 @@ impl EpisodeSite {
         FrameInfo {
             kind: FrameKind::Wait,
             name,
-            path: format!("{}::{}", self.module, self.function),
+            path: self
+                .owner_path()
+                .unwrap_or_else(|| format!("{}::{}", self.module, self.function)),
             file: self.file,
             line: self.line,
             budget: self.budget,
+            qualified: self.qualified(),
         }
+    }
+}
+
+#[cfg(feature = "enabled")]
+impl EpisodeSite {
+    /// `crate::module::Type::function` or `<crate::module::T as crate::module::Tr>::function`,
+    /// read off the nested item's `type_name`; `None` for a site built without one.
+    fn owner_path(&self) -> Option<String> {
+        let mut path = (self.owner?)().strip_suffix("::__YieldprofAt")?;
+        // An `async fn`'s body is a closure of the fn: `f::{{closure}}::__YieldprofAt`.
+        while let Some(fn_path) = path.strip_suffix("::{{closure}}") {
+            path = fn_path;
+        }
+        // Anything else (a name `type_name` spells otherwise) keeps `module::function`.
+        let head = path.strip_suffix(self.function)?;
+        head.ends_with("::").then(|| path.to_string())
+    }
+
+    /// The impl-qualified name, for a site with no given name: the module's last
+    /// segment, then the path past the module with every inner path cut to its last
+    /// segment (`chan::<Recv as Handle>::try_select`, `chan::Ring<_>::push`).
+    fn qualified(&self) -> Option<String> {
+        if self.name.is_some() {
+            return None;
+        }
+        let module = self.module.rsplit("::").next().unwrap_or(self.module);
+        let path = self.owner_path()?;
+        let within = path
+            .strip_prefix(self.module)
+            .and_then(|p| p.strip_prefix("::"))
+            .unwrap_or(&path);
+        Some(format!("{module}::{}", last_segments(within)))
+    }
+}
+
+/// Every `a::b::C` inside `<..>` cut to `C` (`<m::R as m::H>::f` → `<R as H>::f`);
+/// the path outside them (`outer::inner`, `Ring<..>::push`) stays.
+#[cfg(feature = "enabled")]
+fn last_segments(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut start = 0;
+    let mut depth = 0u32;
+    let mut rest = path;
+    while let Some(c) = rest.chars().next() {
+        if let Some(after) = rest.strip_prefix("::") {
+            if depth > 0 && !out[start..].is_empty() {
+                out.truncate(start);
+            } else {
+                out.push_str("::");
+                start = out.len();
+            }
+            rest = after;
+            continue;
+        }
+        out.push(c);
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if !(c.is_alphanumeric() || c == '_') {
+            start = out.len();
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+#[cfg(all(test, feature = "enabled"))]
+mod tests {
+    use super::last_segments;
+
+    #[test]
+    fn inner_paths_keep_their_last_segment() {
+        assert_eq!(
+            last_segments("<m::chan::Recv as m::chan::Handle>::try_select"),
+            "<Recv as Handle>::try_select"
+        );
+        assert_eq!(last_segments("Ring<_>::push"), "Ring<_>::push");
+        assert_eq!(last_segments("outer::inner"), "outer::inner");
+        assert_eq!(
+            last_segments("G<m::A, core::option::Option<u8>>::f"),
+            "G<A, Option<u8>>::f"
+        );
     }
 }
 
@@ -416,6 +539,7 @@ impl WorkSite {
             file: self.file,
             line: self.line,
             budget: &[],
+            qualified: None,
         }
     }
 }

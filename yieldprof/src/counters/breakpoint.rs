@@ -408,12 +408,32 @@ mod tests {
             }
         };
         assert_eq!(wp.len(), 2);
+        // Whether the writer runs while a breakpoint is armed is the scheduler's: wait
+        // (at most 5 s) until word `w` took `n` more writes after arming, each a larger
+        // value (word 0 holds even counts, word 1 odd ones, 2 apart); else inconclusive.
+        let wrote = |w: usize, n: u64| {
+            let from = data[w].load(Ordering::Relaxed);
+            let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while data[w].load(Ordering::Relaxed) < from + 2 * n {
+                if std::time::Instant::now() > end {
+                    return false;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            true
+        };
+        let inconclusive = |what: &str| {
+            stop.store(true, Ordering::Relaxed);
+            eprintln!("inconclusive: the writer did not run for 5 s while {what}");
+        };
         let mut hits = Vec::new();
         for round in 0..3 {
             wp.arm(0, at(0), 3).unwrap();
             // Word 5 is never written: its budget carries over unspent.
             wp.arm(1, at(5), 3).unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            if !wrote(0, 3) {
+                return inconclusive("armed on word 0");
+            }
             hits.clear();
             wp.park(&mut hits);
             assert_eq!(hits.len(), 3, "round {round}: {hits:?}");
@@ -422,7 +442,9 @@ mod tests {
         }
         // Moved, the breakpoint sees the other word.
         wp.arm(0, at(1), 2).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        if !wrote(1, 2) {
+            return inconclusive("armed on word 1");
+        }
         hits.clear();
         wp.park(&mut hits);
         assert_eq!(hits.len(), 2);
@@ -433,7 +455,9 @@ mod tests {
         for round in 0..3 {
             wp.arm(0, at(0), 10_000).unwrap();
             wp.arm(1, at(1), 10_000).unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(50));
+            if !(wrote(0, u64::from(MAX_BUDGET)) && wrote(1, u64::from(MAX_BUDGET))) {
+                return inconclusive("armed with the full budget");
+            }
             hits.clear();
             wp.park(&mut hits);
             assert_eq!(hits.len(), 2 * MAX_BUDGET as usize, "round {round}");

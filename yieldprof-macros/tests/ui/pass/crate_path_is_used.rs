@@ -36,6 +36,10 @@ mod fake {
                 EpisodeSite(name, function)
             }
 
+            pub const fn within(self, _owner: fn() -> &'static str) -> Self {
+                self
+            }
+
             pub const fn with_budget(self, budget: &'static [Limit]) -> Self {
                 assert!(matches!(budget, [Limit::Calls(Kind::Yield, 1)]));
                 self
