@@ -108,7 +108,7 @@ pub(crate) struct ThreadData {
     pub(super) serial: u64,
     pub(super) tid: i32,
     pub(super) name: String,
-    /// The tick its recorded life starts at: after its registration (see `register`).
+    /// The tick its recorded life starts at: where its registration began.
     pub(super) start_ns: AtomicU64,
     pub(super) nodes: Arena<Node>,
     pub(super) slots: Arena<Slot>,
@@ -122,8 +122,7 @@ pub(crate) struct ThreadData {
     pub(crate) timeline: Ring,
     /// Per site, episodes that returned without waiting (`record::lazy`).
     pub(super) unwaited: UnwaitedTable,
-    /// The profiler's own ticks on this thread so far (each also in a node's
-    /// `profiler_ticks`): a timed call leaves out those inside it.
+    /// The profiler's own ticks here (each also a node's): a timed call leaves them out.
     pub(crate) profiler_ticks: AtomicU64,
 }
 
@@ -425,9 +424,7 @@ fn register() -> Local {
     SERIAL.with(|s| s.set(data.serial));
     // Outside the registry lock: opening perf counters takes a few syscalls.
     let counters = LocalCounters::open(&data.counters);
-    // The thread's life in the report starts where its set-up began; the set-up (its
-    // counters' first of all, and the one-time probe when this thread ran it) is the
-    // profiler's time.
+    // The thread's life starts where its set-up began; the set-up is the profiler's.
     let ticks = clock::now().saturating_sub(t0);
     data.start_ns.store(t0, Relaxed);
     bump(&data.node(ROOT).profiler_ticks, ticks);
