@@ -235,6 +235,14 @@ impl ThreadProfile {
         }
         self.counters.scale_to_ns(scale);
         self.timeline.scale_to_ns(scale);
+        // The profiler's time goes to the frame current when it ran: for pending frames
+        // opened together, an outer one that started with them. A frame's share of it
+        // is never more than its own time.
+        let child_wall = self.child_wall();
+        for (n, c) in self.nodes.iter_mut().zip(child_wall) {
+            let own = n.wall_ns.saturating_sub(c).saturating_sub(n.timed_ns());
+            n.profiler_ns = n.profiler_ns.min(own);
+        }
     }
 
     /// Wall time of each node's children, by node.
