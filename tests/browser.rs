@@ -101,10 +101,10 @@ fn chromium_shows_each_wait_kind_in_its_colour() {
     );
     let png = std::fs::read(&shot).unwrap();
     for (kind, rgb) in [
-        ("[spin] red", [0xe0, 0x20, 0x20]),
-        ("[yield] orange", [0xf0, 0x90, 0x20]),
-        ("[sleep] blue", [0x30, 0x70, 0xe0]),
-        ("[work] green", [0x40, 0xb0, 0x40]),
+        ("[spin] vermillion", [0xd5, 0x5e, 0x00]),
+        ("[yield] orange", [0xe6, 0x9f, 0x00]),
+        ("[sleep] blue", [0x00, 0x72, 0xb2]),
+        ("[work] green", [0x00, 0x9e, 0x73]),
     ] {
         // Each kind is about a fifth of a 1200-px-wide graph, 16 px high.
         let n = count(&png, rgb);

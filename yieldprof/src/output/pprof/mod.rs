@@ -399,6 +399,7 @@ fn build(profile: &Profile, window: Window) -> Builder {
     for (name, (own, _)) in leaf_names.iter_mut().zip(OwnTime::default().leaves()) {
         *name = own;
     }
+    leaf_names[PROFILER] = crate::output::fold::PROFILER;
     let mut call_at: Vec<u64> = vec![0; profile.calls.len()];
     for (t, root) in profile.threads.iter().zip(&roots) {
         let child_wall = t.child_wall();
@@ -458,12 +459,23 @@ fn build(profile: &Profile, window: Window) -> Builder {
                     }
                 }
                 (FrameKind::Overflow, _) => {}
+                // As in the folded file: a thread's own profiler time stays in its
+                // `[work]`, every other frame's is its `[profiler]` leaf.
+                (FrameKind::Thread, _) => {
+                    leaves[0] = (WORK, rest_ns + n.profiler_ns);
+                    count = 1;
+                }
                 _ => {
                     leaves[0] = (WORK, rest_ns);
                     count = 1;
                 }
             }
-            if count == 0 {
+            let overflow = count == 0;
+            if frame.kind != FrameKind::Thread && n.profiler_ns > 0 {
+                leaves[count] = (PROFILER, n.profiler_ns);
+                count += 1;
+            }
+            if overflow {
                 let own = Part::Own {
                     node: n,
                     rest_ns,
@@ -517,8 +529,9 @@ fn build(profile: &Profile, window: Window) -> Builder {
 
 /// How many own leaves a frame can have: a wait frame's four
 /// ([`OwnTime::leaves`](crate::report::OwnTime)), then `[work]` at [`WORK`].
-const LEAVES: usize = 5;
+const LEAVES: usize = 6;
 const WORK: usize = 4;
+const PROFILER: usize = 5;
 
 /// Writes `profile` as gzipped protobuf covering `window`.
 pub(crate) fn write<W: Write>(profile: &Profile, window: Window, out: W) -> io::Result<()> {
