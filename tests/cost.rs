@@ -17,26 +17,11 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use yieldprof::counters::{capabilities, Count, CounterEvent};
 
+mod kernel;
+use kernel::switches as kernel_switches;
+
 const HANDOFFS: u64 = 300;
 const ATTEMPTS: usize = 4;
-
-/// `(voluntary, involuntary)` switches of thread `tid`, as the kernel counts them.
-fn kernel_switches(tid: i32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
-    let field = |name: &str| -> u64 {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    };
-    (
-        field("voluntary_ctxt_switches:"),
-        field("nonvoluntary_ctxt_switches:"),
-    )
-}
 
 fn tid() -> i32 {
     // SAFETY: gettid has no preconditions.

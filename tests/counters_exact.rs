@@ -13,6 +13,9 @@ use yieldprof::counters::{capabilities, Count, CounterEvent, CounterSource};
 mod clocks;
 use clocks::cpu_ns;
 
+mod kernel;
+use kernel::switches as kernel_switches;
+
 const NAPS: u32 = 2000;
 
 #[yieldprof::instrument_wait]
@@ -29,24 +32,6 @@ fn naps(n: u32) {
     for _ in 0..n {
         nap();
     }
-}
-
-/// `(voluntary, involuntary)` switches of thread `tid`, as the kernel reports them.
-fn kernel_switches(tid: i32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
-    let field = |name: &str| -> u64 {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    };
-    (
-        field("voluntary_ctxt_switches:"),
-        field("nonvoluntary_ctxt_switches:"),
-    )
 }
 
 fn run_delay_ns() -> Option<u64> {
