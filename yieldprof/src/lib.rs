@@ -361,6 +361,7 @@ pub mod report {
         analysis::costs::{CostSource, Costs},
         analysis::findings::{Finding, Fragmentation, Rule, RATE_FLOOR_NS},
         base::asked::Asked,
+        base::blocked::HeldWorker,
         base::site::{CallInfo, FrameInfo, FrameKind},
         model::histogram::Histogram,
         model::own::OwnTime,
@@ -403,6 +404,8 @@ pub mod __private {
     #[cfg(not(feature = "tracing"))]
     pub use crate::record::episode::{enter, instrument};
     pub use crate::record::spins::SpinCounts;
+    #[cfg(feature = "enabled")]
+    pub use crate::record::woken::Woken;
     #[cfg(feature = "tracing")]
     pub use crate::record::tracing_bridge::{enter, instrument, TracedEpisode};
     pub use crate::sharing::layout::{

@@ -125,28 +125,6 @@ const WORK_INSIDE_WAIT_PER_CALL_NS: f64 = 10_000.0;
 /// threads) is not worth a change: 100 bare yields in a 0.5 s run are 0.01 %.
 const MATERIAL_SHARE: f64 = 0.01;
 
-/// Blocking calls from async code that held their thread this long in all are worth
-/// an async replacement: an uncontended `std::sync::Mutex` taken briefly in a task is
-/// fine, and stays below it.
-const BLOCKING_IN_ASYNC_NS: u64 = 1_000_000;
-
-/// The async form of each blocking kind.
-fn async_form(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Sleep => "`tokio::time::sleep(d).await` (or your runtime's timer)",
-        Kind::Yield | Kind::Backoff => "`tokio::task::yield_now().await`",
-        Kind::Lock => {
-            "an async lock (`tokio::sync::Mutex`/`RwLock`, `.lock().await`), or hold std's \
-             lock only briefly and never across contention"
-        }
-        Kind::Condvar => "`tokio::sync::Notify` (`.notified().await`)",
-        Kind::Channel => "an async channel (`tokio::sync::mpsc`, `.recv().await`)",
-        Kind::Join => "`.await` the task's `JoinHandle`, or `spawn_blocking(..).await`",
-        Kind::Barrier => "`tokio::sync::Barrier` (`.wait().await`)",
-        _ => "an awaited future, or `tokio::task::spawn_blocking`",
-    }
-}
-
 fn per_call(ns: u64, calls: u64) -> f64 {
     ns as f64 / calls.max(1) as f64
 }
@@ -191,29 +169,8 @@ fn site_findings(site: &SiteStats, costs: &Costs, threads_ns: u64, out: &mut Vec
             _ => {}
         }
     }
-    let blocking = site
-        .calls
-        .iter()
-        .filter(|c| c.site.in_async && c.site.kind.timed() && c.ns >= BLOCKING_IN_ASYNC_NS);
-    for c in blocking {
-        add(
-            Rule::BlockingInAsync,
-            format!("{}:{}", c.site.file, c.site.line),
-            format!(
-                "{} {} call{} made from async code without .await held the executor's \
-                 thread {} in all ({} each): no other task ran on it meanwhile",
-                c.calls,
-                c.site.kind.name(),
-                if c.calls == 1 { "" } else { "s" },
-                duration(c.ns),
-                duration(per_call(c.ns, c.calls) as u64)
-            ),
-            format!(
-                "use {} instead, or move the blocking work to \
-                 `tokio::task::spawn_blocking`",
-                async_form(c.site.kind)
-            ),
-        );
+    for (at, evidence, fix) in super::blocking::blocking_in_async(site) {
+        add(Rule::BlockingInAsync, at, evidence, fix);
     }
     let on_cpu = site.own.on_cpu_ns;
     let waits = site.episodes + site.calls.iter().map(|c| c.calls).sum::<u64>();

@@ -1,6 +1,8 @@
 //! Reading the model: machine costs, findings, budgets, sessions and the machine probe.
 //! Computes verdicts; writes no files.
 
+#[cfg(feature = "enabled")]
+pub(crate) mod blocking;
 pub(crate) mod budget;
 #[cfg(feature = "enabled")]
 pub(crate) mod costs;

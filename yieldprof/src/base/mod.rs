@@ -6,6 +6,7 @@
 #[cfg(feature = "enabled")]
 pub(crate) mod arena;
 pub(crate) mod asked;
+pub(crate) mod blocked;
 #[cfg(feature = "enabled")]
 pub(crate) mod clock;
 #[cfg(feature = "enabled")]

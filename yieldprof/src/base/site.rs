@@ -214,6 +214,7 @@ pub struct CallSite {
     pub(crate) line: u32,
     pub(crate) column: u32,
     pub(crate) in_async: bool,
+    pub(crate) blocked: crate::base::blocked::Blocked,
 }
 
 impl CallSite {
@@ -225,6 +226,7 @@ impl CallSite {
             line,
             column,
             in_async: false,
+            blocked: crate::base::blocked::Blocked::new(),
         }
     }
 
@@ -304,10 +306,9 @@ struct Table {
 
 #[cfg(feature = "enabled")]
 impl Table {
-    /// Default names stay `module::function` until a second function of that name
-    /// records (another impl's method, a free fn): then every site of that name takes
-    /// its impl-qualified name (`module::<Recv as Handle>::f`), so their figures are
-    /// never read as one site's. Given names are the user's to share.
+    /// Default names stay `module::function` until a second function of that name records
+    /// (another impl's method, a free fn): then every site of that name takes its impl-qualified
+    /// name (`module::<Recv as Handle>::f`), never read as one site's. Given names are shared.
     fn qualify(&mut self, id: u32) {
         // `module::…::function` read back as `module::function`, renamed or not.
         let short = |f: &FrameInfo| {
@@ -361,8 +362,7 @@ impl Table {
 
 #[cfg(feature = "enabled")]
 fn lock() -> Locked<Table> {
-    // Built in place, not in a `OnceLock`: a fork during its first use would leave
-    // the child waiting on it (see `fork`).
+    // Built in place, not in a `OnceLock`: a fork in its first use would hang the child.
     static TABLE: ForkMutex<Table> = ForkMutex::new(
         Table {
             frames: Vec::new(),

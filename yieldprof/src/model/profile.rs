@@ -38,6 +38,10 @@ pub struct CallStats {
     /// What the calls asked to sleep for (`sleep(d)`, `park_timeout(d)`, `usleep`,
     /// `nanosleep` with a reference), over the whole run; `None` for other calls.
     pub asked: Option<crate::base::asked::Asked>,
+    /// A call made without `.await` in async code: its longest call, and how long the
+    /// annotated async episodes it kept waiting on its thread waited, over the whole
+    /// run; `None` for other calls.
+    pub held: Option<crate::base::blocked::HeldWorker>,
 }
 
 /// A wait site (an `#[instrument_wait]` function), summed over threads and callers.
@@ -279,6 +283,12 @@ impl Profile {
                             calls: slot.calls,
                             ns: slot.ns,
                             asked: crate::base::asked::asked_at(info.file, info.line, info.column),
+                            held: info
+                                .in_async
+                                .then(|| {
+                                    crate::base::blocked::held_at(info.file, info.line, info.column)
+                                })
+                                .flatten(),
                         }),
                     }
                 }

@@ -2,6 +2,7 @@
 //! Lines stay within 100 columns.
 
 use crate::analysis::findings::RATE_FLOOR_NS;
+use crate::analysis::blocking::held_line;
 use crate::analysis::slack::asked_vs_got;
 use crate::base::site::Kind;
 use crate::base::text::{count, duration, percent, tail, wrap};
@@ -278,6 +279,9 @@ impl Profile {
                 let _ = writeln!(s, "{}", line.trim_end());
                 if let Some(a) = &c.asked {
                     let _ = writeln!(s, "      {}", asked_vs_got(site, c, a));
+                }
+                if let Some(h) = &c.held {
+                    let _ = writeln!(s, "{}", wrap(&held_line(h), "      ", "        "));
                 }
             }
             if site.calls.iter().any(|c| c.site.kind == Kind::Lock) {

@@ -12,6 +12,7 @@ use crate::record::lazy;
 pub use crate::record::lazy::WaitGuard;
 use crate::record::open::{Claimed, EndedOf, Tally};
 use crate::record::thread;
+use crate::record::woken::Woken;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::Location;
@@ -312,6 +313,9 @@ impl CallGuard {
             // A free lock: no wait, nothing recorded.
             return;
         }
+        if let Site::Static(s) = site {
+            super::woken::held(s, self.start, elapsed);
+        }
         thread::with(|l| {
             if deferred {
                 // It blocked: the pending episodes started when it began.
@@ -417,8 +421,8 @@ impl<F> Instrumented<F> {
 
 /// Wraps the body of an `async fn` annotated with `#[instrument_wait]`.
 #[doc(hidden)]
-pub fn instrument<F: Future>(site: &'static EpisodeSite, inner: F) -> Instrumented<F> {
-    Instrumented::new(Frame::Wait(site), inner)
+pub fn instrument<F: Future>(site: &'static EpisodeSite, inner: F) -> Instrumented<Woken<F>> {
+    Instrumented::new(Frame::Wait(site), Woken::new(inner))
 }
 
 /// Wraps the future of `frame!(name, future)`.
@@ -429,8 +433,8 @@ pub fn framed<F: Future>(site: &'static WorkSite, inner: F) -> Instrumented<F> {
 
 /// Wraps an async block written in an annotated function's body.
 #[doc(hidden)]
-pub fn nested<F: Future>(site: &'static EpisodeSite, inner: F) -> Instrumented<F> {
-    Instrumented::new(Frame::Nested(site), inner)
+pub fn nested<F: Future>(site: &'static EpisodeSite, inner: F) -> Instrumented<Woken<F>> {
+    Instrumented::new(Frame::Nested(site), Woken::new(inner))
 }
 
 impl<F: Future> Future for Instrumented<F> {

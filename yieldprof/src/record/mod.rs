@@ -25,3 +25,5 @@ pub(crate) mod thread;
 #[cfg(feature = "tracing")]
 pub mod tracing_bridge;
 pub(crate) mod wait;
+#[cfg(feature = "enabled")]
+pub(crate) mod woken;

@@ -29,6 +29,7 @@
 
 use crate::base::site::{EpisodeSite, WorkSite};
 use crate::record::episode::{self, EpisodeGuard, WaitGuard};
+use crate::record::woken::Woken;
 use std::cell::RefCell;
 use std::future::Future;
 use std::ops::Deref;
@@ -86,7 +87,7 @@ pub fn enter(site: &'static EpisodeSite) -> TracedEpisode {
 pub fn instrument<F: Future>(
     site: &'static EpisodeSite,
     inner: F,
-) -> tracing::instrument::Instrumented<episode::Instrumented<F>> {
+) -> tracing::instrument::Instrumented<episode::Instrumented<Woken<F>>> {
     episode::instrument(site, inner).instrument(span_of(site))
 }
 

@@ -1,7 +1,7 @@
 //! A [`Profile`] into the schema's types.
 
 use super::{
-    Asked, Call, Capabilities, Costs, Count, Counters, Document, Durations, EventStatus, Finding,
+    Asked, Call, Capabilities, Held, Costs, Count, Counters, Document, Durations, EventStatus, Finding,
     Fragmentation, KindDurations, Line, OwnTime, Run, Site, SpinningSite, Thread, ThreadAccess,
     TimeSplit, Totals, Watchpoints, Word, SCHEMA,
 };
@@ -166,6 +166,12 @@ impl Profile {
                     min_ns: a.min_ns,
                     max_ns: a.max_ns,
                     mean_ns: a.mean_ns,
+                }),
+                held: c.held.map(|h| Held {
+                    max_ns: h.max_ns,
+                    delayed_polls: h.delayed_polls,
+                    delayed_ns: h.delayed_ns,
+                    delayed_max_ns: h.delayed_max_ns,
                 }),
             });
             Site {

@@ -50,7 +50,9 @@
 //!                "counters": { <event>: counter, ..., "sampled": n },
 //!                "calls": [ { "kind", "file", "line", "column", "calls", "ns",
 //!                             "per_episode", "in_async",
-//!                             "asked": { "calls", "min_ns", "max_ns", "mean_ns" } } ],
+//!                             "asked": { "calls", "min_ns", "max_ns", "mean_ns" },
+//!                             "held": { "max_ns", "delayed_polls", "delayed_ns",
+//!                                       "delayed_max_ns" } } ],
 //!                "call_durations": [ { "kind", "calls", "durations": { ... } } ],
 //!                "false_sharing" } ],
 //!   "sharing": [ { "verdict", "address", "size", "invalidations",
@@ -487,6 +489,25 @@ pub struct Call {
     /// `nanosleep`); absent for other calls and in older files.
     #[serde(default)]
     pub asked: Option<Asked>,
+    /// A call made from async code without `.await`: how long it held its thread at
+    /// once and the annotated async episodes it kept waiting there, as in
+    /// [`crate::report::HeldWorker`]; absent for other calls and in older files.
+    #[serde(default)]
+    pub held: Option<Held>,
+}
+
+/// What one call line made from async code held, as in [`crate::report::HeldWorker`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Held {
+    /// The longest call, ns.
+    pub max_ns: u64,
+    /// Polls of other annotated async episodes on its thread that waited for it.
+    pub delayed_polls: u64,
+    /// Their wait for it, summed, ns.
+    pub delayed_ns: u64,
+    /// The longest of those waits, ns.
+    pub delayed_max_ns: u64,
 }
 
 /// The durations one call line asked to sleep for, as in [`crate::report::Asked`].
