@@ -404,10 +404,10 @@ pub mod __private {
     #[cfg(not(feature = "tracing"))]
     pub use crate::record::episode::{enter, instrument};
     pub use crate::record::spins::SpinCounts;
-    #[cfg(feature = "enabled")]
-    pub use crate::record::woken::Woken;
     #[cfg(feature = "tracing")]
     pub use crate::record::tracing_bridge::{enter, instrument, TracedEpisode};
+    #[cfg(feature = "enabled")]
+    pub use crate::record::woken::Woken;
     pub use crate::sharing::layout::{
         array_of_field, assert_separate_lines, size_of_field, FieldLayout,
     };

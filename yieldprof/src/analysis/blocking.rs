@@ -55,9 +55,9 @@ pub(super) fn blocking_in_async(site: &SiteStats) -> Vec<(String, String, String
 
 fn evidence(c: &CallStats) -> String {
     let calls = c.calls.max(1);
-    let longest = c
-        .held
-        .map_or(String::new(), |h| format!(", longest {}", duration(h.max_ns)));
+    let longest = c.held.map_or(String::new(), |h| {
+        format!(", longest {}", duration(h.max_ns))
+    });
     let held = format!(
         "{} {} call{} made from async code without .await held the executor's thread {} in \
          all ({} each{longest})",

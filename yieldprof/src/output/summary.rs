@@ -1,8 +1,8 @@
 //! The plain-text summary: where each thread's time went and what each wait site did.
 //! Lines stay within 100 columns.
 
-use crate::analysis::findings::RATE_FLOOR_NS;
 use crate::analysis::blocking::held_line;
+use crate::analysis::findings::RATE_FLOOR_NS;
 use crate::analysis::slack::asked_vs_got;
 use crate::base::site::Kind;
 use crate::base::text::{count, duration, percent, tail, wrap};

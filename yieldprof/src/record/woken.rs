@@ -243,8 +243,8 @@ impl<F: Future> Future for Woken<F> {
         }
         let waker = this.waker_for(cx.waker());
         // SAFETY: see above.
-        let out = unsafe { Pin::new_unchecked(&mut this.inner) }
-            .poll(&mut Context::from_waker(&waker));
+        let out =
+            unsafe { Pin::new_unchecked(&mut this.inner) }.poll(&mut Context::from_waker(&waker));
         drop(waker);
         this.polled = clock::now();
         if out.is_ready() {
@@ -257,5 +257,42 @@ impl<F: Future> Future for Woken<F> {
 impl<F> Drop for Woken<F> {
     fn drop(&mut self) {
         self.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell_of<F>(w: &Woken<F>) -> *const WakeCell {
+        w.cell.as_ref().map_or(std::ptr::null(), Arc::as_ptr)
+    }
+
+    #[test]
+    fn a_finished_episode_hands_its_wake_cell_to_the_next_one() {
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut first = Box::pin(Woken::new(std::future::ready(())));
+        assert!(first.as_mut().poll(&mut cx).is_ready());
+        let kept = SPARE.with(|s| s.borrow().last().map(Arc::as_ptr));
+        assert!(kept.is_some(), "the finished episode's cell is kept");
+        let mut second = Box::pin(Woken::new(std::future::pending::<()>()));
+        assert!(second.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(Some(cell_of(&second)), kept, "reused, not allocated");
+        // Pending with no clone of its waker held: dropped, it gives the cell back.
+        drop(second);
+        assert_eq!(SPARE.with(|s| s.borrow().last().map(Arc::as_ptr)), kept);
+    }
+
+    #[test]
+    fn only_the_outermost_annotated_future_wraps_the_waker() {
+        let mut cx = Context::from_waker(Waker::noop());
+        let inner = Woken::new(std::future::pending::<()>());
+        let mut outer = Box::pin(Woken::new(inner));
+        assert!(outer.as_mut().poll(&mut cx).is_pending());
+        assert!(!cell_of(&outer).is_null());
+        assert!(
+            cell_of(&outer.inner).is_null(),
+            "the inner one measured nothing"
+        );
     }
 }

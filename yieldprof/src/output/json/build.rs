@@ -1,9 +1,9 @@
 //! A [`Profile`] into the schema's types.
 
 use super::{
-    Asked, Call, Capabilities, Held, Costs, Count, Counters, Document, Durations, EventStatus, Finding,
-    Fragmentation, KindDurations, Line, OwnTime, Run, Site, SpinningSite, Thread, ThreadAccess,
-    TimeSplit, Totals, Watchpoints, Word, SCHEMA,
+    Asked, Call, Capabilities, Costs, Count, Counters, Document, Durations, EventStatus, Finding,
+    Fragmentation, Held, KindDurations, Line, OwnTime, Run, Site, SpinningSite, Thread,
+    ThreadAccess, TimeSplit, Totals, Watchpoints, Word, SCHEMA,
 };
 use crate::analysis::costs::Costs as MachineCosts;
 use crate::analysis::findings;
