@@ -132,7 +132,7 @@ impl Wake for WakeCell {
 pub struct Woken<F> {
     inner: F,
     cell: Option<Arc<WakeCell>>,
-    /// The tick its last measured poll ended; 0 before it.
+    /// The tick its last measured poll ended, where it was woken during that poll.
     polled: u64,
 }
 
@@ -233,12 +233,11 @@ impl<F: Future> Future for Woken<F> {
             // SAFETY: see above.
             return unsafe { Pin::new_unchecked(&mut this.inner) }.poll(cx);
         };
-        let start = clock::now();
         if let Some(cell) = &this.cell {
             let woken = cell.woken.swap(0, Relaxed);
             if woken != 0 {
                 // Woken during its own last poll, it waited from that poll's end.
-                waited(woken.max(this.polled), start);
+                waited(woken.max(this.polled), clock::now());
             }
         }
         let waker = this.waker_for(cx.waker());
@@ -246,7 +245,14 @@ impl<F: Future> Future for Woken<F> {
         let out =
             unsafe { Pin::new_unchecked(&mut this.inner) }.poll(&mut Context::from_waker(&waker));
         drop(waker);
-        this.polled = clock::now();
+        // Only a wake during this poll is answered from its end: a later one is later.
+        if this
+            .cell
+            .as_ref()
+            .is_some_and(|c| c.woken.load(Relaxed) != 0)
+        {
+            this.polled = clock::now();
+        }
         if out.is_ready() {
             this.release();
         }
