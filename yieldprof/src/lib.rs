@@ -363,6 +363,7 @@ pub mod report {
         base::asked::Asked,
         base::blocked::HeldWorker,
         base::site::{CallInfo, FrameInfo, FrameKind},
+        base::snoozed::Snoozes,
         model::histogram::Histogram,
         model::own::OwnTime,
         model::profile::{CallStats, SiteStats, ThreadStats},

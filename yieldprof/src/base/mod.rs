@@ -21,4 +21,6 @@ pub(crate) mod reentry;
 pub(crate) mod ring;
 pub(crate) mod site;
 #[cfg(feature = "enabled")]
+pub(crate) mod snoozed;
+#[cfg(feature = "enabled")]
 pub(crate) mod text;

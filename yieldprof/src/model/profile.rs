@@ -42,6 +42,9 @@ pub struct CallStats {
     /// annotated async episodes it kept waiting on its thread waited, over the whole
     /// run; `None` for other calls.
     pub held: Option<crate::base::blocked::HeldWorker>,
+    /// A backoff call (`Backoff::snooze`): how many of its calls spun and how many
+    /// yielded, over the whole run; `None` for other calls.
+    pub backoff: Option<crate::base::snoozed::Snoozes>,
 }
 
 /// A wait site (an `#[instrument_wait]` function), summed over threads and callers.
@@ -287,6 +290,15 @@ impl Profile {
                                 .in_async
                                 .then(|| {
                                     crate::base::blocked::held_at(info.file, info.line, info.column)
+                                })
+                                .flatten(),
+                            backoff: (info.kind == Kind::Backoff)
+                                .then(|| {
+                                    crate::base::snoozed::snoozes_at(
+                                        info.file,
+                                        info.line,
+                                        info.column,
+                                    )
                                 })
                                 .flatten(),
                         }),

@@ -315,6 +315,7 @@ impl CallGuard {
         }
         if let Site::Static(s) = site {
             super::woken::held(s, self.start, elapsed);
+            super::snooze::closed(s, elapsed);
         }
         thread::with(|l| {
             if deferred {
@@ -359,6 +360,7 @@ pub fn timed<T>(guard: CallGuard, value: T) -> T {
 #[doc(hidden)]
 #[inline(never)]
 pub fn call(site: &'static CallSite) -> CallGuard {
+    super::snooze::began(site);
     CallGuard::open(
         site.kind,
         site as *const CallSite as usize,

@@ -19,6 +19,8 @@ mod frame;
 mod lazy;
 #[cfg(feature = "enabled")]
 pub(crate) mod open;
+#[cfg(feature = "enabled")]
+pub(crate) mod snooze;
 pub(crate) mod spins;
 #[cfg_attr(not(feature = "enabled"), path = "nothreads.rs")]
 pub(crate) mod thread;

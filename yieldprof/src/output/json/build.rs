@@ -1,8 +1,8 @@
 //! A [`Profile`] into the schema's types.
 
 use super::{
-    Asked, Call, Capabilities, Costs, Count, Counters, Document, Durations, EventStatus, Finding,
-    Fragmentation, Held, KindDurations, Line, OwnTime, Run, Site, SpinningSite, Thread,
+    Asked, Backoff, Call, Capabilities, Costs, Count, Counters, Document, Durations, EventStatus,
+    Finding, Fragmentation, Held, KindDurations, Line, OwnTime, Run, Site, SpinningSite, Thread,
     ThreadAccess, TimeSplit, Totals, Watchpoints, Word, SCHEMA,
 };
 use crate::analysis::costs::Costs as MachineCosts;
@@ -172,6 +172,12 @@ impl Profile {
                     delayed_polls: h.delayed_polls,
                     delayed_ns: h.delayed_ns,
                     delayed_max_ns: h.delayed_max_ns,
+                }),
+                backoff: c.backoff.map(|b| Backoff {
+                    spun: b.spun,
+                    spun_ns: b.spun_ns,
+                    yielded: b.yielded,
+                    yielded_ns: b.yielded_ns,
                 }),
             });
             Site {

@@ -52,7 +52,8 @@
 //!                             "per_episode", "in_async",
 //!                             "asked": { "calls", "min_ns", "max_ns", "mean_ns" },
 //!                             "held": { "max_ns", "delayed_polls", "delayed_ns",
-//!                                       "delayed_max_ns" } } ],
+//!                                       "delayed_max_ns" },
+//!                             "backoff": { "spun", "spun_ns", "yielded", "yielded_ns" } } ],
 //!                "call_durations": [ { "kind", "calls", "durations": { ... } } ],
 //!                "false_sharing" } ],
 //!   "sharing": [ { "verdict", "address", "size", "invalidations",
@@ -494,6 +495,24 @@ pub struct Call {
     /// [`crate::report::HeldWorker`]; absent for other calls and in older files.
     #[serde(default)]
     pub held: Option<Held>,
+    /// A backoff call: how many of its calls spun and how many yielded, as in
+    /// [`crate::report::Snoozes`]; absent for other calls and in older files.
+    #[serde(default)]
+    pub backoff: Option<Backoff>,
+}
+
+/// How one backoff line's calls went, as in [`crate::report::Snoozes`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Backoff {
+    /// Calls that made no `sched_yield`.
+    pub spun: u64,
+    /// Their time, ns.
+    pub spun_ns: u64,
+    /// Calls that made a `sched_yield`.
+    pub yielded: u64,
+    /// Their time, ns.
+    pub yielded_ns: u64,
 }
 
 /// What one call line made from async code held, as in [`crate::report::HeldWorker`].
