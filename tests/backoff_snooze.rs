@@ -107,6 +107,22 @@ fn each_backoff_call_is_counted_as_spun_or_yielded_as_the_test_arranged() {
     );
     println!("local {local:?}\ncrossbeam {crossbeam:?}");
 
+    // The flame graph draws each backoff call's part under `[backoff]`: by count, the
+    // arranged numbers exactly (one calling context, so the run's proportions are its).
+    let folded = profile.folded(yieldprof::report::Metric::Calls);
+    for (part, n) in [("[spun]", crossbeam.spun), ("[yielded]", crossbeam.yielded)] {
+        let tail = format!("::crossbeam_backoff;[backoff];{part} {n}");
+        assert!(
+            folded.iter().any(|l| l.ends_with(&tail)),
+            "{tail:?} not in {folded:#?}"
+        );
+    }
+    assert!(
+        !folded
+            .iter()
+            .any(|l| l.contains("::crossbeam_backoff;[backoff] ")),
+        "nothing left on [backoff] itself: {folded:#?}"
+    );
     let text = profile.summary();
     let want = format!(
         "      spun {} calls ({} mean), yielded {} ({} mean)",

@@ -11,9 +11,11 @@
 //! share a name (a pool's workers) are told apart by their tid.
 
 use crate::base::site::{FrameKind, Kind};
+use crate::base::snoozed::snoozes_at;
 use crate::counters::CounterEvent;
 use crate::model::profile::Profile;
 use crate::model::tree::ThreadProfile;
+use crate::output::palette::{SPUN, YIELDED};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
@@ -60,6 +62,13 @@ impl Profile {
             _ => BTreeMap::new(),
         };
         let mut under_lock = String::new();
+        // Each backoff call line's split (whole run), by call info.
+        let snoozes: BTreeMap<_, _> = self
+            .calls
+            .iter()
+            .filter(|c| c.kind == Kind::Backoff)
+            .filter_map(|c| Some((c, snoozes_at(c.file, c.line, c.column)?)))
+            .collect();
         // Each node's path, as a range of `paths`; reused from thread to thread.
         let mut paths = String::new();
         let mut at: Vec<(usize, usize)> = Vec::new();
@@ -118,6 +127,24 @@ impl Profile {
                             let part = (s.ns as f64 * share) as u64;
                             out.add(&under_lock, Some(frame), part);
                             v -= part.min(v);
+                        }
+                    }
+                    // A backoff call's, split into the calls that only spun and those
+                    // that yielded, in the proportions of its line's calls (by time, or
+                    // by count) over the run.
+                    if let Some(b) = snoozes.get(call) {
+                        let (spun, yielded) = match metric {
+                            Metric::Wall => (b.spun_ns, b.yielded_ns),
+                            _ => (b.spun, b.yielded),
+                        };
+                        if spun + yielded > 0 {
+                            under_lock.clear();
+                            under_lock.push_str(path);
+                            under_lock.push_str(";[backoff]");
+                            let part = (v as f64 * spun as f64 / (spun + yielded) as f64) as u64;
+                            out.add(&under_lock, Some(SPUN), part);
+                            out.add(&under_lock, Some(YIELDED), v - part);
+                            v = 0;
                         }
                     }
                     kinds[call.kind as usize] += v;

@@ -3,7 +3,8 @@
 //! Colours come from the Okabe–Ito palette and Paul Tol's muted and light palettes,
 //! both chosen to stay apart under the common colour-vision deficiencies; every frame
 //! below has its own. The grouping still reads at a glance: on the CPU is warm
-//! (vermillion spin, orange and yellow yields and backoff, pink for other on-CPU time),
+//! (vermillion spin, orange and yellow yields and backoff, rose and light yellow for a
+//! backoff's spins and yields, pink for other on-CPU time),
 //! blocked is cool (blues, teal, cyan, indigo, wine), work is green, the profiler's own
 //! time olive, what was not measured grey or sand.
 
@@ -13,12 +14,19 @@ use inferno::flamegraph::color::{Color, PaletteMap};
 /// The profiler's own time, drawn by the recording layer as its own frame.
 pub(crate) const PROFILER: &str = "[profiler]";
 
+/// A backoff call's parts (`output::fold`): the calls that only spun, and those that
+/// made a `sched_yield`.
+pub(crate) const SPUN: &str = "[spun]";
+pub(crate) const YIELDED: &str = "[yielded]";
+
 /// Each coloured frame, its colour and the colour's name in the legend, in legend order.
-const COLOURS: [(&str, [u8; 3], &str); 18] = [
+const COLOURS: [(&str, [u8; 3], &str); 20] = [
     (Kind::Spin.frame(), [0xd5, 0x5e, 0x00], "vermillion"),
     (Kind::Yield.frame(), [0xe6, 0x9f, 0x00], "orange"),
     (Kind::AsyncYield.frame(), [0xf0, 0xe4, 0x42], "yellow"),
     (Kind::Backoff.frame(), [0xee, 0x88, 0x66], "salmon"),
+    (SPUN, [0xcc, 0x66, 0x77], "rose"),
+    (YIELDED, [0xee, 0xdd, 0x88], "light yellow"),
     ("[on-cpu]", [0xff, 0xaa, 0xbb], "pink"),
     (PROFILER, [0x99, 0x99, 0x33], "olive"),
     (Kind::Sleep.frame(), [0x00, 0x72, 0xb2], "blue"),
