@@ -281,7 +281,7 @@ impl Profile {
                     let _ = writeln!(s, "      {}", asked_vs_got(site, c, a));
                 }
                 if let Some(b) = &c.backoff {
-                    let _ = writeln!(s, "      {}", snoozes(b));
+                    let _ = writeln!(s, "{}", wrap(&snoozes(b), "      ", "      "));
                 }
                 if let Some(h) = &c.held {
                     let _ = writeln!(s, "{}", wrap(&held_line(h), "      ", "        "));
