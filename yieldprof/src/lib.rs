@@ -67,7 +67,12 @@
 //! awaited; a local that no later statement awaits holds no future, so `let g =
 //! m.lock();` stays a blocking lock. A blocking call made in async code without
 //! `.await` is timed: it blocks the worker thread, and the `blocking-call-in-async`
-//! finding names it once it held the thread ≥ 1 ms.
+//! finding names it once it held the thread ≥ 1 ms, with its longest call and how long
+//! the annotated async episodes woken on that thread waited for it to return.
+//!
+//! Each backoff call is counted as spun or yielded (whether it made a `sched_yield`):
+//! for that, the `enabled` feature defines the C symbol `sched_yield`, counting each
+//! call on its thread before making the same system call (`docs/findings.md`).
 //!
 //! Nested items (`fn`, `impl`, `mod` inside the body) are not rewritten: they are
 //! separate functions and get their own annotation if they wait. Macro invocations
