@@ -62,6 +62,7 @@ impl Profile {
             _ => BTreeMap::new(),
         };
         let mut under_lock = String::new();
+        let mut under_backoff = String::new();
         // Each backoff call line's split (whole run), by call info.
         let snoozes: BTreeMap<_, _> = self
             .calls
@@ -138,12 +139,12 @@ impl Profile {
                             _ => (b.spun, b.yielded),
                         };
                         if spun + yielded > 0 {
-                            under_lock.clear();
-                            under_lock.push_str(path);
-                            under_lock.push_str(";[backoff]");
+                            under_backoff.clear();
+                            under_backoff.push_str(path);
+                            under_backoff.push_str(";[backoff]");
                             let part = (v as f64 * spun as f64 / (spun + yielded) as f64) as u64;
-                            out.add(&under_lock, Some(SPUN), part);
-                            out.add(&under_lock, Some(YIELDED), v - part);
+                            out.add(&under_backoff, Some(SPUN), part);
+                            out.add(&under_backoff, Some(YIELDED), v - part);
                             v = 0;
                         }
                     }
