@@ -70,9 +70,10 @@
 //! finding names it once it held the thread ≥ 1 ms, with its longest call and how long
 //! the annotated async episodes woken on that thread waited for it to return.
 //!
-//! Each backoff call is counted as spun or yielded (whether it made a `sched_yield`):
-//! for that, the `enabled` feature defines the C symbol `sched_yield`, counting each
-//! call on its thread before making the same system call (`docs/findings.md`).
+//! With the opt-in feature `count-yields`, each backoff call is counted as spun or
+//! yielded (whether it made a `sched_yield`): the feature defines the C symbol
+//! `sched_yield`, counting each call on its thread before making the same system call
+//! (`docs/findings.md`; opt-in because a program that defines it too fails to link).
 //!
 //! Nested items (`fn`, `impl`, `mod` inside the body) are not rewritten: they are
 //! separate functions and get their own annotation if they wait. Macro invocations

@@ -5,8 +5,9 @@
 //! ahead of the C library's: it counts the call on the calling thread and makes the
 //! same system call. A backoff call reads the count when it starts and when it ends:
 //! the difference is how many yields it made, exactly, whatever they cost and whether
-//! they switched. A program that defines `sched_yield` itself fails to link with
-//! yieldprof's `enabled` feature on.
+//! they switched. Defining a C library symbol is opt-in (feature `count-yields`): a
+//! program that defines `sched_yield` itself, or links two versions of yieldprof with
+//! it on, fails to link. Without it backoff calls are timed but not split.
 
 use crate::base::site::{CallSite, Kind};
 use crate::base::snoozed::{self, ThreadSnoozes};
@@ -31,6 +32,7 @@ impl Drop for Mine {
 }
 
 /// The C library's `sched_yield`, counted: see the module docs.
+#[cfg(feature = "count-yields")]
 #[no_mangle]
 pub extern "C" fn sched_yield() -> libc::c_int {
     // A thread being torn down still yields; it just is not counted.
@@ -42,7 +44,7 @@ pub extern "C" fn sched_yield() -> libc::c_int {
 /// A wrapped call at `site` is about to run.
 #[inline(always)]
 pub(crate) fn began(site: &'static CallSite) {
-    if site.kind == Kind::Backoff {
+    if cfg!(feature = "count-yields") && site.kind == Kind::Backoff {
         let _ = AT_START.try_with(|a| a.set(YIELDS.try_with(Cell::get).unwrap_or(0)));
     }
 }
@@ -50,7 +52,7 @@ pub(crate) fn began(site: &'static CallSite) {
 /// A timed call at `site` that lasted `ticks` has closed.
 #[inline(always)]
 pub(crate) fn closed(site: &'static CallSite, ticks: u64) {
-    if site.kind == Kind::Backoff {
+    if cfg!(feature = "count-yields") && site.kind == Kind::Backoff {
         closed_backoff(site, ticks);
     }
 }
