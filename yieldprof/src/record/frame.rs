@@ -11,7 +11,8 @@ use crate::record::open::{EndedOf, Opened, Tally};
 use crate::record::thread::Local;
 use std::sync::atomic::Ordering::Relaxed;
 
-const NO_SAMPLE: u32 = u32::MAX;
+/// The `sample` of an open frame whose counters are not sampled.
+pub(crate) const NO_SAMPLE: u32 = u32::MAX;
 
 /// Whether recording is on: one relaxed load at run time (`YIELDPROF=0`), nothing at
 /// all when the `enabled` feature is off.

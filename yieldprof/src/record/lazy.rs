@@ -12,11 +12,14 @@
 
 use crate::base::arena::bump;
 use crate::base::clock;
-use crate::base::site::EpisodeSite;
+use crate::base::site::{CallSite, EpisodeSite};
 use crate::counters::Mark;
 use crate::record::frame;
-use crate::record::open::{site_of, Lazy, LAZY, LAZY_DEPTH, NESTED, UNWAITED_CACHE};
-use crate::record::thread::{self, Local};
+use crate::record::open::{
+    site_of, Lazy, LAZY, LAZY_DEPTH, NESTED, NODE_CACHE, NO_FAST, UNWAITED_CACHE,
+};
+use crate::record::records::Record;
+use crate::record::thread::{self, Local, OVERFLOW};
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{compiler_fence, AtomicU64};
@@ -96,6 +99,103 @@ fn enter_deep(z: &Lazy, key: usize, d: u32) -> WaitGuard {
     opened.unwrap_or(WaitGuard::INACTIVE)
 }
 
+/// The first wait of the innermost pending episode: a spin written directly in its
+/// body (`SpinCounts`). In the common case (one pending episode, not sampled, no
+/// switch figures to read, its node known) it opens on the fast path: a start tick and
+/// the page's switch count kept in `Lazy`, its node made current. Anything else opens
+/// every pending episode as frames (`materialise`).
+#[inline(never)]
+pub(crate) fn began_waiting() {
+    let opened = thread::enter_hot(|l| {
+        LAZY.with(|z| {
+            if !open_fast(l, z) {
+                l.catch_up();
+                materialise(l);
+            }
+        })
+    });
+    if opened.is_none() {
+        // Counted as skipped (or after the thread's exit): not again when it is left.
+        LAZY.with(|z| {
+            let d = z.depth.get();
+            if d > z.live.get() && d as usize <= LAZY_DEPTH {
+                let s = &z.sites[d as usize - 1];
+                s.set(s.get() | NESTED);
+            }
+        });
+    }
+}
+
+/// Opens the one pending episode on the fast path, if it can: whether it did.
+#[inline(always)]
+fn open_fast(l: &Local, z: &Lazy) -> bool {
+    let at = z.live.get();
+    if z.depth.get() != at + 1 || at as usize >= LAZY_DEPTH {
+        return false;
+    }
+    let key = z.sites[at as usize].get();
+    let c = &l.counters;
+    // Also no fast entry open: one nested in another would claim its time twice.
+    if key & NESTED != 0
+        || z.fast.get() != NO_FAST
+        || c.wants_sample()
+        || c.moved()
+        || !l.unread.ended.borrow().is_empty()
+    {
+        return false;
+    }
+    let prev = l.current.get();
+    let Some(node) = cached_child(l, z, prev, key) else {
+        return false;
+    };
+    l.data.opened(node);
+    l.current.set(node);
+    let start = clock::now();
+    l.data.started(node, start);
+    // Not moved: the page's count is the last mark's.
+    z.fast_switches
+        .set(c.last().map_or(0, |m: Mark| m.switches));
+    z.fast_start.set(start);
+    z.fast_node.set(node);
+    z.fast_prev.set(prev);
+    z.fast_spins.set((0, 0));
+    z.fast.set(at);
+    z.behind.set(true);
+    z.live.set(at + 1);
+    true
+}
+
+/// The child of `prev` for the site at `key` from the thread's node cache, found or
+/// added in the tree on a miss; `None` past the node cap.
+#[inline(always)]
+fn cached_child(l: &Local, z: &Lazy, prev: u32, key: usize) -> Option<u32> {
+    let site = site_of(key);
+    let cell = &z.nodes[site.number() as usize % NODE_CACHE];
+    let (p, k, node) = cell.get();
+    if p == prev && k == key {
+        return Some(node);
+    }
+    let node = l.data.child(prev, key, || site.info());
+    if node == OVERFLOW {
+        return None;
+    }
+    cell.set((prev, key, node));
+    Some(node)
+}
+
+/// The spins of a direct spin site counted in the episode at `at`, kept with it if it
+/// is the fast entry: whether they were.
+#[inline(always)]
+pub(crate) fn spun_fast(at: u32, site: &'static CallSite, n: u64) -> bool {
+    LAZY.with(|z| {
+        let fast = z.fast.get() == at;
+        if fast {
+            z.fast_spins.set((site as *const CallSite as usize, n));
+        }
+        fast
+    })
+}
+
 impl Drop for WaitGuard {
     #[inline(always)]
     fn drop(&mut self) {
@@ -123,15 +223,61 @@ fn leave(at: u32, slot: u32) {
 #[inline(never)]
 fn close_live(z: &Lazy, at: u32, deep_slot: u32) {
     let end = clock::now();
-    let slot = match z.slots.get(at as usize) {
-        Some(s) => s.get(),
-        None => deep_slot,
-    };
-    if slot != NO_SLOT {
-        thread::with(|l| frame::close(l, slot, end));
+    if z.fast.get() != at || !close_fast(z, end) {
+        // `with` first makes a fast entry an open frame, in its slot (`record::fold`).
+        thread::with(|l| {
+            let slot = match z.slots.get(at as usize) {
+                Some(s) => s.get(),
+                None => deep_slot,
+            };
+            if slot != NO_SLOT {
+                frame::close(l, slot, end);
+            }
+        });
+    }
+    if z.fast.get() == at {
+        // The thread's state was gone.
+        z.fast.set(NO_FAST);
     }
     z.live.set(at);
     z.depth.set(at);
+}
+
+/// Closes the fast entry at tick `end` with one record, unless it needs more than a
+/// record holds (the thread was switched in it: its switch figures; spins past 32
+/// bits): whether it did.
+#[inline(always)]
+fn close_fast(z: &Lazy, end: u64) -> bool {
+    let closed = thread::with_hot(|l| {
+        let (spin_site, spins) = z.fast_spins.get();
+        let Ok(spins) = u32::try_from(spins) else {
+            return false;
+        };
+        if l.counters.switches().unwrap_or(0) != z.fast_switches.get() {
+            return false;
+        }
+        let d = &l.data;
+        if d.records.full() {
+            l.fold_records();
+        }
+        let node = z.fast_node.get();
+        // Closed on its node before its record is out: a report that counts the record
+        // sees the frame closed, never both (`record::copy`).
+        let current = d.closed(d.node(node), node, z.fast_prev.get(), l.current.get());
+        l.current.set(current);
+        let duration = end.saturating_sub(z.fast_start.get());
+        d.records.push(&Record {
+            start: z.fast_start.get(),
+            duration,
+            node,
+            spins,
+            spin_site,
+        });
+        l.counters.earn(duration);
+        z.fast.set(NO_FAST);
+        true
+    });
+    closed == Some(true)
 }
 
 /// Opens the frames of the thread's pending episodes, outermost first, all starting
@@ -192,23 +338,6 @@ pub(crate) fn pending() -> Option<u32> {
 #[inline(always)]
 pub(crate) fn still_pending(live: u32) -> bool {
     LAZY.with(|z| z.live.get() == live && live < z.depth.get())
-}
-
-/// Opens the pending episodes of this thread, if any: the first wait of a direct
-/// spin loop (`SpinCounts`), whose episode is the innermost pending one.
-#[cold]
-#[inline(never)]
-pub(crate) fn began_waiting() {
-    if thread::enter(materialise).is_none() {
-        // Counted as skipped (or after the thread's exit): not again when it is left.
-        LAZY.with(|z| {
-            let d = z.depth.get();
-            if d > z.live.get() && d as usize <= LAZY_DEPTH {
-                let s = &z.sites[d as usize - 1];
-                s.set(s.get() | NESTED);
-            }
-        });
-    }
 }
 
 /// The node of the live entry at `at` (`slot` past `LAZY_DEPTH`); `None` while it is

@@ -207,7 +207,29 @@ pub(crate) struct Lazy {
     /// waiting)`, direct-mapped by site address; the counts live in the thread's
     /// `ThreadData`, which a report reads.
     pub(crate) unwaited: [Cell<(usize, usize)>; UNWAITED_CACHE],
+    /// The entry opened on the fast path (`record::lazy`), `NO_FAST` if none: its
+    /// frame is its node's open count and the thread's current node, nothing more.
+    pub(crate) fast: Cell<u32>,
+    /// Its start tick, the page's switch count then, its node and the node current
+    /// before it.
+    pub(crate) fast_start: Cell<u64>,
+    pub(crate) fast_switches: Cell<u32>,
+    pub(crate) fast_node: Cell<u32>,
+    pub(crate) fast_prev: Cell<u32>,
+    /// Its direct spins: `(call site address, count)`, 0 for none yet.
+    pub(crate) fast_spins: Cell<(usize, u64)>,
+    /// Whether the tree is behind the hot path: a fast entry open, or records not
+    /// folded (`Local::catch_up`, which every other entry into the thread runs first).
+    pub(crate) behind: Cell<bool>,
+    /// `(parent node, site address, child node)`, direct-mapped by site number: the
+    /// fast path's node without a walk of the tree.
+    pub(crate) nodes: [Cell<(u32, usize, u32)>; NODE_CACHE],
 }
+
+/// No entry is open on the fast path.
+pub(crate) const NO_FAST: u32 = u32::MAX;
+/// Nodes the fast path finds without walking the tree.
+pub(crate) const NODE_CACHE: usize = 32;
 
 thread_local! {
     pub(crate) static LAZY: Lazy = const {
@@ -217,14 +239,31 @@ thread_local! {
             sites: [const { Cell::new(0) }; LAZY_DEPTH],
             slots: [const { Cell::new(0) }; LAZY_DEPTH],
             unwaited: [const { Cell::new((0, 0)) }; UNWAITED_CACHE],
+            fast: Cell::new(NO_FAST),
+            fast_start: Cell::new(0),
+            fast_switches: Cell::new(0),
+            fast_node: Cell::new(0),
+            fast_prev: Cell::new(0),
+            fast_spins: Cell::new((0, 0)),
+            behind: Cell::new(false),
+            nodes: [const { Cell::new((0, 0, 0)) }; NODE_CACHE],
         }
     };
 }
 
 /// The thread's `ThreadData` is going away: its counts may no longer be reached
-/// through the cache.
+/// through the cache, nor its nodes.
 pub(crate) fn forget_unwaited_cache() {
-    LAZY.with(|z| z.unwaited.iter().for_each(|c| c.set((0, 0))));
+    LAZY.with(|z| {
+        z.unwaited.iter().for_each(|c| c.set((0, 0)));
+        z.nodes.iter().for_each(|c| c.set((0, 0, 0)));
+    });
+}
+
+/// Whether the tree is behind the hot path (`Lazy::behind`).
+#[inline(always)]
+pub(crate) fn behind() -> bool {
+    LAZY.with(|z| z.behind.get())
 }
 
 /// Tag bit on an entry's site: a closure of the site's body (`enter_nested`), or an
