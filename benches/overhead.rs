@@ -520,7 +520,9 @@ fn main() {
 /// CPU time of this thread, ns.
 /// The `hot` rows: counters off for the unwaited episode (it reads none), exact page
 /// counters for the waited one, each interleaved with its baseline.
-fn hot_rows(on_thread: &dyn Fn(CounterSampling, usize, &(dyn Fn() -> (f64, f64) + Sync)) -> (f64, f64)) {
+fn hot_rows(
+    on_thread: &dyn Fn(CounterSampling, usize, &(dyn Fn() -> (f64, f64) + Sync)) -> (f64, f64),
+) {
     let n = 2_000_000;
     let unwaited = || {
         pair(
@@ -530,14 +532,19 @@ fn hot_rows(on_thread: &dyn Fn(CounterSampling, usize, &(dyn Fn() -> (f64, f64) 
         )
     };
     let (b, i) = on_thread(CounterSampling::Off, 512, &unwaited);
-    println!("episode that returns without waiting: {b:.2} → {i:.2} ns, +{:.2} ns", i - b);
+    println!(
+        "episode that returns without waiting: {b:.2} → {i:.2} ns, +{:.2} ns",
+        i - b
+    );
     let waits = || {
         let floor = pair(
             n,
             |n| (0..n).for_each(|_| black_box(())),
-            |n| (0..n).for_each(|_| {
-                black_box(clock_pair());
-            }),
+            |n| {
+                (0..n).for_each(|_| {
+                    black_box(clock_pair());
+                })
+            },
         );
         let (b, i) = pair(
             n,

@@ -11,9 +11,11 @@ use crate::base::arena::bump;
 use crate::base::ring::Episode;
 use crate::base::site::CallSite;
 use crate::counters::Mark;
+use crate::model::histogram::AtomicDurations;
 use crate::record::frame::NO_SAMPLE;
 use crate::record::open::{Lazy, Opened, Tally, LAZY, NO_FAST};
-use crate::record::thread::Local;
+use crate::record::records::Record;
+use crate::record::thread::{Local, Node, Slot};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// The call site of spins at `address` (a record's `spin_site`, a fast entry's).
@@ -21,6 +23,50 @@ pub(crate) fn spin_site(address: usize) -> Option<&'static CallSite> {
     // SAFETY: `record::lazy` stores only the address of a `&'static CallSite` there,
     // or 0.
     (address != 0).then(|| unsafe { &*(address as *const CallSite) })
+}
+
+/// Records of one node and spin site in a row, being folded.
+struct Run<'l> {
+    node: u32,
+    spin_site: usize,
+    n: &'l Node,
+    fine: Option<&'l AtomicDurations>,
+    slot: Option<&'l Slot>,
+    frame: u32,
+    /// The kind bit of its spins.
+    kinds: u16,
+    episodes: u64,
+    wall: u64,
+    spins: u64,
+}
+
+impl<'l> Run<'l> {
+    fn new(l: &'l Local, r: &Record) -> Run<'l> {
+        let d = &l.data;
+        let n = d.node(r.node);
+        let site = spin_site(r.spin_site);
+        Run {
+            node: r.node,
+            spin_site: r.spin_site,
+            n,
+            fine: d.fine_durations(n),
+            slot: site.map(|s| d.slot_of(r.node, s as *const CallSite as usize, || s.info())),
+            frame: n.frame.load(Relaxed),
+            kinds: site.map_or(0, |s| s.kind.bit()),
+            episodes: 0,
+            wall: 0,
+            spins: 0,
+        }
+    }
+
+    /// Its counts, into the tree.
+    fn add(self) {
+        bump(&self.n.episodes, self.episodes);
+        bump(&self.n.wall_ns, self.wall);
+        if let Some(slot) = self.slot {
+            bump(&slot.calls, self.spins);
+        }
+    }
 }
 
 impl Local {
@@ -42,36 +88,48 @@ impl Local {
         z.behind.set(false);
     }
 
-    /// Folds every record into the tree, in the order the episodes closed.
+    /// Folds every record into the tree, in the order the episodes closed. A hot loop
+    /// closes runs of episodes of one node and spin site: each run finds its node,
+    /// histograms and slot once and adds its counts once.
     pub(crate) fn fold_records(&self) {
         let d = &self.data;
         let (mut claimed, mut tally) = (0u64, Tally::ZERO);
+        let mut run: Option<Run> = None;
         d.records.fold(|r| {
-            let n = d.node(r.node);
-            bump(&n.episodes, 1);
-            bump(&n.wall_ns, r.duration);
-            d.record_duration_of(n, r.duration);
-            let mut mine = Tally::ZERO;
-            if let Some(site) = spin_site(r.spin_site) {
-                let key = site as *const CallSite as usize;
-                bump(&d.slot_of(r.node, key, || site.info()).calls, u64::from(r.spins));
-                mine = Tally {
-                    calls: r.spins,
-                    kinds: site.kind.bit(),
-                };
+            let x = match run.as_mut() {
+                Some(x) if x.node == r.node && x.spin_site == r.spin_site => x,
+                _ => {
+                    if let Some(done) = run.take() {
+                        done.add();
+                    }
+                    run.insert(Run::new(self, &r))
+                }
+            };
+            x.n.durations.record(r.duration);
+            if let Some(fine) = x.fine {
+                fine.record(r.duration);
             }
             d.timeline.push(&Episode {
                 start: r.start,
                 duration: r.duration,
-                frame: n.frame.load(Relaxed),
-                kinds: mine.kinds,
-                calls: mine.calls,
+                frame: x.frame,
+                kinds: x.kinds,
+                calls: r.spins,
                 switches: 0,
             });
+            x.episodes += 1;
+            x.wall = x.wall.wrapping_add(r.duration);
+            x.spins += u64::from(r.spins);
             // Nothing was nested in it: all its time is its own claim.
             claimed = claimed.wrapping_add(r.duration);
-            tally = tally.plus(mine);
+            tally = tally.plus(Tally {
+                calls: r.spins,
+                kinds: x.kinds,
+            });
         });
+        if let Some(done) = run {
+            done.add();
+        }
         let c = self.claimed.get();
         self.claim_ticks(c.ticks, claimed);
         self.tally.set(self.tally.get().plus(tally));

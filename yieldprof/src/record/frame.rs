@@ -43,7 +43,6 @@ pub(crate) fn open(
         None if wait => l.mark(|| Some(EndedOf::Frame(node))),
         _ => Mark::ZERO,
     };
-    l.data.opened(node);
     l.current.set(node);
     let sample = if wait && l.counters.wants_sample() {
         let t0 = clock::now();
@@ -60,7 +59,7 @@ pub(crate) fn open(
         Some((start, _)) => start,
         None => clock::now(),
     };
-    l.data.started(node, start);
+    l.data.node(node).opened(start);
     // A wait frame tallies its own calls; a business frame's count in the wait frame
     // around it.
     let tally = if wait {

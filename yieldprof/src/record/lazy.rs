@@ -19,7 +19,7 @@ use crate::record::open::{
     site_of, Lazy, LAZY, LAZY_DEPTH, NESTED, NODE_CACHE, NO_FAST, UNWAITED_CACHE,
 };
 use crate::record::records::Record;
-use crate::record::thread::{self, Local, OVERFLOW};
+use crate::record::thread::{self, Local, Node, OVERFLOW};
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{compiler_fence, AtomicU64};
@@ -145,18 +145,18 @@ fn open_fast(l: &Local, z: &Lazy) -> bool {
         return false;
     }
     let prev = l.current.get();
-    let Some(node) = cached_child(l, z, prev, key) else {
+    let Some((node, n)) = cached_child(l, z, prev, key) else {
         return false;
     };
-    l.data.opened(node);
     l.current.set(node);
     let start = clock::now();
-    l.data.started(node, start);
+    n.opened(start);
     // Not moved: the page's count is the last mark's.
     z.fast_switches
         .set(c.last().map_or(0, |m: Mark| m.switches));
     z.fast_start.set(start);
     z.fast_node.set(node);
+    z.fast_node_at.set(n as *const Node as usize);
     z.fast_prev.set(prev);
     z.fast_spins.set((0, 0));
     z.fast.set(at);
@@ -168,19 +168,22 @@ fn open_fast(l: &Local, z: &Lazy) -> bool {
 /// The child of `prev` for the site at `key` from the thread's node cache, found or
 /// added in the tree on a miss; `None` past the node cap.
 #[inline(always)]
-fn cached_child(l: &Local, z: &Lazy, prev: u32, key: usize) -> Option<u32> {
+fn cached_child<'l>(l: &'l Local, z: &Lazy, prev: u32, key: usize) -> Option<(u32, &'l Node)> {
     let site = site_of(key);
     let cell = &z.nodes[site.number() as usize % NODE_CACHE];
-    let (p, k, node) = cell.get();
-    if p == prev && k == key {
-        return Some(node);
+    let (p, k, node, at) = cell.get();
+    if p == prev && k == key && at != 0 {
+        // SAFETY: the address of node `node` of this thread's `ThreadData`, which `l`
+        // holds: nodes never move, and the cache is cleared before it may go.
+        return Some((node, unsafe { &*(at as *const Node) }));
     }
     let node = l.data.child(prev, key, || site.info());
     if node == OVERFLOW {
         return None;
     }
-    cell.set((prev, key, node));
-    Some(node)
+    let n = l.data.node(node);
+    cell.set((prev, key, node, n as *const Node as usize));
+    Some((node, n))
 }
 
 /// The spins of a direct spin site counted in the episode at `at`, kept with it if it
@@ -261,9 +264,11 @@ fn close_fast(z: &Lazy, end: u64) -> bool {
             l.fold_records();
         }
         let node = z.fast_node.get();
+        // SAFETY: as in `cached_child`, which gave it.
+        let n = unsafe { &*(z.fast_node_at.get() as *const Node) };
         // Closed on its node before its record is out: a report that counts the record
         // sees the frame closed, never both (`record::copy`).
-        let current = d.closed(d.node(node), node, z.fast_prev.get(), l.current.get());
+        let current = d.closed(n, node, z.fast_prev.get(), l.current.get());
         l.current.set(current);
         let duration = end.saturating_sub(z.fast_start.get());
         d.records.push(&Record {

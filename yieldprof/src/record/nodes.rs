@@ -61,23 +61,6 @@ impl ThreadData {
         }
     }
 
-    /// A frame on `node` opened.
-    #[inline(always)]
-    pub(crate) fn opened(&self, node: u32) {
-        let n = &self.node(node).open;
-        n.store(n.load(Relaxed).wrapping_add(1), Relaxed);
-    }
-
-    /// A frame on `node` opened at tick `start`: what a report counts it from while it
-    /// stays open (the first of several open at once).
-    #[inline(always)]
-    pub(crate) fn started(&self, node: u32, start: u64) {
-        let since = &self.node(node).open_since;
-        if since.load(Relaxed) == 0 {
-            since.store(start, Relaxed);
-        }
-    }
-
     /// A frame on `node` (`n`), opened under `prev`, closed while `current` was this thread's
     /// current node: the current node after it. In order, the innermost frame still
     /// open above `node`. Out of order (a frame held across `.await`, closed while a
@@ -100,5 +83,17 @@ impl ThreadData {
         }
         i
     }
+}
 
+impl Node {
+    /// A frame on it opened at tick `start`: what a report counts it from while it
+    /// stays open (the first of several open at once).
+    #[inline(always)]
+    pub(crate) fn opened(&self, start: u64) {
+        let n = &self.open;
+        n.store(n.load(Relaxed).wrapping_add(1), Relaxed);
+        if self.open_since.load(Relaxed) == 0 {
+            self.open_since.store(start, Relaxed);
+        }
+    }
 }

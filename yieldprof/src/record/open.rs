@@ -215,15 +215,18 @@ pub(crate) struct Lazy {
     pub(crate) fast_start: Cell<u64>,
     pub(crate) fast_switches: Cell<u32>,
     pub(crate) fast_node: Cell<u32>,
+    pub(crate) fast_node_at: Cell<usize>,
     pub(crate) fast_prev: Cell<u32>,
     /// Its direct spins: `(call site address, count)`, 0 for none yet.
     pub(crate) fast_spins: Cell<(usize, u64)>,
     /// Whether the tree is behind the hot path: a fast entry open, or records not
     /// folded (`Local::catch_up`, which every other entry into the thread runs first).
     pub(crate) behind: Cell<bool>,
-    /// `(parent node, site address, child node)`, direct-mapped by site number: the
-    /// fast path's node without a walk of the tree.
-    pub(crate) nodes: [Cell<(u32, usize, u32)>; NODE_CACHE],
+    /// `(parent node, site address, child node, its address)`, direct-mapped by site
+    /// number: the fast path's node without a walk of the tree. Nodes never move (an
+    /// arena's segments are allocated once), and the cache is cleared before the
+    /// thread's `ThreadData` may go.
+    pub(crate) nodes: [Cell<(u32, usize, u32, usize)>; NODE_CACHE],
 }
 
 /// No entry is open on the fast path.
@@ -243,10 +246,11 @@ thread_local! {
             fast_start: Cell::new(0),
             fast_switches: Cell::new(0),
             fast_node: Cell::new(0),
+            fast_node_at: Cell::new(0),
             fast_prev: Cell::new(0),
             fast_spins: Cell::new((0, 0)),
             behind: Cell::new(false),
-            nodes: [const { Cell::new((0, 0, 0)) }; NODE_CACHE],
+            nodes: [const { Cell::new((0, 0, 0, 0)) }; NODE_CACHE],
         }
     };
 }
@@ -256,7 +260,7 @@ thread_local! {
 pub(crate) fn forget_unwaited_cache() {
     LAZY.with(|z| {
         z.unwaited.iter().for_each(|c| c.set((0, 0)));
-        z.nodes.iter().for_each(|c| c.set((0, 0, 0)));
+        z.nodes.iter().for_each(|c| c.set((0, 0, 0, 0)));
     });
 }
 

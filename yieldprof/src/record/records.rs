@@ -75,8 +75,10 @@ impl Records {
         fence(Ordering::Release);
         c.start.store(r.start, Ordering::Relaxed);
         c.duration.store(r.duration, Ordering::Relaxed);
-        c.node
-            .store(u64::from(r.node) << 32 | u64::from(r.spins), Ordering::Relaxed);
+        c.node.store(
+            u64::from(r.node) << 32 | u64::from(r.spins),
+            Ordering::Relaxed,
+        );
         c.spin_site.store(r.spin_site as u64, Ordering::Relaxed);
         self.written.store(i + 1, Ordering::Release);
     }

@@ -9,9 +9,7 @@ use crate::base::clock;
 use crate::base::fork::{ForkMutex, Locked};
 use crate::base::reentry::{self, Inside};
 use crate::base::ring::Ring;
-use crate::base::site::{
-    self, CallInfo, Kind, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME,
-};
+use crate::base::site::{self, CallInfo, Kind, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
 use crate::base::text::host_name;
 use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters};
 use crate::model::histogram::{AtomicDurations, AtomicHistogram};
@@ -223,10 +221,16 @@ impl ThreadData {
     #[inline(always)]
     pub(crate) fn record_duration_of(&self, n: &Node, ticks: u64) {
         n.durations.record(ticks);
-        let at = n.site_durations.load(Relaxed);
-        if at != NO_DURATIONS {
-            self.site_durations.get(at).durations.record(ticks);
+        if let Some(fine) = self.fine_durations(n) {
+            fine.record(ticks);
         }
+    }
+
+    /// The fine durations of node `n`'s frame's episodes on this thread.
+    #[inline(always)]
+    pub(crate) fn fine_durations(&self, n: &Node) -> Option<&AtomicDurations> {
+        let at = n.site_durations.load(Relaxed);
+        (at != NO_DURATIONS).then(|| &self.site_durations.get(at).durations)
     }
 
     /// The slot of `node` for the call site at `key`.
