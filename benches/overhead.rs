@@ -518,11 +518,13 @@ fn main() {
 }
 
 /// CPU time of this thread, ns.
+/// Runs a case on a thread of its own with the given counter settings.
+type OnThread<'a> =
+    dyn Fn(CounterSampling, usize, &(dyn Fn() -> (f64, f64) + Sync)) -> (f64, f64) + 'a;
+
 /// The `hot` rows: counters off for the unwaited episode (it reads none), exact page
 /// counters for the waited one, each interleaved with its baseline.
-fn hot_rows(
-    on_thread: &dyn Fn(CounterSampling, usize, &(dyn Fn() -> (f64, f64) + Sync)) -> (f64, f64),
-) {
+fn hot_rows(on_thread: &OnThread) {
     let n = 2_000_000;
     let unwaited = || {
         pair(
