@@ -301,6 +301,8 @@ pub(crate) struct Local {
     pub(crate) tally: Cell<Tally>,
     pub(crate) open: OpenFrames,
     pub(crate) unread: Unread,
+    /// How many of this thread's skipped entries (`reentry::skipped`) are in `data`.
+    published: Cell<u64>,
 }
 
 impl Drop for Local {
@@ -311,7 +313,7 @@ impl Drop for Local {
         // Its closed episodes' switch figures (`record::deferred`).
         self.settle(true);
         self.counters.refresh(&self.data.counters);
-        publish_skipped(&self.data);
+        publish_skipped(self);
         let done = self.data.snapshot(true);
         let mut r = registry();
         r.live.retain(|t| !Arc::ptr_eq(t, &self.data));
@@ -323,9 +325,6 @@ thread_local! {
     static LOCAL: Local = register();
     /// This thread's serial once registered (0 before): readable without registering.
     static SERIAL: Cell<u64> = const { Cell::new(0) };
-    /// How many of this thread's skipped entries (`reentry::skipped`) are in its
-    /// `ThreadData`.
-    static PUBLISHED: Cell<u64> = const { Cell::new(0) };
 }
 
 fn register() -> Local {
@@ -354,6 +353,7 @@ fn register() -> Local {
         tally: Cell::new(Tally::ZERO),
         open: OpenFrames::default(),
         unread: Unread::default(),
+        published: Cell::new(0),
     }
 }
 
@@ -368,11 +368,13 @@ enum Missed {
 }
 
 #[inline(always)]
-fn guarded<R>(f: impl FnOnce(&Local) -> R) -> Result<R, Missed> {
-    let Some(_inside) = Inside::enter() else {
+fn guarded<R>(f: impl FnOnce(&Local, &Inside) -> R) -> Result<R, Missed> {
+    let Some(inside) = Inside::enter() else {
         return Err(Missed::Reentered);
     };
-    LOCAL.try_with(f).map_err(|_| Missed::TornDown)
+    LOCAL
+        .try_with(|l| f(l, &inside))
+        .map_err(|_| Missed::TornDown)
 }
 
 /// Runs `f` on this thread's state, its tree first brought up to date with the hot
@@ -380,7 +382,7 @@ fn guarded<R>(f: impl FnOnce(&Local) -> R) -> Result<R, Missed> {
 /// interrupted yieldprof on this thread.
 #[inline(always)]
 pub(crate) fn with<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
-    guarded(|l| {
+    guarded(|l, _| {
         l.catch_up();
         f(l)
     })
@@ -390,7 +392,7 @@ pub(crate) fn with<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
 /// As [`with`], for the hot path (`record::lazy`), which leaves the tree behind.
 #[inline(always)]
 pub(crate) fn with_hot<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
-    guarded(f).ok()
+    guarded(|l, _| f(l)).ok()
 }
 
 /// As [`with`], for an entry (a frame or a call): one that cannot be recorded is
@@ -406,9 +408,9 @@ pub(crate) fn enter<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
 /// As [`enter`], for the hot path (`record::lazy`), which leaves the tree behind.
 #[inline(always)]
 pub(crate) fn enter_hot<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
-    match guarded(|l| {
-        if reentry::skipped() != PUBLISHED.get() {
-            publish_skipped(&l.data);
+    match guarded(|l, inside| {
+        if inside.skipped() != l.published.get() {
+            publish_skipped(l);
         }
         f(l)
     }) {
@@ -425,10 +427,10 @@ pub(crate) fn enter_hot<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
 }
 
 /// Owner only: makes this thread's skipped entries visible to reports.
-fn publish_skipped(data: &ThreadData) {
+fn publish_skipped(l: &Local) {
     let skipped = reentry::skipped();
-    data.reentries_skipped.store(skipped, Relaxed);
-    PUBLISHED.set(skipped);
+    l.data.reentries_skipped.store(skipped, Relaxed);
+    l.published.set(skipped);
 }
 
 /// Counts an entry on a thread whose state is gone into its exited profile.
