@@ -109,8 +109,7 @@ pub(crate) fn began_waiting() {
     let opened = thread::enter_hot(|l| {
         LAZY.with(|z| {
             if !open_fast(l, z) {
-                l.catch_up();
-                materialise(l);
+                open_slow(l);
             }
         })
     });
@@ -124,6 +123,14 @@ pub(crate) fn began_waiting() {
             }
         });
     }
+}
+
+/// Every pending episode opens as a frame, the tree brought up to date first.
+#[cold]
+#[inline(never)]
+fn open_slow(l: &Local) {
+    l.catch_up();
+    materialise(l);
 }
 
 /// Opens the one pending episode on the fast path, if it can: whether it did.
@@ -227,23 +234,30 @@ fn leave(at: u32, slot: u32) {
 fn close_live(z: &Lazy, at: u32, deep_slot: u32) {
     let end = clock::now();
     if z.fast.get() != at || !close_fast(z, end) {
-        // `with` first makes a fast entry an open frame, in its slot (`record::fold`).
-        thread::with(|l| {
-            let slot = match z.slots.get(at as usize) {
-                Some(s) => s.get(),
-                None => deep_slot,
-            };
-            if slot != NO_SLOT {
-                frame::close(l, slot, end);
-            }
-        });
+        close_frame(z, at, deep_slot, end);
     }
+    z.live.set(at);
+    z.depth.set(at);
+}
+
+/// Closes the frame of a live entry at tick `end`.
+#[cold]
+#[inline(never)]
+fn close_frame(z: &Lazy, at: u32, deep_slot: u32, end: u64) {
+    // `with` first makes a fast entry an open frame, in its slot (`record::fold`).
+    thread::with(|l| {
+        let slot = match z.slots.get(at as usize) {
+            Some(s) => s.get(),
+            None => deep_slot,
+        };
+        if slot != NO_SLOT {
+            frame::close(l, slot, end);
+        }
+    });
     if z.fast.get() == at {
         // The thread's state was gone.
         z.fast.set(NO_FAST);
     }
-    z.live.set(at);
-    z.depth.set(at);
 }
 
 /// Closes the fast entry at tick `end` with one record, unless it needs more than a
