@@ -136,7 +136,7 @@ impl Local {
     }
 
     /// The fast entry, if one is open, becomes an open frame (its slot in the entry),
-    /// with the start and switch mark it opened at and the spins it has counted.
+    /// with the start and switch mark it opened at. Its spins stay with the entry.
     fn promote(&self, z: &Lazy) {
         let at = z.fast.get();
         if at == NO_FAST {
@@ -160,14 +160,16 @@ impl Local {
             tally: self.tally.replace(Tally::ZERO),
         });
         z.slots[at as usize].set(slot);
-        let (site, spins) = z.fast_spins.replace((0, 0));
-        if let Some(site) = spin_site(site).filter(|_| spins > 0) {
-            let key = site as *const CallSite as usize;
-            bump(&self.data.slot_of(node, key, || site.info()).calls, spins);
-            self.tally.set(self.tally.get().plus(Tally {
-                calls: u32::try_from(spins).unwrap_or(u32::MAX),
-                kinds: site.kind.bit(),
-            }));
-        }
+    }
+
+    /// `n` spins at `site` in the frame of `node`, which is open: its slot's calls and
+    /// the thread's tally (its timeline entry counts them when it closes).
+    pub(crate) fn add_spins(&self, node: u32, site: &'static CallSite, n: u64) {
+        let key = site as *const CallSite as usize;
+        bump(&self.data.slot_of(node, key, || site.info()).calls, n);
+        self.tally.set(self.tally.get().plus(Tally {
+            calls: u32::try_from(n).unwrap_or(u32::MAX),
+            kinds: site.kind.bit(),
+        }));
     }
 }

@@ -9,11 +9,19 @@
 //! thread's count of its site's episodes that "returned without waiting". A frame
 //! opened at entry (a business frame, an async poll's) opens the pending episodes
 //! below it first, so the tree keeps its parent-to-child order.
+//!
+//! This file is the hot path, in the order an episode runs: `enter`, its first wait
+//! (`began_waiting`: the fast open), its spins (`spun`), its return (`leave`: the fast
+//! close, one `Record`). An episode on the fast path touches no tree, histogram or
+//! timeline: `record::fold` adds its record to those in batches, and turns it into an
+//! ordinary open frame if anything else needs the thread's state while it is open.
+//! The slow paths follow each fast one.
 
 use crate::base::arena::bump;
 use crate::base::clock;
 use crate::base::site::{CallSite, EpisodeSite};
 use crate::counters::Mark;
+use crate::record::fold::spin_site;
 use crate::record::frame;
 use crate::record::open::{
     site_of, Lazy, LAZY, LAZY_DEPTH, NESTED, NODE_CACHE, NO_FAST, UNWAITED_CACHE,
@@ -165,15 +173,15 @@ fn open_fast(l: &Local, z: &Lazy) -> bool {
     z.fast_node.set(node);
     z.fast_node_at.set(n as *const Node as usize);
     z.fast_prev.set(prev);
-    z.fast_spins.set((0, 0));
     z.fast.set(at);
     z.behind.set(true);
     z.live.set(at + 1);
     true
 }
 
-/// The child of `prev` for the site at `key` from the thread's node cache, found or
-/// added in the tree on a miss; `None` past the node cap.
+/// The child of `prev` for the site at `key` from the thread's node cache, or found
+/// in the tree on a miss; `None` where it has none yet (the slow path adds it, or
+/// counts the entry as past the node cap) or `prev` is `[overflow]`.
 #[inline(always)]
 fn cached_child<'l>(l: &'l Local, z: &Lazy, prev: u32, key: usize) -> Option<(u32, &'l Node)> {
     let site = site_of(key);
@@ -184,25 +192,25 @@ fn cached_child<'l>(l: &'l Local, z: &Lazy, prev: u32, key: usize) -> Option<(u3
         // holds: nodes never move, and the cache is cleared before it may go.
         return Some((node, unsafe { &*(at as *const Node) }));
     }
-    let node = l.data.child(prev, key, || site.info());
-    if node == OVERFLOW {
+    if prev == OVERFLOW {
         return None;
     }
+    let node = l.data.find_child(prev, key)?;
     let n = l.data.node(node);
     cell.set((prev, key, node, n as *const Node as usize));
     Some((node, n))
 }
 
-/// The spins of a direct spin site counted in the episode at `at`, kept with it if it
-/// is the fast entry: whether they were.
+/// The spins of a direct spin site counted in the live episode at `at`, kept with it
+/// until it closes (in its record, or added to its frame): whether they were.
 #[inline(always)]
-pub(crate) fn spun_fast(at: u32, site: &'static CallSite, n: u64) -> bool {
+pub(crate) fn spun(at: u32, site: &'static CallSite, n: u64) -> bool {
     LAZY.with(|z| {
-        let fast = z.fast.get() == at;
-        if fast {
-            z.fast_spins.set((site as *const CallSite as usize, n));
+        let kept = at < z.live.get() && (at as usize) < LAZY_DEPTH;
+        if kept {
+            z.spins[at as usize].set((site as *const CallSite as usize, n));
         }
-        fast
+        kept
     })
 }
 
@@ -233,7 +241,7 @@ fn leave(at: u32, slot: u32) {
 #[inline(never)]
 fn close_live(z: &Lazy, at: u32, deep_slot: u32) {
     let end = clock::now();
-    if z.fast.get() != at || !close_fast(z, end) {
+    if z.fast.get() != at || !close_fast(z, at, end) {
         close_frame(z, at, deep_slot, end);
     }
     z.live.set(at);
@@ -244,15 +252,24 @@ fn close_live(z: &Lazy, at: u32, deep_slot: u32) {
 #[cold]
 #[inline(never)]
 fn close_frame(z: &Lazy, at: u32, deep_slot: u32, end: u64) {
+    let (site, spins) = z
+        .spins
+        .get(at as usize)
+        .map_or((0, 0), |s| s.replace((0, 0)));
     // `with` first makes a fast entry an open frame, in its slot (`record::fold`).
     thread::with(|l| {
         let slot = match z.slots.get(at as usize) {
             Some(s) => s.get(),
             None => deep_slot,
         };
-        if slot != NO_SLOT {
-            frame::close(l, slot, end);
+        let Some(node) = l.open.node(slot) else {
+            return;
+        };
+        if let Some(site) = spin_site(site) {
+            // Before its close: its timeline entry counts them.
+            l.add_spins(node, site, spins);
         }
+        frame::close(l, slot, end);
     });
     if z.fast.get() == at {
         // The thread's state was gone.
@@ -264,9 +281,13 @@ fn close_frame(z: &Lazy, at: u32, deep_slot: u32, end: u64) {
 /// record holds (the thread was switched in it: its switch figures; spins past 32
 /// bits): whether it did.
 #[inline(always)]
-fn close_fast(z: &Lazy, end: u64) -> bool {
+fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
     let closed = thread::with_hot(|l| {
-        let (spin_site, spins) = z.fast_spins.get();
+        // A signal handler's entry may have made it a frame since the check outside.
+        if z.fast.get() != at {
+            return false;
+        }
+        let (spin_site, spins) = z.spins[at as usize].get();
         let Ok(spins) = u32::try_from(spins) else {
             return false;
         };
@@ -293,6 +314,7 @@ fn close_fast(z: &Lazy, end: u64) -> bool {
             spin_site,
         });
         l.counters.earn(duration);
+        z.spins[at as usize].set((0, 0));
         z.fast.set(NO_FAST);
         true
     });

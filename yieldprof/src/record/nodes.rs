@@ -15,16 +15,22 @@ impl ThreadData {
             bump(&self.overflowed, 1);
             return OVERFLOW;
         }
-        let p = self.node(parent);
-        let mut c = p.first_child.own();
+        self.find_child(parent, key)
+            .unwrap_or_else(|| self.new_child(parent, key, info))
+    }
+
+    /// Owner only: the child of `parent` (not `OVERFLOW`) for `key`, if it has one.
+    #[inline]
+    pub(crate) fn find_child(&self, parent: u32, key: usize) -> Option<u32> {
+        let mut c = self.node(parent).first_child.own();
         while c != ROOT {
             let n = self.node(c);
             if n.key.load(Relaxed) == key {
-                return c;
+                return Some(c);
             }
             c = n.next_sibling.own();
         }
-        self.new_child(parent, key, info)
+        None
     }
 
     #[cold]

@@ -203,6 +203,10 @@ pub(crate) struct Lazy {
     pub(crate) sites: [Cell<usize>; LAZY_DEPTH],
     /// Each live episode's slot in the thread's open frames.
     pub(crate) slots: [Cell<u32>; LAZY_DEPTH],
+    /// Each live episode's direct spins (one site's) from its `SpinCounts`, until it
+    /// closes: `(call site address, count)`. Per entry, so that a signal handler's
+    /// episode between the two never takes another's.
+    pub(crate) spins: [Cell<(usize, u64)>; LAZY_DEPTH],
     /// `(site, address of this thread's count of its episodes that returned without
     /// waiting)`, direct-mapped by site address; the counts live in the thread's
     /// `ThreadData`, which a report reads.
@@ -217,8 +221,6 @@ pub(crate) struct Lazy {
     pub(crate) fast_node: Cell<u32>,
     pub(crate) fast_node_at: Cell<usize>,
     pub(crate) fast_prev: Cell<u32>,
-    /// Its direct spins: `(call site address, count)`, 0 for none yet.
-    pub(crate) fast_spins: Cell<(usize, u64)>,
     /// Whether the tree is behind the hot path: a fast entry open, or records not
     /// folded (`Local::catch_up`, which every other entry into the thread runs first).
     pub(crate) behind: Cell<bool>,
@@ -241,6 +243,7 @@ thread_local! {
             live: Cell::new(0),
             sites: [const { Cell::new(0) }; LAZY_DEPTH],
             slots: [const { Cell::new(0) }; LAZY_DEPTH],
+            spins: [const { Cell::new((0, 0)) }; LAZY_DEPTH],
             unwaited: [const { Cell::new((0, 0)) }; UNWAITED_CACHE],
             fast: Cell::new(NO_FAST),
             fast_start: Cell::new(0),
@@ -248,7 +251,6 @@ thread_local! {
             fast_node: Cell::new(0),
             fast_node_at: Cell::new(0),
             fast_prev: Cell::new(0),
-            fast_spins: Cell::new((0, 0)),
             behind: Cell::new(false),
             nodes: [const { Cell::new((0, 0, 0, 0)) }; NODE_CACHE],
         }
