@@ -19,6 +19,32 @@ fn hot_spin(n: u64) {
     }
 }
 
+/// Spins, then yields: the yield, a timed call, turns the episode opened on the fast
+/// path into an ordinary frame.
+#[yieldprof::instrument_wait]
+fn spin_then_yield() {
+    for _ in 0..SPINS {
+        std::hint::spin_loop();
+    }
+    std::thread::yield_now();
+}
+
+/// Spins, then runs an episode that spins: the inner one's first wait finds the outer
+/// open on the fast path and makes it a frame first.
+#[yieldprof::instrument_wait]
+fn outer_spin() {
+    std::hint::spin_loop();
+    inner_spin();
+}
+
+/// As `hot_spin`, for the test of its own (tests run at once, sites are per process).
+#[yieldprof::instrument_wait]
+fn inner_spin() {
+    for _ in 0..SPINS {
+        std::hint::spin_loop();
+    }
+}
+
 /// Runs `k` episodes for each `k` it receives, says when done, and exits when the
 /// sender goes.
 fn worker(batches: Receiver<u64>, done: Sender<()>) -> std::thread::JoinHandle<()> {
@@ -96,4 +122,29 @@ fn reports_count_every_episode_closed_on_the_hot_path_folded_or_not() {
     assert_eq!(calls.len() as u64, u64::from(KEPT));
     drop(guard);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn episodes_opened_on_the_hot_path_keep_their_counts_when_something_else_happens_in_them() {
+    const N: u64 = 100;
+    let before = yieldprof::snapshot();
+    std::thread::spawn(|| {
+        for _ in 0..N {
+            spin_then_yield();
+            outer_spin();
+        }
+    })
+    .join()
+    .unwrap();
+    let d = yieldprof::snapshot().since(&before);
+    let kinds = |name: &str| {
+        let s = d.site(name).expect("the site");
+        let spins = s.calls_of(yieldprof::Kind::Spin);
+        let yields = s.calls_of(yieldprof::Kind::Yield);
+        (s.episodes, spins, yields, s.durations.count())
+    };
+    assert_eq!(kinds("spin_then_yield"), (N, N * SPINS, N, N));
+    assert_eq!(kinds("outer_spin"), (N, N, 0, N));
+    // Only the calls made directly in it: the inner episode's spins are its own.
+    assert_eq!(kinds("inner_spin"), (N, N * SPINS, 0, N));
 }
