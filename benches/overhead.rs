@@ -298,6 +298,14 @@ fn main() {
         std::mem::forget(_g);
         return;
     }
+    // `hot`: only the hot path's two rows (an episode that returns without waiting;
+    // a waited one-spin episode against a raw clock pair), side by side.
+    if args.iter().any(|a| a == "hot") {
+        hot_rows(&on_thread);
+        drop(_guard);
+        let _ = std::fs::remove_dir_all(&out);
+        return;
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("yieldprof overhead, {cores} cores, best of {ROUNDS}×{ROUNDS} rounds\n");
     println!(
@@ -510,6 +518,50 @@ fn main() {
 }
 
 /// CPU time of this thread, ns.
+/// Runs a case on a thread of its own with the given counter settings.
+type OnThread<'a> =
+    dyn Fn(CounterSampling, usize, &(dyn Fn() -> (f64, f64) + Sync)) -> (f64, f64) + 'a;
+
+/// The `hot` rows: counters off for the unwaited episode (it reads none), exact page
+/// counters for the waited one, each interleaved with its baseline.
+fn hot_rows(on_thread: &OnThread) {
+    let n = 2_000_000;
+    let unwaited = || {
+        pair(
+            n,
+            |n| episodes(n, raw_empty),
+            |n| episodes(n, empty_episode),
+        )
+    };
+    let (b, i) = on_thread(CounterSampling::Off, 512, &unwaited);
+    println!(
+        "episode that returns without waiting: {b:.2} → {i:.2} ns, +{:.2} ns",
+        i - b
+    );
+    let waits = || {
+        let floor = pair(
+            n,
+            |n| (0..n).for_each(|_| black_box(())),
+            |n| {
+                (0..n).for_each(|_| {
+                    black_box(clock_pair());
+                })
+            },
+        );
+        let (b, i) = pair(
+            n,
+            |n| episodes(n, raw_one_spin),
+            |n| episodes(n, one_spin_episode),
+        );
+        (floor.1 - floor.0, i - b)
+    };
+    let (floor, cost) = on_thread(CounterSampling::Every(u32::MAX), 512, &waits);
+    println!(
+        "waited one-spin episode, exact page counters: +{cost:.2} ns vs a raw clock pair +{floor:.2} ns: {:.2}×",
+        cost / floor
+    );
+}
+
 fn thread_cpu_ns() -> u64 {
     // SAFETY: clock_gettime writes into the zeroed struct.
     let ts = unsafe {

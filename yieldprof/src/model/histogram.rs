@@ -200,6 +200,33 @@ impl Histogram {
         self.ns_per_tick = scale.ns_per_tick();
     }
 
+    /// Adds one episode of `ticks` to a copy, as the live histogram it was copied
+    /// from would have: to the coarse buckets (a node's), or to the fine buckets and
+    /// the extremes (a site's).
+    pub(crate) fn add_one(&mut self, ticks: u64, fine_buckets: bool) {
+        if fine_buckets {
+            let one = [(fine(ticks) as u16, 1)];
+            merge(&mut self.fine, &one, |f| f.0, |m, o| m.1 += o.1);
+            self.min = self.min.min(ticks);
+            self.max = self.max.max(ticks);
+        } else {
+            let one = [Bucket {
+                index: octave(ticks) as u16,
+                count: 1,
+                sum: ticks,
+            }];
+            merge(
+                &mut self.coarse,
+                &one,
+                |b| b.index,
+                |m, o| {
+                    m.count += o.count;
+                    m.sum += o.sum;
+                },
+            );
+        }
+    }
+
     /// Adds `other`'s episodes.
     pub(crate) fn add(&mut self, other: &Histogram) {
         if self.coarse.is_empty() && self.fine.is_empty() {
@@ -376,6 +403,28 @@ mod tests {
         let mut h = coarse.load();
         h.add(&fine.load());
         h
+    }
+
+    #[test]
+    fn one_episode_added_to_a_copy_is_what_the_live_histogram_would_have_recorded() {
+        let durations = [0, 1, 31, 32, 33, 1000, 1 << 20, 5_000_000_007, u64::MAX / 3];
+        let (before, after) = durations.split_at(4);
+        let (coarse, fine) = (AtomicHistogram::default(), AtomicDurations::default());
+        for &d in before {
+            coarse.record(d);
+            fine.record(d);
+        }
+        let (mut c, mut f) = (coarse.load(), fine.load());
+        for &d in after {
+            c.add_one(d, false);
+            f.add_one(d, true);
+        }
+        for &d in after {
+            coarse.record(d);
+            fine.record(d);
+        }
+        assert_eq!(c, coarse.load());
+        assert_eq!(f, fine.load());
     }
 
     /// The sample of rank ⌈q·n⌉, the definition `quantile` estimates.

@@ -2,10 +2,13 @@
 
 use super::thread::*;
 use crate::base::clock;
-use crate::base::site::OVERFLOW_CALL;
+use crate::base::ring::Episode;
+use crate::base::site::{self, CallSite, OVERFLOW_CALL};
 use crate::counters::ThreadSnap;
 use crate::model::timeline::Timeline;
 use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
+use crate::record::fold::spin_site;
+use crate::record::records::Record;
 use std::sync::atomic::Ordering::Relaxed;
 
 impl ThreadData {
@@ -15,6 +18,8 @@ impl ThreadData {
     /// its open mark: a frame that closes in between is missed for this copy, never
     /// counted twice.
     pub(crate) fn snapshot(&self, exited: bool) -> ThreadProfile {
+        // Records pushed from here on may show below as frames still open.
+        let written = self.records.written();
         let now = clock::now();
         let n_nodes = self.nodes.len();
         let mut nodes: Vec<NodeStats> = (0..n_nodes)
@@ -75,7 +80,7 @@ impl ThreadData {
             })
             .collect();
         let (episodes, recorded) = self.timeline.read();
-        ThreadProfile {
+        let mut t = ThreadProfile {
             serial: self.serial,
             tid: self.tid,
             name: self.name.clone(),
@@ -96,6 +101,53 @@ impl ThreadData {
                 capacity: self.timeline.capacity(),
                 switches_counted: self.counters.switches_exact(),
             },
+        };
+        for r in self.records.unfolded(written) {
+            self.add_record(&mut t, &r);
+        }
+        // The oldest give way, as in the ring.
+        let line = &mut t.timeline;
+        let over = line.episodes.len().saturating_sub(line.capacity as usize);
+        line.episodes.drain(..over);
+        t
+    }
+
+    /// Adds a record not folded yet to a copy of the tree, as the fold will
+    /// (`record::fold`).
+    fn add_record(&self, t: &mut ThreadProfile, r: &Record) {
+        let Some(n) = t.nodes.get_mut(r.node as usize) else {
+            return;
+        };
+        n.episodes += 1;
+        n.wall_ns += r.duration;
+        n.durations.add_one(r.duration, false);
+        let site = self.node(r.node).site_durations.load(Relaxed);
+        if let Some((_, h)) = t.site_durations.get_mut(site as usize) {
+            h.add_one(r.duration, true);
+        }
+        let mut episode = Episode {
+            start: r.start,
+            duration: r.duration,
+            frame: n.frame,
+            ..Episode::default()
+        };
+        if let Some(site) = spin_site(r.spin_site) {
+            let call = site::call_id(site as *const CallSite as usize, || site.info());
+            match n.slots.iter_mut().find(|s| s.call == call) {
+                Some(s) => s.calls += u64::from(r.spins),
+                None => n.slots.push(SlotStats {
+                    call,
+                    calls: u64::from(r.spins),
+                    ..SlotStats::default()
+                }),
+            }
+            episode.kinds = site.kind.bit();
+            episode.calls = r.spins;
+        }
+        // With the timeline off the ring counts nothing either.
+        if t.timeline.capacity > 0 {
+            t.timeline.recorded += 1;
+            t.timeline.episodes.push(episode);
         }
     }
 }

@@ -11,7 +11,8 @@ use crate::record::open::{EndedOf, Opened, Tally};
 use crate::record::thread::Local;
 use std::sync::atomic::Ordering::Relaxed;
 
-const NO_SAMPLE: u32 = u32::MAX;
+/// The `sample` of an open frame whose counters are not sampled.
+pub(crate) const NO_SAMPLE: u32 = u32::MAX;
 
 /// Whether recording is on: one relaxed load at run time (`YIELDPROF=0`), nothing at
 /// all when the `enabled` feature is off.
@@ -42,7 +43,6 @@ pub(crate) fn open(
         None if wait => l.mark(|| Some(EndedOf::Frame(node))),
         _ => Mark::ZERO,
     };
-    l.data.opened(node);
     l.current.set(node);
     let sample = if wait && l.counters.wants_sample() {
         let t0 = clock::now();
@@ -59,7 +59,7 @@ pub(crate) fn open(
         Some((start, _)) => start,
         None => clock::now(),
     };
-    l.data.started(node, start);
+    l.data.node(node).opened(start);
     // A wait frame tallies its own calls; a business frame's count in the wait frame
     // around it.
     let tally = if wait {

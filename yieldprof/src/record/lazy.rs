@@ -9,14 +9,25 @@
 //! thread's count of its site's episodes that "returned without waiting". A frame
 //! opened at entry (a business frame, an async poll's) opens the pending episodes
 //! below it first, so the tree keeps its parent-to-child order.
+//!
+//! This file is the hot path, in the order an episode runs: `enter`, its first wait
+//! (`began_waiting`: the fast open), its spins (`spun`), its return (`leave`: the fast
+//! close, one `Record`). An episode on the fast path touches no tree, histogram or
+//! timeline: `record::fold` adds its record to those in batches, and turns it into an
+//! ordinary open frame if anything else needs the thread's state while it is open.
+//! The slow paths follow each fast one.
 
 use crate::base::arena::bump;
 use crate::base::clock;
-use crate::base::site::EpisodeSite;
+use crate::base::site::{CallSite, EpisodeSite};
 use crate::counters::Mark;
+use crate::record::fold::spin_site;
 use crate::record::frame;
-use crate::record::open::{site_of, Lazy, LAZY, LAZY_DEPTH, NESTED, UNWAITED_CACHE};
-use crate::record::thread::{self, Local};
+use crate::record::open::{
+    site_of, Lazy, LAZY, LAZY_DEPTH, NESTED, NODE_CACHE, NO_FAST, UNWAITED_CACHE,
+};
+use crate::record::records::Record;
+use crate::record::thread::{self, Local, Node, OVERFLOW};
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{compiler_fence, AtomicU64};
@@ -96,6 +107,113 @@ fn enter_deep(z: &Lazy, key: usize, d: u32) -> WaitGuard {
     opened.unwrap_or(WaitGuard::INACTIVE)
 }
 
+/// The first wait of the innermost pending episode: a spin written directly in its
+/// body (`SpinCounts`). In the common case (one pending episode, not sampled, no
+/// switch figures to read, its node known) it opens on the fast path: a start tick and
+/// the page's switch count kept in `Lazy`, its node made current. Anything else opens
+/// every pending episode as frames (`materialise`).
+#[inline(never)]
+pub(crate) fn began_waiting() {
+    let opened = thread::enter_hot(|l| {
+        LAZY.with(|z| {
+            if !open_fast(l, z) {
+                open_slow(l);
+            }
+        })
+    });
+    if opened.is_none() {
+        // Counted as skipped (or after the thread's exit): not again when it is left.
+        LAZY.with(|z| {
+            let d = z.depth.get();
+            if d > z.live.get() && d as usize <= LAZY_DEPTH {
+                let s = &z.sites[d as usize - 1];
+                s.set(s.get() | NESTED);
+            }
+        });
+    }
+}
+
+/// Every pending episode opens as a frame, the tree brought up to date first.
+#[cold]
+#[inline(never)]
+fn open_slow(l: &Local) {
+    l.catch_up();
+    materialise(l);
+}
+
+/// Opens the one pending episode on the fast path, if it can: whether it did.
+#[inline(always)]
+fn open_fast(l: &Local, z: &Lazy) -> bool {
+    let at = z.live.get();
+    if z.depth.get() != at + 1 || at as usize >= LAZY_DEPTH {
+        return false;
+    }
+    let key = z.sites[at as usize].get();
+    let c = &l.counters;
+    // Also no fast entry open: one nested in another would claim its time twice.
+    if key & NESTED != 0
+        || z.fast.get() != NO_FAST
+        || c.wants_sample()
+        || c.moved()
+        || !l.unread.ended.borrow().is_empty()
+    {
+        return false;
+    }
+    let prev = l.current.get();
+    let Some((node, n)) = cached_child(l, z, prev, key) else {
+        return false;
+    };
+    l.current.set(node);
+    let start = clock::now();
+    n.opened(start);
+    // Not moved: the page's count is the last mark's.
+    z.fast_switches
+        .set(c.last().map_or(0, |m: Mark| m.switches));
+    z.fast_start.set(start);
+    z.fast_node.set(node);
+    z.fast_node_at.set(n as *const Node as usize);
+    z.fast_prev.set(prev);
+    z.fast.set(at);
+    z.behind.set(true);
+    z.live.set(at + 1);
+    true
+}
+
+/// The child of `prev` for the site at `key` from the thread's node cache, or found
+/// in the tree on a miss; `None` where it has none yet (the slow path adds it, or
+/// counts the entry as past the node cap) or `prev` is `[overflow]`.
+#[inline(always)]
+fn cached_child<'l>(l: &'l Local, z: &Lazy, prev: u32, key: usize) -> Option<(u32, &'l Node)> {
+    let site = site_of(key);
+    let cell = &z.nodes[site.number() as usize % NODE_CACHE];
+    let (p, k, node, at) = cell.get();
+    if p == prev && k == key && at != 0 {
+        // SAFETY: the address of node `node` of this thread's `ThreadData`, which `l`
+        // holds: nodes never move, and the cache is cleared before it may go.
+        return Some((node, unsafe { &*(at as *const Node) }));
+    }
+    if prev == OVERFLOW {
+        return None;
+    }
+    let node = l.data.find_child(prev, key)?;
+    let n = l.data.node(node);
+    cell.set((prev, key, node, n as *const Node as usize));
+    Some((node, n))
+}
+
+/// The spins of a direct spin site counted in the live episode at `at`, kept with it
+/// until it closes (in its record, or added to its frame): whether they were.
+#[inline(always)]
+pub(crate) fn spun(at: u32, site: &'static CallSite, n: u64) -> bool {
+    LAZY.with(|z| {
+        let kept = at < z.live.get() && (at as usize) < LAZY_DEPTH;
+        if kept {
+            z.spins[at as usize].set((site as *const CallSite as usize, n));
+        }
+        kept
+    })
+}
+
 impl Drop for WaitGuard {
     #[inline(always)]
     fn drop(&mut self) {
@@ -123,15 +241,84 @@ fn leave(at: u32, slot: u32) {
 #[inline(never)]
 fn close_live(z: &Lazy, at: u32, deep_slot: u32) {
     let end = clock::now();
-    let slot = match z.slots.get(at as usize) {
-        Some(s) => s.get(),
-        None => deep_slot,
-    };
-    if slot != NO_SLOT {
-        thread::with(|l| frame::close(l, slot, end));
+    if z.fast.get() != at || !close_fast(z, at, end) {
+        close_frame(z, at, deep_slot, end);
     }
     z.live.set(at);
     z.depth.set(at);
+}
+
+/// Closes the frame of a live entry at tick `end`.
+#[cold]
+#[inline(never)]
+fn close_frame(z: &Lazy, at: u32, deep_slot: u32, end: u64) {
+    let (site, spins) = z
+        .spins
+        .get(at as usize)
+        .map_or((0, 0), |s| s.replace((0, 0)));
+    // `with` first makes a fast entry an open frame, in its slot (`record::fold`).
+    thread::with(|l| {
+        let slot = match z.slots.get(at as usize) {
+            Some(s) => s.get(),
+            None => deep_slot,
+        };
+        let Some(node) = l.open.node(slot) else {
+            return;
+        };
+        if let Some(site) = spin_site(site) {
+            // Before its close: its timeline entry counts them.
+            l.add_spins(node, site, spins);
+        }
+        frame::close(l, slot, end);
+    });
+    if z.fast.get() == at {
+        // The thread's state was gone.
+        z.fast.set(NO_FAST);
+    }
+}
+
+/// Closes the fast entry at tick `end` with one record, unless it needs more than a
+/// record holds (the thread was switched in it: its switch figures; spins past 32
+/// bits): whether it did.
+#[inline(always)]
+fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
+    let closed = thread::with_hot(|l| {
+        // A signal handler's entry may have made it a frame since the check outside.
+        if z.fast.get() != at {
+            return false;
+        }
+        let (spin_site, spins) = z.spins[at as usize].get();
+        let Ok(spins) = u32::try_from(spins) else {
+            return false;
+        };
+        if l.counters.switches().unwrap_or(0) != z.fast_switches.get() {
+            return false;
+        }
+        let d = &l.data;
+        if d.records.full() {
+            l.fold_records();
+        }
+        let node = z.fast_node.get();
+        // SAFETY: as in `cached_child`, which gave it.
+        let n = unsafe { &*(z.fast_node_at.get() as *const Node) };
+        // Closed on its node before its record is out: a report that counts the record
+        // sees the frame closed, never both (`record::copy`).
+        let current = d.closed(n, node, z.fast_prev.get(), l.current.get());
+        l.current.set(current);
+        let duration = end.saturating_sub(z.fast_start.get());
+        d.records.push(&Record {
+            start: z.fast_start.get(),
+            duration,
+            node,
+            spins,
+            spin_site,
+        });
+        l.counters.earn(duration);
+        z.spins[at as usize].set((0, 0));
+        z.fast.set(NO_FAST);
+        true
+    });
+    closed == Some(true)
 }
 
 /// Opens the frames of the thread's pending episodes, outermost first, all starting
@@ -192,23 +379,6 @@ pub(crate) fn pending() -> Option<u32> {
 #[inline(always)]
 pub(crate) fn still_pending(live: u32) -> bool {
     LAZY.with(|z| z.live.get() == live && live < z.depth.get())
-}
-
-/// Opens the pending episodes of this thread, if any: the first wait of a direct
-/// spin loop (`SpinCounts`), whose episode is the innermost pending one.
-#[cold]
-#[inline(never)]
-pub(crate) fn began_waiting() {
-    if thread::enter(materialise).is_none() {
-        // Counted as skipped (or after the thread's exit): not again when it is left.
-        LAZY.with(|z| {
-            let d = z.depth.get();
-            if d > z.live.get() && d as usize <= LAZY_DEPTH {
-                let s = &z.sites[d as usize - 1];
-                s.set(s.get() | NESTED);
-            }
-        });
-    }
 }
 
 /// The node of the live entry at `at` (`slot` past `LAZY_DEPTH`); `None` while it is

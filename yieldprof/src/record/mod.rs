@@ -1,6 +1,8 @@
 //! The hot path: per-thread trees, the registry that keeps them after a thread exits
 //! (`exited`: how), episode guards (a wait episode opens its frame at its first wait:
-//! `lazy`; `frame` opens and closes one), counted spins and the public wait helpers.
+//! `lazy`, the hot path, which closes a common episode with one record that `fold`
+//! adds to the tree in batches; `frame` opens and closes one), counted spins and the
+//! public wait helpers.
 //! Takes no lock after a thread's first episode at a site and never formats text.
 
 // Without the `enabled` feature the hot path is a set of no-ops with the same names.
@@ -14,11 +16,17 @@ pub(crate) mod episode;
 #[cfg(feature = "enabled")]
 mod exited;
 #[cfg(feature = "enabled")]
+mod fold;
+#[cfg(feature = "enabled")]
 mod frame;
 #[cfg(feature = "enabled")]
 mod lazy;
 #[cfg(feature = "enabled")]
+mod nodes;
+#[cfg(feature = "enabled")]
 pub(crate) mod open;
+#[cfg(feature = "enabled")]
+mod records;
 #[cfg(feature = "enabled")]
 pub(crate) mod snooze;
 pub(crate) mod spins;

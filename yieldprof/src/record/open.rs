@@ -203,11 +203,38 @@ pub(crate) struct Lazy {
     pub(crate) sites: [Cell<usize>; LAZY_DEPTH],
     /// Each live episode's slot in the thread's open frames.
     pub(crate) slots: [Cell<u32>; LAZY_DEPTH],
+    /// Each live episode's direct spins (one site's) from its `SpinCounts`, until it
+    /// closes: `(call site address, count)`. Per entry, so that a signal handler's
+    /// episode between the two never takes another's.
+    pub(crate) spins: [Cell<(usize, u64)>; LAZY_DEPTH],
     /// `(site, address of this thread's count of its episodes that returned without
     /// waiting)`, direct-mapped by site address; the counts live in the thread's
     /// `ThreadData`, which a report reads.
     pub(crate) unwaited: [Cell<(usize, usize)>; UNWAITED_CACHE],
+    /// The entry opened on the fast path (`record::lazy`), `NO_FAST` if none: its
+    /// frame is its node's open count and the thread's current node, nothing more.
+    pub(crate) fast: Cell<u32>,
+    /// Its start tick, the page's switch count then, its node and the node current
+    /// before it.
+    pub(crate) fast_start: Cell<u64>,
+    pub(crate) fast_switches: Cell<u32>,
+    pub(crate) fast_node: Cell<u32>,
+    pub(crate) fast_node_at: Cell<usize>,
+    pub(crate) fast_prev: Cell<u32>,
+    /// Whether the tree is behind the hot path: a fast entry open, or records not
+    /// folded (`Local::catch_up`, which every other entry into the thread runs first).
+    pub(crate) behind: Cell<bool>,
+    /// `(parent node, site address, child node, its address)`, direct-mapped by site
+    /// number: the fast path's node without a walk of the tree. Nodes never move (an
+    /// arena's segments are allocated once), and the cache is cleared before the
+    /// thread's `ThreadData` may go.
+    pub(crate) nodes: [Cell<(u32, usize, u32, usize)>; NODE_CACHE],
 }
+
+/// No entry is open on the fast path.
+pub(crate) const NO_FAST: u32 = u32::MAX;
+/// Nodes the fast path finds without walking the tree.
+pub(crate) const NODE_CACHE: usize = 32;
 
 thread_local! {
     pub(crate) static LAZY: Lazy = const {
@@ -216,15 +243,33 @@ thread_local! {
             live: Cell::new(0),
             sites: [const { Cell::new(0) }; LAZY_DEPTH],
             slots: [const { Cell::new(0) }; LAZY_DEPTH],
+            spins: [const { Cell::new((0, 0)) }; LAZY_DEPTH],
             unwaited: [const { Cell::new((0, 0)) }; UNWAITED_CACHE],
+            fast: Cell::new(NO_FAST),
+            fast_start: Cell::new(0),
+            fast_switches: Cell::new(0),
+            fast_node: Cell::new(0),
+            fast_node_at: Cell::new(0),
+            fast_prev: Cell::new(0),
+            behind: Cell::new(false),
+            nodes: [const { Cell::new((0, 0, 0, 0)) }; NODE_CACHE],
         }
     };
 }
 
 /// The thread's `ThreadData` is going away: its counts may no longer be reached
-/// through the cache.
+/// through the cache, nor its nodes.
 pub(crate) fn forget_unwaited_cache() {
-    LAZY.with(|z| z.unwaited.iter().for_each(|c| c.set((0, 0))));
+    LAZY.with(|z| {
+        z.unwaited.iter().for_each(|c| c.set((0, 0)));
+        z.nodes.iter().for_each(|c| c.set((0, 0, 0, 0)));
+    });
+}
+
+/// Whether the tree is behind the hot path (`Lazy::behind`).
+#[inline(always)]
+pub(crate) fn behind() -> bool {
+    LAZY.with(|z| z.behind.get())
 }
 
 /// Tag bit on an entry's site: a closure of the site's body (`enter_nested`), or an

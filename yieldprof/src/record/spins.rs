@@ -15,10 +15,8 @@ pub use off::SpinCounts;
 
 #[cfg(feature = "enabled")]
 mod counting {
-    use crate::base::arena::bump;
     use crate::base::site::CallSite;
     use crate::record::lazy::{self, WaitGuard};
-    use crate::record::open::Tally;
     use crate::record::thread;
     use std::cell::Cell;
     use std::marker::PhantomData;
@@ -74,6 +72,11 @@ mod counting {
             // every access at a constant index, the counters then live in registers
             // for the whole loop instead of being stored at each PAUSE.
             let counts: [u64; N] = std::array::from_fn(|i| self.counts[i].get());
+            // One site: kept with the entry until it closes (in its record, if it is
+            // on the fast path).
+            if N == 1 && lazy::spun(self.place.0, &self.sites[0], counts[0]) {
+                return;
+            }
             record(self.place, self.sites, &counts);
         }
     }
@@ -87,26 +90,11 @@ mod counting {
             };
             for (site, &n) in sites.iter().zip(counts) {
                 if n > 0 {
-                    add(l, node, site, n);
+                    // Before the episode closes (this drops first).
+                    l.add_spins(node, site, n);
                 }
             }
         });
-    }
-
-    #[inline(always)]
-    fn add(l: &thread::Local, node: u32, site: &'static CallSite, n: u64) {
-        {
-            let d = &l.data;
-            let key = site as *const CallSite as usize;
-            bump(&d.slot_of(node, key, || site.info()).calls, n);
-            // Before the episode closes (this drops first), so its timeline entry
-            // counts them.
-            let t = l.tally.get();
-            l.tally.set(t.plus(Tally {
-                calls: u32::try_from(n).unwrap_or(u32::MAX),
-                kinds: site.kind.bit(),
-            }));
-        }
     }
 }
 

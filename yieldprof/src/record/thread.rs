@@ -9,9 +9,7 @@ use crate::base::clock;
 use crate::base::fork::{ForkMutex, Locked};
 use crate::base::reentry::{self, Inside};
 use crate::base::ring::Ring;
-use crate::base::site::{
-    self, CallInfo, FrameInfo, Kind, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME,
-};
+use crate::base::site::{self, CallInfo, Kind, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
 use crate::base::text::host_name;
 use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters};
 use crate::model::histogram::{AtomicDurations, AtomicHistogram};
@@ -19,6 +17,7 @@ use crate::model::profile::Profile;
 use crate::model::tree::ThreadProfile;
 use crate::record::exited::Exited;
 use crate::record::open::{self, Claimed, OpenFrames, Tally, Unread, UnwaitedTable};
+use crate::record::records::Records;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -73,7 +72,7 @@ pub(super) struct SiteDurations {
     pub(super) durations: AtomicDurations,
 }
 
-const EPISODES: u32 = 0;
+pub(super) const EPISODES: u32 = 0;
 
 fn kind_code(kind: Kind) -> u32 {
     Kind::ALL
@@ -120,6 +119,8 @@ pub(crate) struct ThreadData {
     pub(crate) counters: ThreadCounters,
     /// The last wait episodes, for the timeline.
     pub(crate) timeline: Ring,
+    /// Episodes closed on the hot path, not folded into the tree yet (`record::fold`).
+    pub(crate) records: Records,
     /// Per site, episodes that returned without waiting (`record::lazy`).
     pub(super) unwaited: UnwaitedTable,
     /// The profiler's own ticks here (each also a node's): a timed call leaves them out.
@@ -147,6 +148,7 @@ impl ThreadData {
             reentries_skipped: AtomicU64::new(0),
             counters: ThreadCounters::default(),
             timeline: Ring::new(timeline),
+            records: Records::default(),
             unwaited: UnwaitedTable::new(max_nodes),
             profiler_ticks: AtomicU64::new(0),
         };
@@ -182,63 +184,10 @@ impl ThreadData {
         self.slots.get(i)
     }
 
-    /// The child of `parent` for the frame whose static lives at `key`.
-    #[inline]
-    pub(crate) fn child(&self, parent: u32, key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
-        if parent == OVERFLOW {
-            bump(&self.overflowed, 1);
-            return OVERFLOW;
-        }
-        let p = self.node(parent);
-        let mut c = p.first_child.own();
-        while c != ROOT {
-            let n = self.node(c);
-            if n.key.load(Relaxed) == key {
-                return c;
-            }
-            c = n.next_sibling.own();
-        }
-        self.new_child(parent, key, info)
-    }
-
-    #[cold]
-    fn new_child(&self, parent: u32, key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
-        let t0 = clock::now();
-        let i = self.push_child(parent, key, info);
-        // Inside the parent's time: the profiler's, not the parent's own.
-        let ticks = clock::now().saturating_sub(t0);
-        bump(&self.node(parent).profiler_ticks, ticks);
-        bump(&self.profiler_ticks, ticks);
-        i
-    }
-
-    fn push_child(&self, parent: u32, key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
-        let frame = site::frame_id(key, info);
-        let durations = self.site_durations_of(frame, EPISODES);
-        let p = self.node(parent);
-        let pushed = self.nodes.push(|n| {
-            n.key.store(key, Relaxed);
-            n.frame.store(frame, Relaxed);
-            n.site_durations.store(durations, Relaxed);
-            n.parent.store(parent, Relaxed);
-            n.next_sibling.set(p.first_child.own());
-        });
-        match pushed {
-            Some(i) => {
-                p.first_child.set(i);
-                i
-            }
-            None => {
-                bump(&self.overflowed, 1);
-                OVERFLOW
-            }
-        }
-    }
-
     /// Owner only, on a new node or slot: the index of the fine durations of `frame`'s
     /// episodes or calls of one kind (`code`), added on first use (a thread meets few
     /// frames, so a scan is enough).
-    fn site_durations_of(&self, frame: u32, code: u32) -> u32 {
+    pub(super) fn site_durations_of(&self, frame: u32, code: u32) -> u32 {
         let known = (0..self.site_durations.len()).find(|&i| {
             let d = self.site_durations.get(i);
             d.frame.load(Relaxed) == frame && d.kind.load(Relaxed) == code
@@ -272,50 +221,16 @@ impl ThreadData {
     #[inline(always)]
     pub(crate) fn record_duration_of(&self, n: &Node, ticks: u64) {
         n.durations.record(ticks);
+        if let Some(fine) = self.fine_durations(n) {
+            fine.record(ticks);
+        }
+    }
+
+    /// The fine durations of node `n`'s frame's episodes on this thread.
+    #[inline(always)]
+    pub(crate) fn fine_durations(&self, n: &Node) -> Option<&AtomicDurations> {
         let at = n.site_durations.load(Relaxed);
-        if at != NO_DURATIONS {
-            self.site_durations.get(at).durations.record(ticks);
-        }
-    }
-
-    /// A frame on `node` opened.
-    #[inline(always)]
-    pub(crate) fn opened(&self, node: u32) {
-        let n = &self.node(node).open;
-        n.store(n.load(Relaxed).wrapping_add(1), Relaxed);
-    }
-
-    /// A frame on `node` opened at tick `start`: what a report counts it from while it
-    /// stays open (the first of several open at once).
-    #[inline(always)]
-    pub(crate) fn started(&self, node: u32, start: u64) {
-        let since = &self.node(node).open_since;
-        if since.load(Relaxed) == 0 {
-            since.store(start, Relaxed);
-        }
-    }
-
-    /// A frame on `node` (`n`), opened under `prev`, closed while `current` was this thread's
-    /// current node: the current node after it. In order, the innermost frame still
-    /// open above `node`. Out of order (a frame held across `.await`, closed while a
-    /// frame another task opened inside it is still open) the current node stays:
-    /// that frame is still running, and restoring `prev` would leave a closed frame
-    /// current on the thread for good.
-    #[inline(always)]
-    pub(crate) fn closed(&self, n: &Node, node: u32, prev: u32, current: u32) -> u32 {
-        let open = n.open.load(Relaxed).saturating_sub(1);
-        n.open.store(open, Relaxed);
-        if open == 0 {
-            n.open_since.store(0, Relaxed);
-        }
-        if current != node {
-            return current;
-        }
-        let mut i = prev;
-        while i != ROOT && self.node(i).open.load(Relaxed) == 0 {
-            i = self.node(i).parent.load(Relaxed);
-        }
-        i
+        (at != NO_DURATIONS).then(|| &self.site_durations.get(at).durations)
     }
 
     /// The slot of `node` for the call site at `key`.
@@ -386,15 +301,19 @@ pub(crate) struct Local {
     pub(crate) tally: Cell<Tally>,
     pub(crate) open: OpenFrames,
     pub(crate) unread: Unread,
+    /// How many of this thread's skipped entries (`reentry::skipped`) are in `data`.
+    published: Cell<u64>,
 }
 
 impl Drop for Local {
     fn drop(&mut self) {
+        // The hot path's records and open fast entry (`record::fold`).
+        self.catch_up();
         open::forget_unwaited_cache();
         // Its closed episodes' switch figures (`record::deferred`).
         self.settle(true);
         self.counters.refresh(&self.data.counters);
-        publish_skipped(&self.data);
+        publish_skipped(self);
         let done = self.data.snapshot(true);
         let mut r = registry();
         r.live.retain(|t| !Arc::ptr_eq(t, &self.data));
@@ -406,9 +325,6 @@ thread_local! {
     static LOCAL: Local = register();
     /// This thread's serial once registered (0 before): readable without registering.
     static SERIAL: Cell<u64> = const { Cell::new(0) };
-    /// How many of this thread's skipped entries (`reentry::skipped`) are in its
-    /// `ThreadData`.
-    static PUBLISHED: Cell<u64> = const { Cell::new(0) };
 }
 
 fn register() -> Local {
@@ -437,6 +353,7 @@ fn register() -> Local {
         tally: Cell::new(Tally::ZERO),
         open: OpenFrames::default(),
         unread: Unread::default(),
+        published: Cell::new(0),
     }
 }
 
@@ -451,27 +368,49 @@ enum Missed {
 }
 
 #[inline(always)]
-fn guarded<R>(f: impl FnOnce(&Local) -> R) -> Result<R, Missed> {
-    let Some(_inside) = Inside::enter() else {
+fn guarded<R>(f: impl FnOnce(&Local, &Inside) -> R) -> Result<R, Missed> {
+    let Some(inside) = Inside::enter() else {
         return Err(Missed::Reentered);
     };
-    LOCAL.try_with(f).map_err(|_| Missed::TornDown)
+    LOCAL
+        .try_with(|l| f(l, &inside))
+        .map_err(|_| Missed::TornDown)
 }
 
-/// Runs `f` on this thread's state; `None` while the thread is being torn down or when
-/// the call interrupted yieldprof on this thread.
+/// Runs `f` on this thread's state, its tree first brought up to date with the hot
+/// path (`record::fold`); `None` while the thread is being torn down or when the call
+/// interrupted yieldprof on this thread.
 #[inline(always)]
 pub(crate) fn with<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
-    guarded(f).ok()
+    guarded(|l, _| {
+        l.catch_up();
+        f(l)
+    })
+    .ok()
+}
+
+/// As [`with`], for the hot path (`record::lazy`), which leaves the tree behind.
+#[inline(always)]
+pub(crate) fn with_hot<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
+    guarded(|l, _| f(l)).ok()
 }
 
 /// As [`with`], for an entry (a frame or a call): one that cannot be recorded is
 /// counted, as skipped or as after the thread's exit.
 #[inline(always)]
 pub(crate) fn enter<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
-    match guarded(|l| {
-        if reentry::skipped() != PUBLISHED.get() {
-            publish_skipped(&l.data);
+    enter_hot(|l| {
+        l.catch_up();
+        f(l)
+    })
+}
+
+/// As [`enter`], for the hot path (`record::lazy`), which leaves the tree behind.
+#[inline(always)]
+pub(crate) fn enter_hot<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
+    match guarded(|l, inside| {
+        if inside.skipped() != l.published.get() {
+            publish_skipped(l);
         }
         f(l)
     }) {
@@ -488,10 +427,10 @@ pub(crate) fn enter<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
 }
 
 /// Owner only: makes this thread's skipped entries visible to reports.
-fn publish_skipped(data: &ThreadData) {
+fn publish_skipped(l: &Local) {
     let skipped = reentry::skipped();
-    data.reentries_skipped.store(skipped, Relaxed);
-    PUBLISHED.set(skipped);
+    l.data.reentries_skipped.store(skipped, Relaxed);
+    l.published.set(skipped);
 }
 
 /// Counts an entry on a thread whose state is gone into its exited profile.

@@ -1,0 +1,175 @@
+//! The tree brought up to date with the hot path (`record::lazy`), off the episodes'
+//! own path: the records of episodes it closed are folded in (counts, wall time,
+//! durations, spins, timeline), and an episode it has open becomes an open frame like
+//! any other. Every other entry into the thread's state does this first
+//! (`thread::with`, `thread::enter`), so the rest of the recording layer sees the tree
+//! as if each episode had been recorded in place; so does the thread's exit, and a
+//! full record buffer. Reports from other threads add the records not folded yet to
+//! their copy (`record::copy`).
+
+use crate::base::arena::bump;
+use crate::base::ring::Episode;
+use crate::base::site::CallSite;
+use crate::counters::Mark;
+use crate::model::histogram::AtomicDurations;
+use crate::record::frame::NO_SAMPLE;
+use crate::record::open::{Lazy, Opened, Tally, LAZY, NO_FAST};
+use crate::record::records::Record;
+use crate::record::thread::{Local, Node, Slot};
+use std::sync::atomic::Ordering::Relaxed;
+
+/// The call site of spins at `address` (a record's `spin_site`, a fast entry's).
+pub(crate) fn spin_site(address: usize) -> Option<&'static CallSite> {
+    // SAFETY: `record::lazy` stores only the address of a `&'static CallSite` there,
+    // or 0.
+    (address != 0).then(|| unsafe { &*(address as *const CallSite) })
+}
+
+/// Records of one node and spin site in a row, being folded.
+struct Run<'l> {
+    node: u32,
+    spin_site: usize,
+    n: &'l Node,
+    fine: Option<&'l AtomicDurations>,
+    slot: Option<&'l Slot>,
+    frame: u32,
+    /// The kind bit of its spins.
+    kinds: u16,
+    episodes: u64,
+    wall: u64,
+    spins: u64,
+}
+
+impl<'l> Run<'l> {
+    fn new(l: &'l Local, r: &Record) -> Run<'l> {
+        let d = &l.data;
+        let n = d.node(r.node);
+        let site = spin_site(r.spin_site);
+        Run {
+            node: r.node,
+            spin_site: r.spin_site,
+            n,
+            fine: d.fine_durations(n),
+            slot: site.map(|s| d.slot_of(r.node, s as *const CallSite as usize, || s.info())),
+            frame: n.frame.load(Relaxed),
+            kinds: site.map_or(0, |s| s.kind.bit()),
+            episodes: 0,
+            wall: 0,
+            spins: 0,
+        }
+    }
+
+    /// Its counts, into the tree.
+    fn add(self) {
+        bump(&self.n.episodes, self.episodes);
+        bump(&self.n.wall_ns, self.wall);
+        if let Some(slot) = self.slot {
+            bump(&slot.calls, self.spins);
+        }
+    }
+}
+
+impl Local {
+    /// Brings the tree up to date with the hot path, if it is behind.
+    #[inline(always)]
+    pub(crate) fn catch_up(&self) {
+        if crate::record::open::behind() {
+            LAZY.with(|z| self.catch_up_now(z));
+        }
+    }
+
+    /// Records first: they closed before the open fast entry's frame opened or inside
+    /// none of it, and what they claimed is what that frame finds claimed at its open.
+    #[cold]
+    #[inline(never)]
+    fn catch_up_now(&self, z: &Lazy) {
+        self.fold_records();
+        self.promote(z);
+        z.behind.set(false);
+    }
+
+    /// Folds every record into the tree, in the order the episodes closed. A hot loop
+    /// closes runs of episodes of one node and spin site: each run finds its node,
+    /// histograms and slot once and adds its counts once.
+    pub(crate) fn fold_records(&self) {
+        let d = &self.data;
+        let (mut claimed, mut tally) = (0u64, Tally::ZERO);
+        let mut run: Option<Run> = None;
+        d.records.fold(|r| {
+            let x = match run.as_mut() {
+                Some(x) if x.node == r.node && x.spin_site == r.spin_site => x,
+                _ => {
+                    if let Some(done) = run.take() {
+                        done.add();
+                    }
+                    run.insert(Run::new(self, &r))
+                }
+            };
+            x.n.durations.record(r.duration);
+            if let Some(fine) = x.fine {
+                fine.record(r.duration);
+            }
+            d.timeline.push(&Episode {
+                start: r.start,
+                duration: r.duration,
+                frame: x.frame,
+                kinds: x.kinds,
+                calls: r.spins,
+                switches: 0,
+            });
+            x.episodes += 1;
+            x.wall = x.wall.wrapping_add(r.duration);
+            x.spins += u64::from(r.spins);
+            // Nothing was nested in it: all its time is its own claim.
+            claimed = claimed.wrapping_add(r.duration);
+            tally = tally.plus(Tally {
+                calls: r.spins,
+                kinds: x.kinds,
+            });
+        });
+        if let Some(done) = run {
+            done.add();
+        }
+        let c = self.claimed.get();
+        self.claim_ticks(c.ticks, claimed);
+        self.tally.set(self.tally.get().plus(tally));
+    }
+
+    /// The fast entry, if one is open, becomes an open frame (its slot in the entry),
+    /// with the start and switch mark it opened at. Its spins stay with the entry.
+    fn promote(&self, z: &Lazy) {
+        let at = z.fast.get();
+        if at == NO_FAST {
+            return;
+        }
+        z.fast.set(NO_FAST);
+        let node = z.fast_node.get();
+        // No read of the figures since it opened (any would have come here first), and
+        // none was due then: the last mark is its mark.
+        let mark = self.counters.last().unwrap_or(Mark::ZERO);
+        let slot = self.open.push(Opened {
+            node,
+            prev: z.fast_prev.get(),
+            start: z.fast_start.get(),
+            wait: true,
+            count: true,
+            job: false,
+            mark,
+            claimed: self.claimed.get(),
+            sample: NO_SAMPLE,
+            tally: self.tally.replace(Tally::ZERO),
+        });
+        z.slots[at as usize].set(slot);
+    }
+
+    /// `n` spins at `site` in the frame of `node`, which is open: its slot's calls and
+    /// the thread's tally (its timeline entry counts them when it closes).
+    pub(crate) fn add_spins(&self, node: u32, site: &'static CallSite, n: u64) {
+        let key = site as *const CallSite as usize;
+        bump(&self.data.slot_of(node, key, || site.info()).calls, n);
+        self.tally.set(self.tally.get().plus(Tally {
+            calls: u32::try_from(n).unwrap_or(u32::MAX),
+            kinds: site.kind.bit(),
+        }));
+    }
+}
