@@ -334,6 +334,18 @@ impl LocalCounters {
         self.exact.as_ref().map(Exact::last)
     }
 
+    /// The thread's voluntary/involuntary split now, at the page's switch count now
+    /// (getrusage, ~0.4 µs); `None` without a page or when a switch landed in the read.
+    pub(crate) fn split_now(&self) -> Option<Split> {
+        self.exact.as_ref().and_then(Exact::split_now)
+    }
+
+    /// What one [`LocalCounters::split_now`] costs on this thread, in ticks (the fewest
+    /// seen); `u64::MAX` without a page.
+    pub(crate) fn split_ticks(&self) -> u64 {
+        self.exact.as_ref().map_or(u64::MAX, Exact::split_ticks)
+    }
+
     /// How many times the sources of a [`Mark`] were read on this thread.
     pub(crate) fn reads(&self) -> u64 {
         self.exact.as_ref().map_or(0, Exact::reads)
