@@ -165,6 +165,13 @@ impl LocalCounters {
             .enumerate()
         {
             let mut events = plan(&p.status, source);
+            // The default opens one perf event per thread, the context-switch counter
+            // whose page every episode reads: each event open costs the kernel ~0.1 µs
+            // at every switch of the thread (docs/cost.md), read or not. Migrations and
+            // page faults take two more: counted when sampling is asked for (`Every`).
+            if source == EventSource::PerfSoftware && sampling == CounterSampling::Auto {
+                events.retain(|e| *e == CounterEvent::ContextSwitches);
+            }
             if events.is_empty() {
                 if source == EventSource::PerfSoftware {
                     why = p.status[CounterEvent::ContextSwitches.index()].reason();
