@@ -179,6 +179,10 @@ pub struct SplitMethod {
     /// The run-queue wait (queued time) from `/proc/thread-self/schedstat`; else the
     /// off-CPU time is not split into queued and blocked.
     pub schedstat: bool,
+    /// Migrations counted on every episode through their own counter's page: only
+    /// where sampling was asked for (`CounterSampling::Every`); the default holds one
+    /// perf event per thread, as each costs the kernel time at every switch.
+    pub migrations: bool,
 }
 
 impl std::fmt::Display for SplitMethod {
@@ -198,7 +202,14 @@ impl std::fmt::Display for SplitMethod {
         } else {
             "queued n/a (no schedstat)"
         };
-        write!(f, "{switches}; {cpu}; {queue}")
+        write!(f, "{switches}; {cpu}; {queue}")?;
+        if self.every_episode && !self.migrations {
+            f.write_str(
+                "; migrations and page faults n/a: one perf event per thread by default \
+                 (YIELDPROF_COUNTERS_EVERY=N opens their counters too)",
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -259,6 +270,7 @@ impl Exact {
             every_episode: true,
             page_time: self.page_time,
             schedstat: self.schedstat.is_some(),
+            migrations: self.migrations.is_some(),
         }
     }
 

@@ -213,6 +213,7 @@ impl LocalCounters {
                 every_episode: false,
                 page_time: false,
                 schedstat: false,
+                migrations: false,
             },
         };
         let _ = shared.setup.set(Setup {
