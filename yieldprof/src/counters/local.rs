@@ -164,14 +164,7 @@ impl LocalCounters {
             .into_iter()
             .enumerate()
         {
-            let mut events = plan(&p.status, source);
-            // The default opens one perf event per thread, the context-switch counter
-            // whose page every episode reads: each event open costs the kernel ~0.1 µs
-            // at every switch of the thread (docs/cost.md), read or not. Migrations and
-            // page faults take two more: counted when sampling is asked for (`Every`).
-            if source == EventSource::PerfSoftware && sampling == CounterSampling::Auto {
-                events.retain(|e| *e == CounterEvent::ContextSwitches);
-            }
+            let mut events = thread_plan(&p.status, source, sampling);
             if events.is_empty() {
                 if source == EventSource::PerfSoftware {
                     why = p.status[CounterEvent::ContextSwitches.index()].reason();
@@ -179,7 +172,7 @@ impl LocalCounters {
                 continue;
             }
             let need = match source {
-                EventSource::PerfSoftware => software_fds(events.len(), p.schedstat),
+                EventSource::PerfSoftware => thread_software_fds(&events, p.schedstat),
                 _ => group_fds(events.len()),
             };
             let Some(mut fds) = FDS.reserve(need, budget) else {
