@@ -12,7 +12,7 @@
 //! inconclusive. (Own test binary: the site is read process-wide.)
 
 use std::sync::mpsc::{channel, Receiver};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use yieldprof::counters::{capabilities, Count, CounterEvent};
 use yieldprof::Profile;
 
@@ -99,7 +99,7 @@ fn pin(cpu: usize) {
 /// One ping-pong of `EPISODES` handoffs: the kernel's figures of the thread that
 /// waits in `hot_recv` at its start and end, and how many times it read its switch
 /// figures in between.
-fn ping_pong() -> (Kernel, Kernel, u64) {
+fn ping_pong() -> (Kernel, Kernel, u64, Duration) {
     let (to_worker, rx) = channel();
     let (tx, from_worker) = channel();
     let partner = std::thread::spawn(move || {
@@ -115,13 +115,15 @@ fn ping_pong() -> (Kernel, Kernel, u64) {
         warm_up();
         let reads = yieldprof::__private::switch_reads();
         let before = kernel_now();
+        let started = Instant::now();
         for _ in 0..EPISODES {
             let t = hot_recv(&rx);
             tx.send(t).unwrap();
         }
+        let elapsed = started.elapsed();
         let after = kernel_now();
         let reads = yieldprof::__private::switch_reads() - reads;
-        (before, after, reads)
+        (before, after, reads, elapsed)
     });
     let seen = worker.join().unwrap();
     partner.join().unwrap();
@@ -143,7 +145,7 @@ fn a_hot_loop_reads_its_switch_figures_rarely_and_they_equal_the_kernels() {
     }
     for attempt in 1..=ATTEMPTS {
         let before = yieldprof::snapshot();
-        let (k0, k1, reads) = ping_pong();
+        let (k0, k1, reads, elapsed) = ping_pong();
         let d: Profile = yieldprof::snapshot().since(&before);
         let s = d.site("hot_recv").unwrap();
         let (kv, ki) = (k1.voluntary - k0.voluntary, k1.involuntary - k0.involuntary);
@@ -165,9 +167,18 @@ fn a_hot_loop_reads_its_switch_figures_rarely_and_they_equal_the_kernels() {
             // Preempted (or blocked) outside the site: its figures are not the thread's.
             continue;
         }
+        // Besides one read per 64 merged episodes, the loop reads at least every 10 ms
+        // (`READ_LAG_NS`), and an episode 50 reads long is read at its end: on a loaded
+        // machine the round trips slow down and both add up. A slow attempt is run
+        // again; a fast one must have coalesced.
+        let bound = EPISODES / 10 + (elapsed.as_millis() / 10) as u64;
+        if reads > bound && elapsed >= Duration::from_micros(75) * EPISODES as u32 {
+            eprintln!("attempt {attempt}: {elapsed:?} for the loop, slow: run again");
+            continue;
+        }
         assert!(
-            reads <= EPISODES / 10,
-            "{reads} reads for {EPISODES} switching episodes"
+            reads <= bound,
+            "{reads} reads for {EPISODES} switching episodes in {elapsed:?}"
         );
         assert!(s.counters.voluntary_switches == Count::Exact(kv));
         // Both sides read the thread's CPU clock (the same run-time sum) a few µs

@@ -271,6 +271,96 @@ fn a_thread_preempted_between_episodes_keeps_exact_voluntary_counts_and_says_wha
     }
 }
 
+/// Yields to a partner on the same CPU (an involuntary switch: the thread stays
+/// runnable), then spins: a wait that never blocks, ~60 µs long, short enough that its
+/// other figures are read when the next one opens.
+#[yieldprof::instrument_wait]
+fn yield_then_spin() {
+    std::thread::yield_now();
+    run_for(Duration::from_micros(60));
+}
+
+/// Pins the calling thread to `cpu`.
+fn pin(cpu: usize) {
+    // SAFETY: the set is zeroed, then `cpu` (< CPU_SETSIZE) is set; the call reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// The first CPU this process may run on.
+fn first_cpu() -> usize {
+    // SAFETY: sched_getaffinity writes into the zeroed set it is given; `c` < CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
+        (0..libc::CPU_SETSIZE as usize)
+            .find(|&c| libc::CPU_ISSET(c, &set))
+            .unwrap_or(0)
+    }
+}
+
+#[test]
+fn a_voluntary_switch_after_a_preempted_episode_is_not_counted_in_it() {
+    if !capabilities()
+        .get(CounterEvent::ContextSwitches)
+        .is_available()
+    {
+        eprintln!("perf unavailable: switches are sampled, not per episode: skipped");
+        return;
+    }
+    // A partner that yields in a loop on the CPU the waiting thread is pinned to: each
+    // `yield_now` of the site switches to it and back, involuntarily.
+    let cpu = first_cpu();
+    let stop = Arc::new(AtomicBool::new(false));
+    let partner = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            pin(cpu);
+            while !stop.load(Relaxed) {
+                std::thread::yield_now();
+            }
+        })
+    };
+    let mut shown = false;
+    for attempt in 1..=ATTEMPTS {
+        let (v0, i0, s0, _) = site_switches("yield_then_spin");
+        let (kv, ki) = on_thread("yields", move || {
+            pin(cpu);
+            for _ in 0..50 {
+                yield_then_spin();
+                // The thread's own code blocks (a voluntary switch) before the next
+                // episode opens and reads the figures of this one.
+                // SAFETY: usleep has no preconditions.
+                unsafe { libc::usleep(20) };
+            }
+        });
+        let (v1, i1, s1, _) = site_switches("yield_then_spin");
+        let (v, i, s) = (v1 - v0, i1 - i0, s1 - s0);
+        eprintln!(
+            "attempt {attempt}: site {v} voluntary + {i} involuntary = {s}; kernel {kv} \
+             voluntary, {ki} involuntary"
+        );
+        assert_eq!(s, v + i, "the split does not add up to the switches");
+        assert!(i <= ki, "{i} involuntary switches, the kernel saw {ki}");
+        // The evidence: the episodes switched (the yields) and the naps between them
+        // blocked.
+        if s >= 10 && kv >= 10 {
+            // The site never blocks: none of the naps' voluntary switches is its.
+            assert_eq!(v, 0, "the naps after the episodes counted in them");
+            shown = true;
+            break;
+        }
+    }
+    stop.store(true, Relaxed);
+    partner.join().unwrap();
+    if !shown {
+        eprintln!("inconclusive: the yields did not switch, or the naps did not block");
+    }
+}
+
 #[yieldprof::instrument_wait]
 fn first_nap() {
     // SAFETY: usleep has no preconditions.

@@ -129,7 +129,10 @@ fn two_thousand_switches_are_counted_exactly_on_every_episode() {
             exact(s.counters.context_switches),
             exact(s.counters.voluntary_switches) + exact(s.counters.involuntary_switches)
         );
-        assert!(matches!(s.counters.cpu_migrations, Count::Exact(_)));
+        // The default holds one perf event per thread, the switch counter: migrations
+        // are counted (exactly) in the exact-everything setting only
+        // (`tests/counters_first_episode.rs`).
+        assert_eq!(s.counters.cpu_migrations, Count::NotAvailable);
     }
 
     // The split against the thread's own clocks: on-CPU time within 10 % (plus the

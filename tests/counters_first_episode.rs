@@ -79,6 +79,15 @@ fn page_faults_open_at_the_second_sampled_episode_and_say_they_started_late() {
     );
     assert_eq!(site("first").page_faults, Count::NotAvailable);
     assert!(matches!(site("first").voluntary_switches, Count::Exact(_)));
+    // Sampling asked for is the exact-everything setting: the migration counter is
+    // open too, read through its page on every episode (the default leaves it out).
+    for s in ["first", "nap"] {
+        assert!(
+            matches!(site(s).cpu_migrations, Count::Exact(_)),
+            "{s}: {:?}",
+            site(s)
+        );
+    }
     drop(guard);
     let _ = std::fs::remove_dir_all(&out);
 }

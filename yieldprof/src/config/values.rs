@@ -70,8 +70,11 @@ impl Metric {
 /// Which wait episodes have their sampled counters read (page faults, hardware
 /// counters; switches and the time split too where perf is denied). Set with
 /// [`Options::counters`](crate::Options::counters) or `YIELDPROF_COUNTERS_EVERY`.
-/// Switches and migrations are counted on every episode through the perf user page
-/// wherever perf works, whatever this says, unless it is `Off`.
+/// Switches are counted on every episode through the perf user page wherever perf
+/// works, whatever this says, unless it is `Off`. `Every(n)` also opens the migration
+/// counter (every episode, through its page) and the page-fault counter (sampled):
+/// the exact-everything setting; `Auto` leaves both out (n/a), as each perf event a
+/// thread holds costs the kernel time at every switch of it (docs/cost.md).
 ///
 /// Reading every sampled source costs a syscall or two at each end of an episode
 /// (measured here: ~1.1 µs per episode; up to ~2.7 µs on slower kernels, ~4.5 µs with

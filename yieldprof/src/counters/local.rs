@@ -164,7 +164,7 @@ impl LocalCounters {
             .into_iter()
             .enumerate()
         {
-            let mut events = plan(&p.status, source);
+            let mut events = thread_plan(&p.status, source, sampling);
             if events.is_empty() {
                 if source == EventSource::PerfSoftware {
                     why = p.status[CounterEvent::ContextSwitches.index()].reason();
@@ -172,7 +172,7 @@ impl LocalCounters {
                 continue;
             }
             let need = match source {
-                EventSource::PerfSoftware => software_fds(events.len(), p.schedstat),
+                EventSource::PerfSoftware => thread_software_fds(&events, p.schedstat),
                 _ => group_fds(events.len()),
             };
             let Some(mut fds) = FDS.reserve(need, budget) else {
@@ -206,6 +206,7 @@ impl LocalCounters {
                 every_episode: false,
                 page_time: false,
                 schedstat: false,
+                migrations: false,
             },
         };
         let _ = shared.setup.set(Setup {
@@ -332,6 +333,18 @@ impl LocalCounters {
     #[inline(always)]
     pub(crate) fn last(&self) -> Option<Mark> {
         self.exact.as_ref().map(Exact::last)
+    }
+
+    /// The thread's voluntary/involuntary split now, at the page's switch count now
+    /// (getrusage, ~0.4 µs); `None` without a page or when a switch landed in the read.
+    pub(crate) fn split_now(&self) -> Option<Split> {
+        self.exact.as_ref().and_then(Exact::split_now)
+    }
+
+    /// What one [`LocalCounters::split_now`] costs on this thread, in ticks (the fewest
+    /// seen); `u64::MAX` without a page.
+    pub(crate) fn split_ticks(&self) -> u64 {
+        self.exact.as_ref().map_or(u64::MAX, Exact::split_ticks)
     }
 
     /// How many times the sources of a [`Mark`] were read on this thread.

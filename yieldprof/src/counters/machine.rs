@@ -205,6 +205,32 @@ pub(crate) fn plan(status: &[Availability; N], source: EventSource) -> Vec<Count
     events_of(source, |e| status[e.index()].is_available())
 }
 
+/// What one thread opens of `source` under `sampling`. The default (`Auto`) opens the
+/// context-switch counter alone of the software events, its page read on every
+/// episode: each perf event a thread holds costs the kernel time at every switch of
+/// it, read or not (docs/cost.md), so migrations and page faults are counted only
+/// where sampling is asked for (`Every`).
+pub(crate) fn thread_plan(
+    status: &[Availability; N],
+    source: EventSource,
+    sampling: CounterSampling,
+) -> Vec<CounterEvent> {
+    let mut events = plan(status, source);
+    if source == EventSource::PerfSoftware && sampling == CounterSampling::Auto {
+        events.retain(|e| *e == CounterEvent::ContextSwitches);
+    }
+    events
+}
+
+/// Fds a thread takes for its software `events`: the switch counter alone holds its fd
+/// and the schedstat file (a group of it, where its page does not map, two fds).
+pub(super) fn thread_software_fds(events: &[CounterEvent], schedstat: bool) -> usize {
+    match events {
+        [CounterEvent::ContextSwitches] => (1 + usize::from(schedstat)).max(group_fds(1)),
+        _ => software_fds(events.len(), schedstat),
+    }
+}
+
 /// Fds for a group of `members` (plus its leader); 0 for none.
 pub(super) fn group_fds(members: usize) -> usize {
     if members == 0 {
@@ -244,14 +270,17 @@ pub fn capabilities() -> Capabilities {
     let p = probed();
     let sampling = sampling();
     let budget = fd_budget();
-    let sw = plan(&p.status, EventSource::PerfSoftware).len();
+    let sw = thread_software_fds(
+        &thread_plan(&p.status, EventSource::PerfSoftware, sampling),
+        p.schedstat,
+    );
     let hw = plan(&p.status, EventSource::PerfHardware).len();
     let events = CounterEvent::ALL
         .into_iter()
         .map(|event| {
             let need = match event.source() {
                 EventSource::Getrusage => 0,
-                EventSource::PerfSoftware => software_fds(sw, p.schedstat),
+                EventSource::PerfSoftware => sw,
                 EventSource::PerfHardware => group_fds(hw),
             };
             let availability = match p.status[event.index()] {
@@ -275,7 +304,7 @@ pub fn capabilities() -> Capabilities {
         sampling,
         fd_budget: budget,
         fds_in_use: FDS.in_use(),
-        fds_per_thread: software_fds(sw, p.schedstat) + group_fds(hw),
+        fds_per_thread: sw + group_fds(hw),
         threads_on_perf: THREADS_ON_PERF.load(Relaxed),
         threads_on_getrusage: THREADS_ON_GETRUSAGE.load(Relaxed),
     }

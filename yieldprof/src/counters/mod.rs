@@ -64,7 +64,7 @@ pub use availability::*;
 pub(crate) use breakpoint::{breakpoint_reason, force_open_error, Hit, Target, Watchpoints, SLOTS};
 pub use events::*;
 pub use exact::SplitMethod;
-pub(crate) use exact::{parse_run_delay, Delta, Exact, Mark};
+pub(crate) use exact::{parse_run_delay, Delta, Exact, Mark, Split};
 pub(crate) use fds::*;
 pub(crate) use local::*;
 pub use machine::*;

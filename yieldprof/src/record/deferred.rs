@@ -26,7 +26,8 @@ use crate::record::open::{Claimed, Ended, EndedOf, UNREAD};
 use crate::record::thread::Local;
 
 /// An episode at least this many times as long as one read of the figures is read at
-/// its end: the read is ≤ 2 % of it.
+/// its end: the read is ≤ 2 % of it. A wait frame this many times as long as one
+/// getrusage has its voluntary/involuntary split read at its close the same way.
 const READ_AT_END: u64 = 50;
 
 /// Episodes merged into unread ones before an open reads anyway: a read (~2 µs) then
@@ -138,6 +139,18 @@ impl Local {
         if end == start.switches {
             return;
         }
+        // The split is the one figure a later switch could not be told from (a
+        // voluntary switch in the thread's own code, a join, would otherwise be guessed
+        // into a preempted episode): read now, where it is ≤ 2 % of the frame.
+        let split = match to {
+            EndedOf::Frame(_) if ticks / READ_AT_END >= self.counters.split_ticks() => {
+                let t0 = clock::now();
+                let split = self.counters.split_now();
+                self.charge(clock::now().saturating_sub(t0).max(1));
+                split
+            }
+            _ => None,
+        };
         let lone;
         let full = {
             let mut unread = self.unread.ended.borrow_mut();
@@ -152,6 +165,7 @@ impl Local {
                 Some(i) => {
                     let mut e = unread.remove(i);
                     e.end = end;
+                    e.split = split;
                     e.ticks = e.ticks.saturating_add(ticks);
                     unread.push(e);
                     self.unread.merged.set(self.unread.merged.get() + 1);
@@ -162,6 +176,7 @@ impl Local {
                     to,
                     claimed_off,
                     ticks,
+                    split,
                 }),
             }
             unread.len() >= UNREAD
@@ -199,7 +214,7 @@ impl Local {
                 continue;
             }
             let wall_ns = scale.map_or(e.ticks, |s| s.ns(e.ticks));
-            let (mut d, read_at_end) = e.start.until_count(e.end, now, wall_ns);
+            let (mut d, read_at_end) = e.start.until_count(e.end, now, wall_ns, e.split);
             // Read exactly, it may still pass the guard's length by the clocks' rounding,
             // or by a switch in the profiler's own time inside it.
             d.off_ns = d.off_ns.min(wall_ns);

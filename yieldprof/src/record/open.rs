@@ -5,7 +5,7 @@
 
 use crate::base::arena::Arena;
 use crate::base::site::{self, EpisodeSite};
-use crate::counters::Mark;
+use crate::counters::{Mark, Split};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
@@ -155,6 +155,9 @@ pub(crate) struct Ended {
     pub(crate) claimed_off: u64,
     /// Its length, ticks: its off-CPU time is at most that.
     pub(crate) ticks: u64,
+    /// Its thread's voluntary/involuntary switches read at its close, where that was
+    /// cheap next to it (a wait frame: `record::deferred`), which keeps its split exact.
+    pub(crate) split: Option<Split>,
 }
 
 /// What an [`Ended`] was.
