@@ -175,6 +175,11 @@ macro_rules! pool {
 pool!(raw;;);
 pool!(profiled; #[yieldprof::instrument_wait]; yieldprof::frame!("job"););
 
+/// A round's wall and CPU µs per install.
+type Round = (f64, f64);
+/// One of a round's figures.
+type Pick = fn(&Round) -> f64;
+
 /// CPU time of the whole process, µs.
 fn cpu_us() -> f64 {
     // SAFETY: getrusage writes into the zeroed struct.
@@ -198,7 +203,7 @@ fn main() {
         raw.push(raw::round());
         profiled.push(profiled::round());
     }
-    let sorted = |v: &[(f64, f64)], pick: fn(&(f64, f64)) -> f64| {
+    let sorted = |v: &[Round], pick: Pick| {
         let mut v: Vec<f64> = v.iter().map(pick).collect();
         v.sort_by(f64::total_cmp);
         v
@@ -210,7 +215,7 @@ fn main() {
     );
     println!("| figure | round | raw | yieldprof | yieldprof ÷ raw | target |");
     println!("|---|---|---|---|---|---|");
-    let figures: [(&str, fn(&(f64, f64)) -> f64, &str); 2] = [
+    let figures: [(&str, Pick, &str); 2] = [
         (
             "wall µs per install",
             |r| r.0,
