@@ -143,7 +143,7 @@ pub(super) fn pool_findings(p: &Profile, costs: &Costs) -> Vec<PoolFinding> {
         }
         let name = &p.frames[frame as usize].name;
         let subject = format!("pool running `{name}` ({} workers)", workers.len());
-        if let Some(f) = idle_rounds(p, &workers, &subject) {
+        if let Some(f) = idle_rounds(p, &workers, &subject, costs) {
             out.push(f);
         }
         jobs.sort_by_key(|j| j.1);
@@ -227,13 +227,14 @@ pub(super) fn pool_findings(p: &Profile, costs: &Costs) -> Vec<PoolFinding> {
 }
 
 /// The finding on the CPU `workers` (thread names) burnt in idle rounds, where material.
-fn idle_rounds(p: &Profile, workers: &[&str], subject: &str) -> Option<PoolFinding> {
+fn idle_rounds(p: &Profile, workers: &[&str], subject: &str, costs: &Costs) -> Option<PoolFinding> {
+    let yield_cap = costs.yield_ns + costs.switch_ns;
     let per_worker: Vec<(&str, IdleCpu)> = workers
         .iter()
         .map(|&w| {
             let mut idle = IdleCpu::default();
             for t in p.threads.iter().filter(|t| t.name == w) {
-                idle.add(&idle_cpu(p, t));
+                idle.add(&idle_cpu(p, t, yield_cap));
             }
             (w, idle)
         })
@@ -268,7 +269,8 @@ fn idle_rounds(p: &Profile, workers: &[&str], subject: &str) -> Option<PoolFindi
         evidence: format!(
             "its workers were on the CPU at least {} outside jobs, in their wait loops \
              ({:.1}% of their {} of life; {}): {} spinning, {} in {} yield calls{yield_each} \
-             (their time off the CPU left out), {} in the loops' own checks{unsplit}",
+             (their time off the CPU left out; at most a yield's and a switch's cost, {}, \
+             each), {} in the loops' own checks{unsplit}",
             duration(burnt),
             share(&all),
             duration(all.life_ns),
@@ -276,6 +278,7 @@ fn idle_rounds(p: &Profile, workers: &[&str], subject: &str) -> Option<PoolFindi
             duration(all.spin_ns),
             duration(all.yield_ns),
             all.yields,
+            duration(yield_cap as u64),
             duration(all.loop_ns)
         ),
         fix: "idle workers poll before they sleep, on cores the caller and other \
