@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::Instant;
 
 const WORKERS: usize = 4;
-const TRIALS: usize = 21;
+const TRIALS: usize = 61;
 
 #[yieldprof::instrument_wait]
 #[inline(never)]

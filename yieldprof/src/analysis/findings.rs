@@ -48,6 +48,9 @@ pub enum Rule {
     LowParallelism,
     /// A pool worker started its phases' jobs late: the others ran them meanwhile.
     LateWake,
+    /// A pool's workers burnt CPU in their idle rounds (spins, yields, polling
+    /// outside jobs), a material share of their time.
+    IdleRounds,
     /// Nearly every episode switched out and waited to be woken (a rendezvous channel):
     /// each pays a switch each way, whatever it waited for.
     Handoff,
@@ -69,6 +72,7 @@ impl Rule {
             Rule::WorkInsideWait => "work-inside-wait",
             Rule::LowParallelism => "pool-low-parallelism",
             Rule::LateWake => "pool-late-wake",
+            Rule::IdleRounds => "pool-idle-rounds",
             Rule::Handoff => "handoff",
         }
     }
@@ -447,6 +451,7 @@ impl Profile {
             rule: match f.cause {
                 Cause::LateWake => Rule::LateWake,
                 Cause::LowParallelism => Rule::LowParallelism,
+                Cause::IdleRounds => Rule::IdleRounds,
             },
             subject: f.subject,
             location: None,

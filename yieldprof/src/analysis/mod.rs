@@ -12,6 +12,8 @@ pub(crate) mod findings;
 #[cfg(feature = "enabled")]
 pub(crate) mod handoff;
 #[cfg(feature = "enabled")]
+pub(crate) mod idle;
+#[cfg(feature = "enabled")]
 pub(crate) mod oversubscribed;
 #[cfg(feature = "enabled")]
 pub(crate) mod pools;

@@ -4,6 +4,7 @@
 //! one frame across threads show the pool's phases, who ran them, and who came late.
 
 use crate::analysis::costs::Costs;
+use crate::analysis::idle::{idle_cpu, IdleCpu};
 use crate::base::site::FrameKind;
 use crate::base::text::duration;
 use crate::model::profile::Profile;
@@ -23,6 +24,12 @@ const LOW_PARALLELISM: f64 = 0.8;
 /// A worker whose first job of a phase starts this share of the phase's wall after
 /// the phase's first job, on average, woke late.
 const LATE_SHARE: f64 = 0.2;
+/// Workers that spent this share of their time on the CPU in idle rounds (outside
+/// jobs) burnt a material part of a core: a pool that blocks after a few dozen
+/// yields, as rayon's does, stays well below it between phases milliseconds apart.
+const IDLE_SHARE: f64 = 0.05;
+/// Less idle-round CPU than this (1 ms) in all is too little to act on.
+const MIN_IDLE_NS: u64 = 1_000_000;
 
 /// What a pool finding is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +38,8 @@ pub(super) enum Cause {
     LateWake,
     /// Fewer workers busy at a time than the pool could have.
     LowParallelism,
+    /// Workers on the CPU in their idle rounds: spinning, yielding, polling.
+    IdleRounds,
 }
 
 /// One pool finding: its cause, the pool, the evidence and the fix.
@@ -132,6 +141,11 @@ pub(super) fn pool_findings(p: &Profile, costs: &Costs) -> Vec<PoolFinding> {
         if workers.len() < 2 {
             continue;
         }
+        let name = &p.frames[frame as usize].name;
+        let subject = format!("pool running `{name}` ({} workers)", workers.len());
+        if let Some(f) = idle_rounds(p, &workers, &subject, costs) {
+            out.push(f);
+        }
         jobs.sort_by_key(|j| j.1);
         let (phases, lags, before) = phases(&jobs, workers.len());
         let wall: u64 = phases.iter().map(|ph| ph.1 - ph.0).sum();
@@ -139,8 +153,6 @@ pub(super) fn pool_findings(p: &Profile, costs: &Costs) -> Vec<PoolFinding> {
         if phases.len() < MIN_PHASES || wall < MIN_PHASE_WALL_NS {
             continue;
         }
-        let name = &p.frames[frame as usize].name;
-        let subject = format!("pool running `{name}` ({} workers)", workers.len());
         let reach = workers.len().min(costs.cores.max(1)) as f64;
         let parallelism = work as f64 / wall as f64;
         let kept = if dropped > 0 {
@@ -212,6 +224,69 @@ pub(super) fn pool_findings(p: &Profile, costs: &Costs) -> Vec<PoolFinding> {
         }
     }
     out
+}
+
+/// The finding on the CPU `workers` (thread names) burnt in idle rounds, where material.
+fn idle_rounds(p: &Profile, workers: &[&str], subject: &str, costs: &Costs) -> Option<PoolFinding> {
+    let yield_cap = costs.yield_ns + costs.switch_ns;
+    let per_worker: Vec<(&str, IdleCpu)> = workers
+        .iter()
+        .map(|&w| {
+            let mut idle = IdleCpu::default();
+            for t in p.threads.iter().filter(|t| t.name == w) {
+                idle.add(&idle_cpu(p, t, yield_cap));
+            }
+            (w, idle)
+        })
+        .collect();
+    let mut all = IdleCpu::default();
+    per_worker.iter().for_each(|(_, i)| all.add(i));
+    let burnt = all.total_ns();
+    if burnt < MIN_IDLE_NS || (burnt as f64) < IDLE_SHARE * all.life_ns as f64 {
+        return None;
+    }
+    let share = |i: &IdleCpu| 100.0 * i.total_ns() as f64 / i.life_ns.max(1) as f64;
+    let each: Vec<String> = per_worker
+        .iter()
+        .map(|(w, i)| format!("{w} {:.1}%", share(i)))
+        .collect();
+    let yield_each = all
+        .yield_ns
+        .checked_div(all.yields)
+        .map_or(String::new(), |ns| format!(", {} each", duration(ns)));
+    let unsplit = if all.unsplit_ns > 0 {
+        format!(
+            "; up to {} more, the wait loops' time off the CPU outside calls, which jobs \
+             preempted meanwhile share (jobs carry no switch figures of their own)",
+            duration(all.unsplit_ns)
+        )
+    } else {
+        String::new()
+    };
+    Some(PoolFinding {
+        cause: Cause::IdleRounds,
+        subject: subject.to_string(),
+        evidence: format!(
+            "its workers were on the CPU at least {} outside jobs, in their wait loops \
+             ({:.1}% of their {} of life; {}): {} spinning, {} in {} yield calls{yield_each} \
+             (their time off the CPU left out; at most a yield's and a switch's cost, {}, \
+             each), {} in the loops' own checks{unsplit}",
+            duration(burnt),
+            share(&all),
+            duration(all.life_ns),
+            each.join(", "),
+            duration(all.spin_ns),
+            duration(all.yield_ns),
+            all.yields,
+            duration(yield_cap as u64),
+            duration(all.loop_ns)
+        ),
+        fix: "idle workers poll before they sleep, on cores the caller and other \
+              processes could use: spin about one yield's worth, yield a few times, then \
+              block (a Condvar, park) until jobs are posted; or idle less often: coarser \
+              steps, or fewer workers than cores when the caller computes (rayon, whose \
+              idle rounds are fixed: ThreadPoolBuilder::num_threads, RAYON_NUM_THREADS)",
+    })
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ struct Cell {
 
 /// The last `capacity` episodes of one thread and how many it ever pushed.
 pub(crate) struct Ring {
-    cells: Box<[Cell]>,
+    cells: Cells,
     /// Owner only: the cell the next push writes (`done % capacity`, kept so a push
     /// needs no division).
     next: AtomicU32,
@@ -60,8 +60,7 @@ pub(crate) struct Ring {
 
 impl Ring {
     /// A ring of `capacity` episodes; 0 makes one that keeps nothing and allocates
-    /// nothing. The cells are zeroed pages: untouched ones cost no memory on a system
-    /// that maps large allocations lazily.
+    /// nothing. The cells are zeroed pages: untouched ones cost no memory.
     pub(crate) fn new(capacity: u32) -> Ring {
         Ring {
             cells: zeroed(capacity as usize),
@@ -138,28 +137,91 @@ impl Ring {
     }
 }
 
-/// `n` cells of zero bytes: pages the system maps lazily for a large ring.
+/// `n` cells of zero bytes, in pages mapped for the ring alone: a page costs nothing
+/// until its first episode is pushed. `alloc_zeroed` gave no such pages: on a thread
+/// other than main, glibc serves 128 KiB (the default ring) from the thread's arena
+/// and clears it, ~100 µs of page faults and `memset` at every thread's first episode
+/// (`perf record` of a pool's start, 2026-12-04). A ring the system cannot map keeps
+/// nothing, which a report shows as a timeline of capacity 0.
 #[cfg(not(loom))]
-fn zeroed(n: usize) -> Box<[Cell]> {
-    use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
-    if n == 0 {
-        return Box::default();
+fn zeroed(n: usize) -> Cells {
+    let bytes = n.saturating_mul(std::mem::size_of::<Cell>());
+    if bytes == 0 {
+        return Cells::EMPTY;
     }
-    let layout = Layout::array::<Cell>(n).expect("a ring of at most 2^20 cells fits");
-    // SAFETY: `layout` has a non-zero size; a `Cell` of zero bytes is a valid `Cell`
-    // (four atomics holding 0); the box frees with the same layout, `[Cell; n]`'s.
-    unsafe {
-        let p = alloc_zeroed(layout).cast::<Cell>();
-        if p.is_null() {
-            handle_alloc_error(layout);
+    // SAFETY: an anonymous private mapping at an address the kernel chooses touches
+    // no existing memory; the result is checked before use.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Cells::EMPTY;
+    }
+    std::ptr::NonNull::new(p.cast::<Cell>()).map_or(Cells::EMPTY, |ptr| Cells { ptr, len: n })
+}
+
+/// The ring's cells, in their own anonymous mapping.
+#[cfg(not(loom))]
+struct Cells {
+    ptr: std::ptr::NonNull<Cell>,
+    len: usize,
+}
+
+#[cfg(not(loom))]
+impl Cells {
+    const EMPTY: Cells = Cells {
+        ptr: std::ptr::NonNull::dangling(),
+        len: 0,
+    };
+}
+
+// SAFETY: the cells are atomics, shared between threads like any `[Cell]`.
+#[cfg(not(loom))]
+unsafe impl Send for Cells {}
+// SAFETY: as above.
+#[cfg(not(loom))]
+unsafe impl Sync for Cells {}
+
+#[cfg(not(loom))]
+impl std::ops::Deref for Cells {
+    type Target = [Cell];
+
+    fn deref(&self) -> &[Cell] {
+        // SAFETY: `ptr` holds `len` cells of zero bytes or as pushes left them (a
+        // `Cell` of zero bytes is four atomics holding 0), or is dangling with `len` 0.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+#[cfg(not(loom))]
+impl Drop for Cells {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: the mapping was made by `zeroed` with this length, and no
+            // reference into it outlives `self`.
+            unsafe {
+                libc::munmap(
+                    self.ptr.as_ptr().cast(),
+                    self.len * std::mem::size_of::<Cell>(),
+                )
+            };
         }
-        Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n))
     }
 }
 
 /// Loom's atomics are not plain memory: made one by one.
 #[cfg(loom)]
-fn zeroed(n: usize) -> Box<[Cell]> {
+type Cells = Box<[Cell]>;
+
+#[cfg(loom)]
+fn zeroed(n: usize) -> Cells {
     (0..n).map(|_| Cell::default()).collect()
 }
 

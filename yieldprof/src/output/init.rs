@@ -124,6 +124,9 @@ impl Options {
         config::set_timeline(self.timeline);
         counters::set_sampling(self.counters);
         counters::set_fd_budget(self.fd_budget);
+        // The clock's mode (a read of /proc/cpuinfo) is chosen here rather than by the
+        // first thread to record, which a pool's workers would each pay at their start.
+        crate::base::clock::now();
         // The probe (~0.2–0.5 ms here) runs once per process: at the first thread's
         // registration it delays every thread that registers meanwhile, which is how a
         // pool starts.
