@@ -78,7 +78,8 @@ pub(crate) fn write_folded(path: &Path, stacks: &Folded) -> Result<(), WriteErro
 
 /// Writes `<name>.folded`, `<name>.svg`, `<name>.split.svg`, `<name>.pb.gz` (pprof),
 /// `<name>.trace.json` (the timeline, unless off), `<name>.json`, `<name>.txt` and the
-/// requested metric views for `profile`. With recording off (`YIELDPROF=0`) and nothing
+/// requested metric views for `profile`, each listing at most `opts.report_threads`
+/// threads one by one. With recording off (`YIELDPROF=0`) and nothing
 /// recorded it writes nothing, so an empty run never replaces a real profile.
 #[cfg(feature = "enabled")]
 pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<PathBuf>, WriteError> {
@@ -91,6 +92,15 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
         source,
     })?;
     let path = |ext: &str| dir.join(format!("{}.{ext}", opts.name));
+    // Every file lists the same threads; past the count, their sums.
+    let listing;
+    let profile = match opts.report_threads {
+        Some(n) => {
+            listing = profile.listing(n);
+            &*listing
+        }
+        None => profile,
+    };
     // Each view folded once: the file and both graphs draw from it.
     let stacks = profile.fold(opts.metric);
     let folded = path("folded");

@@ -27,13 +27,10 @@ impl Document {
             unit(t.wait_share),
             format!("total wait share {}", t.wait_share),
         );
+        let listed: u64 = self.threads.iter().map(|th| th.threads).sum();
         check(
-            t.threads == self.threads.len() as u64,
-            format!(
-                "{} threads in totals, {} listed",
-                t.threads,
-                self.threads.len()
-            ),
+            t.threads == listed,
+            format!("{} threads in totals, {listed} listed", t.threads),
         );
         for th in &self.threads {
             let who = format!("thread {}", th.name);
