@@ -148,8 +148,10 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
         })?;
         views.extend([view, view_svg]);
     }
-    // The stacks go before pprof's samples come: one of them at a time at its peak.
+    // The stacks and the graphs' notes go before pprof's samples come: one of them at
+    // a time at its peak.
     drop(stacks);
+    drop(notes);
     let pb = path("pb.gz");
     write_atomic(&pb, |w| profile.write_pprof(w))?;
     let mut written = vec![folded, svg, split, pb];

@@ -49,10 +49,11 @@ fn write_rest(threads: &[ThreadStats], s: &mut String) {
     let rest = &all[THREAD_ROWS..];
     let wall: u64 = rest.iter().map(|t| t.wall_ns).sum();
     let wait: u64 = rest.iter().map(|t| t.wait_ns).sum();
+    let more = thread_count(rest);
     let _ = writeln!(
         s,
-        "  ... {} more: {} in all, {:.1}% of it waiting (each row is in the JSON)",
-        count(thread_count(rest), "thread"),
+        "  ... {more} more {}: {} in all, {:.1}% of it waiting (each row is in the JSON)",
+        if more == 1 { "thread" } else { "threads" },
         duration(wall),
         percent(wait, wall)
     );
