@@ -70,6 +70,22 @@ pub(crate) fn write_atomic(
     result.map_err(err)
 }
 
+/// `6.5 MB in 0.42 s`: what `paths` hold together, and `took`, the time the caller
+/// spent reading and writing them: the figures a report's own cost is judged by.
+#[cfg(feature = "enabled")]
+pub(crate) fn size_and_time(paths: &[PathBuf], took: std::time::Duration) -> String {
+    let bytes: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    format!(
+        "{:.1} MB in {:.2} s",
+        bytes as f64 / 1e6,
+        took.as_secs_f64()
+    )
+}
+
 /// Writes folded `stacks`, one `stack value` per line, to `path` (atomically).
 #[cfg(feature = "enabled")]
 pub(crate) fn write_folded(path: &Path, stacks: &Folded) -> Result<(), WriteError> {
