@@ -5,9 +5,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The default of [`Options::trace_episodes`]: at ~170 bytes an episode, about 4 MB, so
-/// a process's files stay within 10 MB however many threads kept timelines (a test
-/// binary's hundreds of threads once wrote a 217 MB trace). Kept here: a build
+/// The default of [`Options::trace_episodes`]: at ~190 bytes an episode (measured),
+/// about 4.7 MB, so a process's files stay within 10 MB however many threads kept
+/// timelines (a test binary's hundreds of threads once wrote a 217 MB trace). Kept here: a build
 /// without the `enabled` feature has the same options and no trace writer.
 pub(crate) const TRACE_EPISODES: usize = 24_576;
 
@@ -172,7 +172,7 @@ impl Options {
 
     /// Sets the most episodes `<name>.trace.json` holds over all threads: each thread
     /// writes its newest, an even share (or all its own where it kept fewer), and the
-    /// file says how many were cut (`episodes_cut`). Default 24 576, about 4 MB, so a
+    /// file says how many were cut (`episodes_cut`). Default 24 576, about 4.7 MB, so a
     /// process with hundreds of threads still writes ≤ 10 MB of reports; the timeline
     /// each thread keeps in memory is [`Options::timeline`].
     pub fn trace_episodes(mut self, episodes: usize) -> Self {

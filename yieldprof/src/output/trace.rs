@@ -290,7 +290,7 @@ impl Profile {
     /// Each poll of an `async fn` episode is one event. `otherData` totals the
     /// episodes recorded and dropped (the oldest give way once a thread's ring is full).
     ///
-    /// At most 24 576 episodes over all threads are written (about 4 MB; see
+    /// At most 24 576 episodes over all threads are written (about 4.7 MB; see
     /// [`Options::trace_episodes`](crate::Options::trace_episodes)): each thread its
     /// newest, an even share or all of its own where it kept fewer. The oldest past
     /// that are cut: `episodes_cut` in a thread's metadata and in `otherData` (with
