@@ -2,22 +2,10 @@
 //! profile: a process that ran ten thousand short threads writes a report of a few
 //! hundred entries, every total unchanged.
 
-use crate::model::profile::Profile;
+use crate::model::profile::{Merged, Profile};
 use crate::model::tree::ThreadProfile;
 use std::borrow::Cow;
 use std::cmp::Reverse;
-
-/// The threads a report merged into one profile.
-#[derive(Clone, Debug)]
-pub(crate) struct Merged {
-    /// The serial of the profile that holds them.
-    pub(crate) serial: u64,
-    /// How many threads it holds.
-    pub(crate) threads: u64,
-    /// Timeline episodes they had kept, which the trace leaves out (its
-    /// `episodes_cut`): a merged profile has no one timeline.
-    pub(crate) episodes: u64,
-}
 
 /// The merged profile's serial: above those counted up from 1, below the ones the
 /// registry gives exited threads it merges per name (the top 256).

@@ -16,10 +16,22 @@ pub struct Profile {
     pub(crate) calls: Vec<CallInfo>,
     /// In a report's copy, the threads past its count merged into one profile
     /// (`model::merged`); `None` otherwise.
-    pub(crate) merged: Option<crate::model::merged::Merged>,
+    pub(crate) merged: Option<Merged>,
     /// The per-site and per-thread views, each computed at most once: writing one
     /// report reads them from the summary, the JSON, the findings and the budgets.
     views: Views,
+}
+
+/// The threads a report merged into one profile (`model::merged`).
+#[derive(Clone, Debug)]
+pub(crate) struct Merged {
+    /// The serial of the profile that holds them.
+    pub(crate) serial: u64,
+    /// How many threads it holds.
+    pub(crate) threads: u64,
+    /// Timeline episodes they had kept, which the trace leaves out (its
+    /// `episodes_cut`): a merged profile has no one timeline.
+    pub(crate) episodes: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -474,11 +486,7 @@ impl Profile {
     /// A copy holding `threads`, `merged` among them, in place of these. Its sites
     /// are this profile's: merging threads leaves their sums alone, and what each
     /// node's own time is drawn as is read per thread.
-    pub(crate) fn with_threads(
-        &self,
-        threads: Vec<ThreadProfile>,
-        merged: crate::model::merged::Merged,
-    ) -> Profile {
+    pub(crate) fn with_threads(&self, threads: Vec<ThreadProfile>, merged: Merged) -> Profile {
         let sites = OnceLock::new();
         let _ = sites.set(self.site_views().to_vec());
         Profile {
