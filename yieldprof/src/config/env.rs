@@ -7,7 +7,8 @@
 
 use super::values::{parse_switch, CounterSampling, Metric};
 use super::{
-    DEFAULT_FD_BUDGET, DEFAULT_KEEP_SNAPSHOTS, DEFAULT_MAX_NODES, DEFAULT_OUT_DIR, DEFAULT_TIMELINE,
+    DEFAULT_FD_BUDGET, DEFAULT_KEEP_SNAPSHOTS, DEFAULT_MAX_NODES, DEFAULT_OUT_DIR,
+    DEFAULT_REPORT_THREADS, DEFAULT_TIMELINE,
 };
 use crate::base::fork::ForkOnce;
 use crate::base::reentry::Inside;
@@ -54,6 +55,8 @@ pub(crate) struct Settings {
     pub(crate) max_nodes: u32,
     /// Episodes each thread keeps for the timeline; 0: no timeline.
     pub(crate) timeline: u32,
+    /// Threads a written report lists one by one; `None`: all of them.
+    pub(crate) report_threads: Option<usize>,
     pub(crate) counters: CounterSampling,
     pub(crate) fd_budget: usize,
     pub(crate) snapshot_every: Option<Duration>,
@@ -227,6 +230,14 @@ fn parse_watchpoint_rate(s: &str) -> Option<Option<u32>> {
     }
 }
 
+/// `all`: every thread listed; else a number of threads, 1 or more.
+fn parse_report_threads(s: &str) -> Option<Option<usize>> {
+    match s.trim().eq_ignore_ascii_case("all") {
+        true => Some(None),
+        false => at_least_1(s).map(Some),
+    }
+}
+
 fn at_least_1<T: std::str::FromStr + PartialOrd + From<u8>>(s: &str) -> Option<T> {
     s.trim().parse().ok().filter(|n| *n >= T::from(1))
 }
@@ -272,6 +283,15 @@ impl Settings {
                 DEFAULT_TIMELINE,
                 (0, MAX_TIMELINE),
                 "episodes per thread",
+            ),
+            report_threads: r.parsed(
+                "YIELDPROF_REPORT_THREADS",
+                (
+                    Some(DEFAULT_REPORT_THREADS),
+                    &DEFAULT_REPORT_THREADS.to_string(),
+                ),
+                "all or a whole number of threads, 1 or more",
+                parse_report_threads,
             ),
             counters: r.parsed(
                 "YIELDPROF_COUNTERS_EVERY",

@@ -13,7 +13,8 @@ mod values;
 pub(crate) use env::*;
 pub use values::{CounterSampling, Metric};
 pub(crate) use values::{
-    DEFAULT_FD_BUDGET, DEFAULT_KEEP_SNAPSHOTS, DEFAULT_MAX_NODES, DEFAULT_OUT_DIR, DEFAULT_TIMELINE,
+    DEFAULT_FD_BUDGET, DEFAULT_KEEP_SNAPSHOTS, DEFAULT_MAX_NODES, DEFAULT_OUT_DIR,
+    DEFAULT_REPORT_THREADS, DEFAULT_TIMELINE,
 };
 
 #[cfg(feature = "enabled")]

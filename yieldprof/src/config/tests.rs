@@ -112,6 +112,27 @@ fn a_timeline_is_0_for_none_up_to_a_million_episodes() {
 }
 
 #[test]
+fn report_threads_take_all_or_a_count_and_a_bad_count_is_named() {
+    let (s, lines) = read(&[]);
+    assert_eq!(
+        (s.report_threads, lines.len()),
+        (Some(DEFAULT_REPORT_THREADS), 0)
+    );
+    let (s, lines) = read(&[("YIELDPROF_REPORT_THREADS", " ALL ")]);
+    assert_eq!((s.report_threads, lines.len()), (None, 0), "{lines:?}");
+    let (s, lines) = read(&[("YIELDPROF_REPORT_THREADS", "12")]);
+    assert_eq!((s.report_threads, lines.len()), (Some(12), 0), "{lines:?}");
+    let (s, lines) = read(&[("YIELDPROF_REPORT_THREADS", "0")]);
+    assert_eq!(s.report_threads, Some(DEFAULT_REPORT_THREADS));
+    assert_eq!(
+        lines,
+        [
+            r#"yieldprof: YIELDPROF_REPORT_THREADS="0" is not all or a whole number of threads, 1 or more; using 256"#
+        ]
+    );
+}
+
+#[test]
 fn watchpoints_take_off_on_or_a_rate_and_a_bad_rate_is_named() {
     let rate = |v: &str| read(&[("YIELDPROF_WATCHPOINTS", v)]);
     for (value, expected) in [
@@ -241,7 +262,7 @@ fn names_in(text: &str, prefix: &str) -> BTreeSet<String> {
 #[test]
 fn the_options_and_docs_tables_are_one_table_of_every_variable_read() {
     let read = names_read();
-    assert_eq!(read.len(), 17, "{read:?}");
+    assert_eq!(read.len(), 18, "{read:?}");
     let options: Vec<&str> = include_str!("../output/options.rs")
         .lines()
         .filter_map(|l| l.strip_prefix("/// |"))

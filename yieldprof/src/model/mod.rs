@@ -6,6 +6,8 @@
 #[cfg(feature = "enabled")]
 pub(crate) mod histogram;
 #[cfg(feature = "enabled")]
+pub(crate) mod merged;
+#[cfg(feature = "enabled")]
 pub(crate) mod own;
 #[cfg_attr(not(feature = "enabled"), path = "empty.rs")]
 pub(crate) mod profile;

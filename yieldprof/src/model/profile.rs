@@ -14,9 +14,24 @@ pub struct Profile {
     pub(crate) threads: Vec<ThreadProfile>,
     pub(crate) frames: Vec<FrameInfo>,
     pub(crate) calls: Vec<CallInfo>,
+    /// In a report's copy, the threads past its count merged into one profile
+    /// (`model::merged`); `None` otherwise.
+    pub(crate) merged: Option<Merged>,
     /// The per-site and per-thread views, each computed at most once: writing one
     /// report reads them from the summary, the JSON, the findings and the budgets.
     views: Views,
+}
+
+/// The threads a report merged into one profile (`model::merged`).
+#[derive(Clone, Debug)]
+pub(crate) struct Merged {
+    /// The serial of the profile that holds them.
+    pub(crate) serial: u64,
+    /// How many threads it holds.
+    pub(crate) threads: u64,
+    /// Timeline episodes they had kept, which the trace leaves out (its
+    /// `episodes_cut`): a merged profile has no one timeline.
+    pub(crate) episodes: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -167,8 +182,12 @@ impl SiteStats {
 #[non_exhaustive]
 pub struct ThreadStats {
     /// The thread's name, else `thread-<n>` (n counts threads in the order they
-    /// first recorded).
+    /// first recorded); `[N other threads]` for those a written report merged.
     pub name: String,
+    /// How many threads these figures hold: 1, or N in a written report's
+    /// `[N other threads]` (the threads past
+    /// [`Options::report_threads`](crate::Options::report_threads), summed).
+    pub threads: u64,
     /// Kernel thread id.
     pub tid: i32,
     /// From the thread's first recorded event to its exit (or now).
@@ -220,6 +239,11 @@ pub struct ThreadStats {
     pub yield_ns: u64,
 }
 
+/// How many threads `threads` hold, merged ones counted one by one.
+pub(crate) fn thread_count(threads: &[ThreadStats]) -> u64 {
+    threads.iter().map(|t| t.threads).sum()
+}
+
 /// `(wall, wait)` time summed over `threads`.
 pub(crate) fn totals(threads: &[ThreadStats]) -> (u64, u64) {
     let wall = threads.iter().map(|t| t.wall_ns).sum();
@@ -237,6 +261,7 @@ impl Profile {
             threads,
             frames,
             calls,
+            merged: None,
             views: Views::default(),
         }
     }
@@ -392,6 +417,11 @@ impl Profile {
                     .collect();
                 ThreadStats {
                     name: t.name.clone(),
+                    threads: self
+                        .merged
+                        .as_ref()
+                        .filter(|m| m.serial == t.serial)
+                        .map_or(1, |m| m.threads),
                     tid: t.tid,
                     wall_ns,
                     wait_ns,
@@ -473,6 +503,24 @@ impl Profile {
             })
             .map(|t| t.nodes[0].wall_ns)
             .sum()
+    }
+
+    /// A copy holding `threads`, `merged` among them, in place of these. Its sites
+    /// are this profile's: merging threads leaves their sums alone, and what each
+    /// node's own time is drawn as is read per thread.
+    pub(crate) fn with_threads(&self, threads: Vec<ThreadProfile>, merged: Merged) -> Profile {
+        let sites = OnceLock::new();
+        let _ = sites.set(self.site_views().to_vec());
+        Profile {
+            threads,
+            frames: self.frames.clone(),
+            calls: self.calls.clone(),
+            merged: Some(merged),
+            views: Views {
+                sites,
+                threads: OnceLock::new(),
+            },
+        }
     }
 
     /// Only the threads `keep` accepts (by serial number).

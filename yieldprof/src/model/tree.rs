@@ -112,6 +112,13 @@ impl ThreadProfile {
     /// Adds `other`'s recording into this one, matching nodes by their stack (frame
     /// by frame from the root) and slots by call site; wall times add up.
     pub(crate) fn absorb(&mut self, other: &ThreadProfile) {
+        self.absorb_all([other]);
+    }
+
+    /// [`absorb`](ThreadProfile::absorb) for each of `others`, with one index of this
+    /// tree's stacks for them all: thousands of threads merge in time linear in their
+    /// nodes.
+    pub(crate) fn absorb_all<'a>(&mut self, others: impl IntoIterator<Item = &'a ThreadProfile>) {
         let mut index: HashMap<(u32, u32), u32> = self
             .nodes
             .iter()
@@ -119,6 +126,13 @@ impl ThreadProfile {
             .skip(2)
             .map(|(i, n)| ((n.parent, n.frame), i as u32))
             .collect();
+        for other in others {
+            self.absorb_indexed(other, &mut index);
+        }
+    }
+
+    /// `absorb` with `index`, this tree's nodes by (parent, frame), kept up to date.
+    fn absorb_indexed(&mut self, other: &ThreadProfile, index: &mut HashMap<(u32, u32), u32>) {
         // Root and [overflow] are nodes 0 and 1 in every thread.
         let mut to_mine: Vec<u32> = vec![0, 1];
         for (i, n) in other.nodes.iter().enumerate() {

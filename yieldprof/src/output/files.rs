@@ -70,6 +70,22 @@ pub(crate) fn write_atomic(
     result.map_err(err)
 }
 
+/// `6.5 MB in 0.42 s`: what `paths` hold together, and `took`, the time the caller
+/// spent reading and writing them: the figures a report's own cost is judged by.
+#[cfg(feature = "enabled")]
+pub(crate) fn size_and_time(paths: &[PathBuf], took: std::time::Duration) -> String {
+    let bytes: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    format!(
+        "{:.1} MB in {:.2} s",
+        bytes as f64 / 1e6,
+        took.as_secs_f64()
+    )
+}
+
 /// Writes folded `stacks`, one `stack value` per line, to `path` (atomically).
 #[cfg(feature = "enabled")]
 pub(crate) fn write_folded(path: &Path, stacks: &Folded) -> Result<(), WriteError> {
@@ -78,7 +94,8 @@ pub(crate) fn write_folded(path: &Path, stacks: &Folded) -> Result<(), WriteErro
 
 /// Writes `<name>.folded`, `<name>.svg`, `<name>.split.svg`, `<name>.pb.gz` (pprof),
 /// `<name>.trace.json` (the timeline, unless off), `<name>.json`, `<name>.txt` and the
-/// requested metric views for `profile`. With recording off (`YIELDPROF=0`) and nothing
+/// requested metric views for `profile`, each listing at most `opts.report_threads`
+/// threads one by one. With recording off (`YIELDPROF=0`) and nothing
 /// recorded it writes nothing, so an empty run never replaces a real profile.
 #[cfg(feature = "enabled")]
 pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<PathBuf>, WriteError> {
@@ -91,6 +108,15 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
         source,
     })?;
     let path = |ext: &str| dir.join(format!("{}.{ext}", opts.name));
+    // Every file lists the same threads; past the count, their sums.
+    let listing;
+    let profile = match opts.report_threads {
+        Some(n) => {
+            listing = profile.listing(n);
+            &*listing
+        }
+        None => profile,
+    };
     // Each view folded once: the file and both graphs draw from it.
     let stacks = profile.fold(opts.metric);
     let folded = path("folded");
@@ -138,8 +164,10 @@ pub(crate) fn write_profile(profile: &Profile, opts: &Options) -> Result<Vec<Pat
         })?;
         views.extend([view, view_svg]);
     }
-    // The stacks go before pprof's samples come: one of them at a time at its peak.
+    // The stacks and the graphs' notes go before pprof's samples come: one of them at
+    // a time at its peak.
     drop(stacks);
+    drop(notes);
     let pb = path("pb.gz");
     write_atomic(&pb, |w| profile.write_pprof(w))?;
     let mut written = vec![folded, svg, split, pb];

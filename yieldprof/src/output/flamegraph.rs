@@ -1,14 +1,12 @@
 //! Flame graphs (SVG, by inferno) with wait kinds in fixed colours.
 
-use crate::base::site::{FrameKind, Kind};
-use crate::base::text::{count, duration};
-use crate::model::histogram::Histogram;
+use crate::base::site::FrameKind;
 use crate::model::profile::Profile;
 use crate::output::fold::{clean, Folded, Metric};
 use crate::output::narrow::Drawn;
 use crate::output::palette::{legend, palette};
 use crate::output::subtitle;
-use crate::output::titles::{rewrite, Hover};
+use crate::output::titles::{rewrite, Hover, ROOT};
 use inferno::flamegraph::color::{BasicPalette, Palette};
 use inferno::flamegraph::{self, Options};
 use std::collections::HashMap;
@@ -123,42 +121,6 @@ fn render<W: Write>(opts: &mut Options<'_>, lines: &[String], out: W) -> io::Res
     flamegraph::from_lines(opts, lines.iter().map(String::as_str), out)
 }
 
-/// A wait frame's own figures: one path of one thread (threads of one frame name
-/// together), not the site's totals in it.
-#[derive(Default)]
-struct Here {
-    episodes: u64,
-    wall_ns: u64,
-    /// The nodes' coarse durations: a p99 within a factor of two.
-    durations: Histogram,
-    calls: [u64; Kind::ALL.len()],
-}
-
-impl Here {
-    /// `p99` is the thread's fine figure for the site when this is its only path there.
-    fn text(&self, p99: Option<u64>) -> String {
-        let calls: Vec<String> = Kind::ALL
-            .iter()
-            .filter(|&&k| self.calls[k as usize] > 0)
-            .map(|&k| format!("{} {}", k.name(), self.calls[k as usize]))
-            .collect();
-        let p99 = match p99 {
-            Some(ns) => duration(ns),
-            None => self
-                .durations
-                .coarse_quantile(0.99)
-                .map_or("-".into(), |ns| format!("~{}", duration(ns))),
-        };
-        format!(
-            "this thread, this path: {}, mean {}, p99 {p99}{}{}",
-            count(self.episodes, "episode"),
-            duration(self.wall_ns / self.episodes.max(1)),
-            if calls.is_empty() { "" } else { "; calls: " },
-            calls.join(", ")
-        )
-    }
-}
-
 impl Profile {
     /// What the flame graphs show beside the frame names: the wait sites that spin on a
     /// FALSE or MIXED line, and each wait frame's own figures (its path's, in its
@@ -170,22 +132,25 @@ impl Profile {
             .map(|f| clean(&self.frames[f as usize].name))
             .collect();
         let names: Vec<String> = self.frames.iter().map(|f| clean(&f.name)).collect();
-        let mut figures: HashMap<String, (Here, (String, u32))> = HashMap::new();
-        // Per thread frame and site: its paths, and its fine durations.
-        let mut sites: HashMap<(String, u32), (usize, Histogram)> = HashMap::new();
+        let mut hover = Hover::default();
+        let names: Vec<u32> = names.iter().map(|n| hover.name(n)).collect();
+        // Per thread frame and site: its index in `hover.sites`.
+        let mut sites: HashMap<(u32, u32), usize> = HashMap::new();
         for (t, root) in self.threads.iter().zip(self.thread_frames()) {
+            let root = hover.name(&root);
             // Each node's path as in the folded stacks.
-            let mut paths: Vec<String> = Vec::with_capacity(t.nodes.len());
+            let mut paths: Vec<u32> = Vec::with_capacity(t.nodes.len());
             for (i, n) in t.nodes.iter().enumerate() {
                 let path = match i {
-                    0 => root.clone(),
-                    _ => format!("{};{}", paths[n.parent as usize], names[n.frame as usize]),
+                    0 => hover.path(ROOT, root),
+                    _ => hover.path(paths[n.parent as usize], names[n.frame as usize]),
                 };
                 if self.frames[n.frame as usize].kind == FrameKind::Wait {
-                    let site = (root.clone(), n.frame);
-                    let (f, _) = figures.entry(path.clone()).or_insert_with(|| {
-                        sites.entry(site.clone()).or_default().0 += 1;
-                        (Here::default(), site)
+                    let f = hover.figures(path, |hover| {
+                        *sites.entry((root, n.frame)).or_insert_with(|| {
+                            hover.sites.push((0, Default::default()));
+                            hover.sites.len() - 1
+                        })
                     });
                     f.episodes += n.episodes;
                     f.wall_ns += n.wall_ns;
@@ -197,23 +162,11 @@ impl Profile {
                 paths.push(path);
             }
             for ((frame, kind), h) in &t.site_durations {
-                if let (None, Some(s)) = (kind, sites.get_mut(&(root.clone(), *frame))) {
-                    s.1.add(h);
+                if let (None, Some(&s)) = (kind, sites.get(&(root, *frame))) {
+                    hover.sites[s].1.add(h);
                 }
             }
         }
-        let hover = figures
-            .into_iter()
-            .map(|(path, (f, site))| {
-                let (paths, fine) = &sites[&site];
-                let p99 = if *paths == 1 {
-                    fine.quantile(0.99)
-                } else {
-                    None
-                };
-                (path, f.text(p99))
-            })
-            .collect();
         FrameNotes {
             falsely_shared,
             hover,

@@ -9,7 +9,7 @@
 //! mode ([`Options::snapshot_every`]).
 
 use crate::base::fork::{ForkMutex, ForkOnce, Locked};
-use crate::output::files::{write_profile, WriteError};
+use crate::output::files::{size_and_time, write_profile, WriteError};
 use crate::output::options::{options_here, Options};
 use crate::record::thread::snapshot;
 use std::path::PathBuf;
@@ -124,12 +124,14 @@ extern "C" fn at_exit() {
         if targets.is_empty() {
             return;
         }
+        let started = std::time::Instant::now();
         let profile = snapshot();
         for opts in &targets {
             match write_profile(&profile, opts) {
                 Ok(paths) => eprintln!(
-                    "yieldprof: wrote {} files in {} at exit",
+                    "yieldprof: wrote {} files, {}, in {} at exit",
                     paths.len(),
+                    size_and_time(&paths, started.elapsed()),
                     opts.out_dir.display()
                 ),
                 Err(e) => eprintln!("yieldprof: {e}; the profile was not saved at exit"),

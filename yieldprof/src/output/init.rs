@@ -4,7 +4,7 @@
 
 use crate::config;
 use crate::counters;
-use crate::output::files::{write_profile, WriteError};
+use crate::output::files::{size_and_time, write_profile, WriteError};
 use crate::output::flush::Registration;
 use crate::output::options::{name_here, options_here, Options};
 use crate::output::snapshots::{Snapshotter, Writer};
@@ -92,6 +92,7 @@ impl Drop for Guard {
         }
         // The last snapshot first: it ends where the whole-run files begin to be written.
         drop(self.snapshots.take());
+        let started = std::time::Instant::now();
         match self.write() {
             Ok(paths) if paths.is_empty() => {
                 eprintln!("yieldprof: recording is off (YIELDPROF=0) and nothing was recorded: no files written");
@@ -102,9 +103,10 @@ impl Drop for Guard {
                     .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
                     .collect();
                 eprintln!(
-                    "yieldprof: wrote {} in {}",
+                    "yieldprof: wrote {} in {} ({})",
                     names.join(", "),
-                    self.opts.out_dir.display()
+                    self.opts.out_dir.display(),
+                    size_and_time(&paths, started.elapsed())
                 );
             }
             Err(e) => eprintln!("yieldprof: {e}; the profile was not saved"),

@@ -5,9 +5,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The default of [`Options::trace_episodes`]: at ~170 bytes an episode, about 4 MB, so
-/// a process's files stay within 10 MB however many threads kept timelines (a test
-/// binary's hundreds of threads once wrote a 217 MB trace). Kept here: a build
+/// The default of [`Options::trace_episodes`]: at ~190 bytes an episode (measured),
+/// about 4.7 MB, so a process's files stay within 10 MB however many threads kept
+/// timelines (a test binary's hundreds of threads once wrote a 217 MB trace). Kept here: a build
 /// without the `enabled` feature has the same options and no trace writer.
 pub(crate) const TRACE_EPISODES: usize = 24_576;
 
@@ -26,6 +26,7 @@ pub(crate) const TRACE_EPISODES: usize = 24_576;
 /// | `YIELDPROF_VIEWS` | extra folded files, one per metric: `calls,switches` writes `<name>.calls.folded` and `<name>.switches.folded` | none |
 /// | `YIELDPROF_MAX_NODES` | calling-context nodes per thread, 16 to 262 144, allocated as stacks appear; past it entries fold into `[overflow]` | 4096 |
 /// | `YIELDPROF_TIMELINE` | episodes each thread keeps for the timeline (`<name>.trace.json`, Chrome trace events), 0 to 1 048 576; the oldest give way; 0: no timeline | 4096 |
+/// | `YIELDPROF_REPORT_THREADS` | threads a written report lists one by one, those that waited longest; the rest merged into one `[N other threads]` entry (`Options::report_threads`); `all`: every one | 256 |
 /// | `YIELDPROF_COUNTERS_EVERY` | `auto`: read counters while they cost ≤ 2 % of wait time; `N`: 1 of N wait episodes; off (or `0`): none | `auto` |
 /// | `YIELDPROF_FD_BUDGET` | perf-event fds for the whole process (≤ ¼ of `ulimit -n`); threads past it use getrusage | 512 |
 /// | `YIELDPROF_SNAPSHOT_EVERY` | seconds between delta snapshots (continuous mode), 0.01 to 31 536 000 (a year); off: none | off |
@@ -62,6 +63,9 @@ pub struct Options {
     pub views: Vec<Metric>,
     /// Most episodes `<name>.trace.json` holds over all threads ([`Options::trace_episodes`]).
     pub trace_episodes: usize,
+    /// Threads the written report lists one by one ([`Options::report_threads`]);
+    /// `None`: all of them.
+    pub report_threads: Option<usize>,
     /// Which wait episodes have their counters read (context switches, perf events).
     pub counters: CounterSampling,
     /// Most perf-event fds the process may hold; threads past it use getrusage only.
@@ -92,6 +96,7 @@ impl Options {
             timeline: env.timeline,
             views: env.views.clone(),
             trace_episodes: TRACE_EPISODES,
+            report_threads: env.report_threads,
             counters: env.counters,
             fd_budget: env.fd_budget,
             snapshot_every: env.snapshot_every,
@@ -113,6 +118,7 @@ impl Options {
             timeline: config::DEFAULT_TIMELINE,
             views: Vec::new(),
             trace_episodes: TRACE_EPISODES,
+            report_threads: Some(config::DEFAULT_REPORT_THREADS),
             counters: CounterSampling::default(),
             fd_budget: config::DEFAULT_FD_BUDGET,
             snapshot_every: None,
@@ -166,11 +172,25 @@ impl Options {
 
     /// Sets the most episodes `<name>.trace.json` holds over all threads: each thread
     /// writes its newest, an even share (or all its own where it kept fewer), and the
-    /// file says how many were cut (`episodes_cut`). Default 24 576, about 4 MB, so a
+    /// file says how many were cut (`episodes_cut`). Default 24 576, about 4.7 MB, so a
     /// process with hundreds of threads still writes ≤ 10 MB of reports; the timeline
     /// each thread keeps in memory is [`Options::timeline`].
     pub fn trace_episodes(mut self, episodes: usize) -> Self {
         self.trace_episodes = episodes;
+        self
+    }
+
+    /// Sets how many threads the written files list one by one: those that waited
+    /// longest (then lived longest), in the order they started; the others are
+    /// merged into one `[N other threads]` thread, last, whose figures are their sums
+    /// (`threads` in its JSON entry says how many), and their timelines are left out
+    /// of the trace (counted in its `episodes_cut`). Totals and sites are unchanged.
+    /// `None` lists every thread; default 256 (~0.6 MB of JSON), so a test binary
+    /// that ran thousands of short threads writes ≤ 10 MB in all;
+    /// `YIELDPROF_REPORT_THREADS` (`all` or a number) from the environment.
+    /// [`Profile::threads`](crate::Profile::threads) always has every thread.
+    pub fn report_threads(mut self, threads: Option<usize>) -> Self {
+        self.report_threads = threads.map(|n| n.max(1));
         self
     }
 

@@ -7,7 +7,7 @@ use crate::analysis::slack::asked_vs_got;
 use crate::base::site::Kind;
 use crate::base::text::{count, duration, percent, tail, wrap};
 use crate::counters::{Count, TimeSplit};
-use crate::model::profile::{totals, Profile, ThreadStats};
+use crate::model::profile::{thread_count, totals, Profile, ThreadStats};
 use std::fmt::Write;
 
 /// `3 threads, 1.20 s thread time, 18.0% of it waiting`.
@@ -15,7 +15,7 @@ fn headline(threads: &[ThreadStats]) -> String {
     let (wall, wait) = totals(threads);
     format!(
         "{}, {} thread time, {:.1}% of it waiting",
-        count(threads.len() as u64, "thread"),
+        count(thread_count(threads), "thread"),
         duration(wall),
         percent(wait, wall)
     )
@@ -50,14 +50,27 @@ fn write_rest(threads: &[ThreadStats], s: &mut String) {
     let rest = &all[THREAD_ROWS..];
     let wall: u64 = rest.iter().map(|t| t.wall_ns).sum();
     let wait: u64 = rest.iter().map(|t| t.wait_ns).sum();
+    let more = thread_count(rest);
     let _ = writeln!(
         s,
-        "  ... {} more {}: {} in all, {:.1}% of it waiting (every thread is in the JSON)",
-        rest.len(),
-        if rest.len() == 1 { "thread" } else { "threads" },
+        "  ... {more} more {}: {} in all, {:.1}% of it waiting (each row is in the JSON)",
+        if more == 1 { "thread" } else { "threads" },
         duration(wall),
         percent(wait, wall)
     );
+}
+
+/// What a written report merged, where it did.
+fn write_merged(threads: &[ThreadStats], s: &mut String) {
+    for t in threads.iter().filter(|t| t.threads > 1) {
+        let line = format!(
+            "{}: the threads past the {} that waited longest, merged into one row and one \
+             stack root (YIELDPROF_REPORT_THREADS=all lists every one)",
+            t.name,
+            threads.len() - 1
+        );
+        let _ = writeln!(s, "{}", wrap(&line, "  ", "    "));
+    }
 }
 
 /// Entries a thread made that are not in its figures, and why.
@@ -125,6 +138,7 @@ impl Profile {
             );
         }
         write_rest(threads, &mut s);
+        write_merged(threads, &mut s);
         write_missed(threads, &mut s);
         let sites = self.site_views();
         let _ = writeln!(s, "\nWait sites (by wall time)");

@@ -231,12 +231,17 @@ fn write(p: &Profile, limit: usize, out: &mut dyn Write) -> io::Result<()> {
         .map(|t| t.timeline.episodes.len())
         .collect();
     let shares = shares(&kept, limit);
-    let cut: usize = kept.iter().zip(&shares).map(|(k, s)| k - s).sum();
+    // The kept episodes of threads a written report merged are cut too.
+    let merged = p.merged.as_ref();
+    let merged_episodes = merged.map_or(0, |m| m.episodes);
+    let cut = kept.iter().zip(&shares).map(|(k, s)| k - s).sum::<usize>() as u64 + merged_episodes;
+    recorded += merged_episodes;
     for (t, &share) in p.threads.iter().zip(&shares) {
         recorded += t.timeline.recorded;
         dropped += t.timeline.dropped();
         capacity = capacity.max(t.timeline.capacity);
-        if t.timeline.episodes.is_empty() {
+        // A track with no episode in the file would only add to it.
+        if share == 0 {
             continue;
         }
         let mut tid = u64::try_from(t.tid).unwrap_or(0);
@@ -256,6 +261,10 @@ fn write(p: &Profile, limit: usize, out: &mut dyn Write) -> io::Result<()> {
         ("episodes_dropped", dropped.to_string()),
         ("episodes_limit", limit.to_string()),
         ("episodes_cut", cut.to_string()),
+        (
+            "threads_merged",
+            merged.map_or(0, |m| m.threads).to_string(),
+        ),
     ]);
     let trace = Trace {
         events,
@@ -281,11 +290,15 @@ impl Profile {
     /// Each poll of an `async fn` episode is one event. `otherData` totals the
     /// episodes recorded and dropped (the oldest give way once a thread's ring is full).
     ///
-    /// At most 24 576 episodes over all threads are written (about 4 MB; see
+    /// At most 24 576 episodes over all threads are written (about 4.7 MB; see
     /// [`Options::trace_episodes`](crate::Options::trace_episodes)): each thread its
     /// newest, an even share or all of its own where it kept fewer. The oldest past
     /// that are cut: `episodes_cut` in a thread's metadata and in `otherData` (with
-    /// `episodes_limit`) says how many.
+    /// `episodes_limit`) says how many; a thread with none left has no track. In the
+    /// files a report writes, the threads it merged
+    /// ([`Options::report_threads`](crate::Options::report_threads)) have no track
+    /// either: their episodes count in `otherData`'s `episodes_cut`, and
+    /// `threads_merged` says how many threads they were.
     ///
     /// ```
     /// #[yieldprof::instrument_wait]

@@ -9,7 +9,7 @@ use crate::analysis::costs::Costs as MachineCosts;
 use crate::analysis::findings;
 use crate::counters::{self, CounterEvent};
 use crate::model::histogram::Histogram;
-use crate::model::profile::{totals, Profile};
+use crate::model::profile::{thread_count, totals, Profile};
 use crate::sharing::{LineVerdict, WatchpointState};
 
 fn count(c: counters::Count) -> Option<Count> {
@@ -126,6 +126,7 @@ impl Profile {
         let frag = self.thread_fragmentation(costs);
         let thread_rows = threads.iter().zip(frag).map(|(t, f)| Thread {
             name: t.name.clone(),
+            threads: t.threads,
             tid: t.tid,
             exited: t.exited,
             wall_ns: t.wall_ns,
@@ -237,7 +238,7 @@ impl Profile {
                 switch_measured: costs.switch_measured,
             },
             totals: Totals {
-                threads: threads.len() as u64,
+                threads: thread_count(threads),
                 thread_ns: wall,
                 wait_ns: wait,
                 wait_share: share(wait, wall),

@@ -27,13 +27,10 @@ impl Document {
             unit(t.wait_share),
             format!("total wait share {}", t.wait_share),
         );
+        let listed: u64 = self.threads.iter().map(|th| th.threads).sum();
         check(
-            t.threads == self.threads.len() as u64,
-            format!(
-                "{} threads in totals, {} listed",
-                t.threads,
-                self.threads.len()
-            ),
+            t.threads == listed,
+            format!("{} threads in totals, {listed} listed", t.threads),
         );
         for th in &self.threads {
             let who = format!("thread {}", th.name);
@@ -59,10 +56,15 @@ impl Document {
                     format!("{who}: run-queue wait {q} > wall {}", th.wall_ns),
                 );
             }
+            // A merged entry's wall is its threads' together: each within the age.
             if let Some(age) = self.run.duration_ns {
+                let most = age.saturating_mul(th.threads.max(1));
                 check(
-                    th.wall_ns <= age,
-                    format!("{who}: wall {} > the process's age {age}", th.wall_ns),
+                    th.wall_ns <= most,
+                    format!(
+                        "{who}: wall {} > the process's age {age} × {} threads",
+                        th.wall_ns, th.threads
+                    ),
                 );
             }
             for (event, total, part) in pairs(&th.counters, &th.counters_in_wait) {

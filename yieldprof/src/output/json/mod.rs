@@ -224,7 +224,7 @@ pub struct Costs {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Totals {
-    /// Threads that recorded.
+    /// Threads that recorded: the sum of the entries' `threads`.
     pub threads: u64,
     /// Their wall time, summed.
     pub thread_ns: u64,
@@ -254,8 +254,14 @@ pub struct Finding {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Thread {
-    /// The thread's name, else `thread-<n>`.
+    /// The thread's name, else `thread-<n>`; `[N other threads]` for the threads past
+    /// the report's count, merged (`Options::report_threads`).
     pub name: String,
+    /// How many threads the entry holds: 1, or N for `[N other threads]`, whose
+    /// figures are their sums (its `tid` is 0). 1 when read from a file written
+    /// before it was added.
+    #[serde(default = "one")]
+    pub threads: u64,
     /// Kernel thread id.
     pub tid: i32,
     /// Whether the thread had exited.
@@ -303,6 +309,11 @@ pub struct Thread {
     /// switch figures read; 0 in reports written before this field.
     #[serde(default)]
     pub profiler_ns: u64,
+}
+
+/// What `Thread::threads` is in files written before it: one thread an entry.
+fn one() -> u64 {
+    1
 }
 
 /// Where wait episodes' time went, as in [`crate::counters::TimeSplit`]: each `null`

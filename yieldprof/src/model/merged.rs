@@ -1,0 +1,52 @@
+//! A written report's threads past a count, merged into one `[N other threads]`
+//! profile: a process that ran ten thousand short threads writes a report of a few
+//! hundred entries, every total unchanged.
+
+use crate::model::profile::{Merged, Profile};
+use crate::model::tree::ThreadProfile;
+use std::borrow::Cow;
+use std::cmp::Reverse;
+
+/// The merged profile's serial: above those counted up from 1, below the ones the
+/// registry gives exited threads it merges per name (the top 256).
+const MERGED_SERIAL: u64 = u64::MAX - 1024;
+
+impl Profile {
+    /// This profile with at most `listed` threads one by one, those that waited
+    /// longest (then lived longest) in their order, and the rest merged into one
+    /// `[N other threads]` profile, last; itself when it has no more than `listed` + 1.
+    pub(crate) fn listing(&self, listed: usize) -> Cow<'_, Profile> {
+        if self.threads.len() <= listed.saturating_add(1) {
+            return Cow::Borrowed(self);
+        }
+        let views = self.thread_views();
+        let mut order: Vec<usize> = (0..self.threads.len()).collect();
+        order.sort_by_key(|&i| Reverse((views[i].wait_ns, views[i].wall_ns)));
+        let mut keep = vec![false; self.threads.len()];
+        for &i in &order[..listed] {
+            keep[i] = true;
+        }
+        let (kept, rest): (Vec<_>, Vec<_>) = self.threads.iter().zip(keep).partition(|(_, k)| *k);
+        let rest: Vec<&ThreadProfile> = rest.into_iter().map(|(t, _)| t).collect();
+        let mut merged = rest[0].clone();
+        merged.absorb_all(rest[1..].iter().copied());
+        // Their kept episodes are cut, not dropped: `recorded` keeps only those their
+        // rings had dropped.
+        let episodes: u64 = rest.iter().map(|t| t.timeline.episodes.len() as u64).sum();
+        merged.timeline.forget();
+        merged.timeline.recorded = merged.timeline.recorded.saturating_sub(episodes);
+        merged.timeline.capacity = rest.iter().map(|t| t.timeline.capacity).max().unwrap_or(0);
+        merged.name = format!("[{} other threads]", rest.len());
+        merged.serial = MERGED_SERIAL;
+        merged.tid = 0;
+        merged.exited = rest.iter().all(|t| t.exited);
+        let mut threads: Vec<ThreadProfile> = kept.into_iter().map(|(t, _)| t.clone()).collect();
+        threads.push(merged);
+        let merged = Merged {
+            serial: MERGED_SERIAL,
+            threads: rest.len() as u64,
+            episodes,
+        };
+        Cow::Owned(self.with_threads(threads, merged))
+    }
+}
