@@ -2,8 +2,8 @@
 
 use super::thread::*;
 use crate::base::clock;
-use crate::base::site::OVERFLOW_CALL;
-use crate::counters::ThreadSnap;
+use crate::base::site::{Kind, OVERFLOW_CALL};
+use crate::counters::{Switches, ThreadSnap};
 use crate::model::timeline::Timeline;
 use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
 use std::sync::atomic::Ordering::Relaxed;
@@ -13,8 +13,12 @@ impl ThreadData {
     /// in its node's wall time up to the copy (`open_ns`), as the thread's own life
     /// does, so a parent's time still holds its children's. Its wall is read before
     /// its open mark: a frame that closes in between is missed for this copy, never
-    /// counted twice.
-    pub(crate) fn snapshot(&self, exited: bool) -> ThreadProfile {
+    /// counted twice. `read_switches`: a live thread other than the caller, whose
+    /// switch totals are read from its status file now (else they are as the thread
+    /// stored them: fresh at its exit and on the caller, refreshed first).
+    pub(crate) fn snapshot(&self, exited: bool, read_switches: bool) -> ThreadProfile {
+        let read_switches = read_switches && self.counters.counts_switches();
+        let switches = read_switches.then(|| Switches::of(self.tid)).flatten();
         let now = clock::now();
         let n_nodes = self.nodes.len();
         let mut nodes: Vec<NodeStats> = (0..n_nodes)
@@ -66,7 +70,7 @@ impl ThreadData {
         }
         nodes[ROOT as usize].wall_ns = now.saturating_sub(self.start_ns.load(Relaxed));
         nodes[ROOT as usize].episodes = 1;
-        nodes[ROOT as usize].counts = self.counters.root(nodes[ROOT as usize].wall_ns);
+        nodes[ROOT as usize].counts = self.counters.root(nodes[ROOT as usize].wall_ns, switches);
         let site_durations = (0..self.site_durations.len())
             .map(|i| {
                 let d = self.site_durations.get(i);
@@ -87,6 +91,8 @@ impl ThreadData {
             site_durations,
             counters: ThreadSnap {
                 run_queue_ns: self.counters.run_queue_since_open(self.tid),
+                // Unread (the thread exited meanwhile, no procfs): as last stored.
+                switches_stale: read_switches && switches.is_none(),
                 ..self.counters.snapshot()
             },
             unwaited: self.unwaited.read(),
@@ -98,4 +104,10 @@ impl ThreadData {
             },
         }
     }
+}
+
+/// The call kind of a `SiteDurations`; `None` for episodes.
+fn code_kind(code: u32) -> Option<Kind> {
+    code.checked_sub(1)
+        .and_then(|i| Kind::ALL.get(i as usize).copied())
 }
