@@ -132,7 +132,11 @@ impl ThreadCounters {
             overhead_ns: self.overhead_ns.load(Relaxed),
             run_queue_ns: None,
             split: self.split_method(),
-            switches_before: self.before.get().copied().filter(|_| self.counts_switches()),
+            switches_before: self
+                .before
+                .get()
+                .copied()
+                .filter(|_| self.counts_switches()),
             switches_stale: false,
         }
     }

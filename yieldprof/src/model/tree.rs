@@ -89,7 +89,10 @@ impl ThreadProfile {
     /// A thread's totals, the part of them spent in wait episodes (outermost wait
     /// frames only: a wait frame's counts include what is nested in it), the part
     /// from before it first recorded, and where the wait episodes' time went.
-    pub(crate) fn counters(&self, frames: &[FrameInfo]) -> (Counters, Counters, Counters, TimeSplit) {
+    pub(crate) fn counters(
+        &self,
+        frames: &[FrameInfo],
+    ) -> (Counters, Counters, Counters, TimeSplit) {
         let mut total = Acc::default();
         total.add(&self.nodes[0].counts, self.nodes[0].wall_ns);
         let mut wait = Acc::default();

@@ -533,7 +533,10 @@ impl Registry {
         self.live.retain(|t| t.serial == me);
         self.exited = Exited::new();
         // The child's kernel counts its switches from the fork: none to subtract.
-        self.fork_base = self.live.first().map(|t| t.snapshot(false, false).without_switches());
+        self.fork_base = self
+            .live
+            .first()
+            .map(|t| t.snapshot(false, false).without_switches());
     }
 }
 
