@@ -35,6 +35,8 @@ pub(crate) struct Mark {
     migrations: u32,
     /// `CLOCK_MONOTONIC` minus the thread's CPU time, ns.
     off_ns: u64,
+    /// `CLOCK_MONOTONIC` when the figures were read, ns.
+    mono_ns: u64,
     /// schedstat `run_delay`, ns: time runnable but waiting for a CPU.
     queued_ns: u64,
 }
@@ -59,6 +61,7 @@ impl Mark {
         involuntary: 0,
         migrations: 0,
         off_ns: 0,
+        mono_ns: 0,
         queued_ns: 0,
     };
 
@@ -81,7 +84,11 @@ impl Mark {
     /// was switched after the episode too and the figures are apportioned: the
     /// episode keeps its own number of switches, exact, voluntary ones first (a wait
     /// blocks; a thread running its own code is preempted), and of the off-CPU and
-    /// queued time the same share as of the switches, at most `wall_ns`.
+    /// queued time the same share as of the switches, at most `wall_ns`, and at least
+    /// what the time around the episode cannot hold: off-CPU time outside it fits in
+    /// the time between the two reads less the episode's own (one switch after a
+    /// long episode was short, the share gave it an average switch's: 20 ms of 400 ms
+    /// seen under load).
     /// A mark taken unread (`Mark::unread_at`) is apportioned the same way, over the
     /// figures from the read its values come from.
     pub(crate) fn until_count(&self, end: u32, now: &Mark, wall_ns: u64) -> (Delta, bool) {
@@ -95,7 +102,13 @@ impl Mark {
             u64::try_from(v).unwrap_or(u64::MAX)
         };
         let voluntary = all.voluntary.min(mine);
-        let off_ns = share(all.off_ns).min(wall_ns);
+        let around = now
+            .mono_ns
+            .saturating_sub(self.mono_ns)
+            .saturating_sub(wall_ns);
+        let off_ns = share(all.off_ns)
+            .max(all.off_ns.saturating_sub(around))
+            .min(wall_ns);
         let d = Delta {
             voluntary,
             involuntary: mine - voluntary,
@@ -316,17 +329,16 @@ fn read_sources(cpu_ns: Option<u64>, schedstat: Option<RawFd>) -> Mark {
     let mut ru = super::zeroed_rusage();
     // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD reads this thread.
     let ok = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0;
-    let off_ns = match cpu_ns {
-        Some(cpu) => clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(cpu),
-        None => off_clock_ns(),
-    };
+    let cpu_ns = cpu_ns.unwrap_or_else(|| clock_ns(libc::CLOCK_THREAD_CPUTIME_ID));
+    let mono_ns = clock_ns(libc::CLOCK_MONOTONIC);
     Mark {
         switches: 0,
         ahead: 0,
         voluntary: if ok { ru.ru_nvcsw as u32 } else { 0 },
         involuntary: if ok { ru.ru_nivcsw as u32 } else { 0 },
         migrations: 0,
-        off_ns,
+        off_ns: mono_ns.saturating_sub(cpu_ns),
+        mono_ns,
         queued_ns: schedstat.and_then(run_delay_of).unwrap_or(0),
     }
 }
@@ -391,6 +403,7 @@ mod tests {
             involuntary: 7,
             migrations: 1,
             off_ns: 1_000,
+            mono_ns: 0,
             queued_ns: 50,
         };
         let b = Mark {
@@ -400,6 +413,7 @@ mod tests {
             involuntary: 8,
             migrations: 1,
             off_ns: 201_000,
+            mono_ns: 0,
             queued_ns: 1_050,
         };
         assert_eq!(
@@ -425,6 +439,7 @@ mod tests {
             involuntary: 5,
             migrations: 0,
             off_ns: 1_000,
+            mono_ns: 1_000_000,
             queued_ns: 0,
         };
         // The episode blocked once (count 10 -> 11); then its thread was preempted.
@@ -435,6 +450,7 @@ mod tests {
             involuntary: 6,
             migrations: 1,
             off_ns: 41_000,
+            mono_ns: 1_100_000,
             queued_ns: 10_000,
         };
         let (d, exact) = start.until_count(11, &now, 15_000);
@@ -444,6 +460,36 @@ mod tests {
         let (d, exact) = start.until_count(12, &now, u64::MAX);
         assert!(exact);
         assert_eq!(d, start.until(&now));
+    }
+
+    #[test]
+    fn a_short_switch_after_a_long_episode_leaves_it_its_own_off_cpu_time() {
+        let ms = 1_000_000;
+        let start = Mark {
+            switches: 10,
+            ahead: 0,
+            voluntary: 0,
+            involuntary: 0,
+            migrations: 0,
+            off_ns: 0,
+            mono_ns: 0,
+            queued_ns: 0,
+        };
+        // 30 preemptions, 380 ms off the CPU in a 400 ms episode; then one of 0.1 ms
+        // before the read, 0.2 ms after the episode's end.
+        let now = Mark {
+            switches: 41,
+            involuntary: 31,
+            off_ns: 380 * ms + ms / 10,
+            mono_ns: 400 * ms + ms / 5,
+            queued_ns: 380 * ms + ms / 10,
+            ..start
+        };
+        let (d, exact) = start.until_count(40, &now, 400 * ms);
+        assert!(!exact);
+        assert_eq!((d.switches, d.involuntary), (30, 30));
+        // The share of the switches alone would say 367.8 ms.
+        assert_eq!(d.off_ns, 380 * ms - ms / 10);
     }
 
     #[test]

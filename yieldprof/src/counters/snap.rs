@@ -487,12 +487,15 @@ impl Acc {
         // Estimated: the sum of the nodes' estimates, not one ratio over all of them
         // (the two differ when nodes were sampled unevenly), so that a site's own-time
         // parts, estimated per node, never exceed its on- or off-CPU figure.
-        let off = match figure(self.off, self.split_ns, self.wall, false) {
+        // Apportioned episodes (switched again before their split was read) make it
+        // an estimate.
+        let apportioned = self.estimated > 0;
+        let off = match figure(self.off, self.split_ns, self.wall, apportioned) {
             Count::Scaled(_) => Count::Scaled(u64::try_from(self.off_by_node).unwrap_or(u64::MAX)),
             c => c,
         }
         .map(|v| v.min(wall));
-        let queued = figure(self.queued, self.queued_split_ns, self.wall, false);
+        let queued = figure(self.queued, self.queued_split_ns, self.wall, apportioned);
         let queued = match (queued, off.value()) {
             (q, Some(off)) => q.map(|v| v.min(off)),
             (q, None) => q,
