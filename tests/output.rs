@@ -338,10 +338,12 @@ fn a_site_reached_by_two_paths_shows_each_paths_own_figures() {
     println!("inconclusive: the yields lasted about as long as the sleeps in 3 runs");
 }
 
+/// One path's hover figures: episodes, mean and p99 in ns, and the text they are in.
+type PathFigures = (u64, f64, f64, String);
+
 /// Path figures read off the hover of `output::wait_until` under `array::recv` and
-/// `zero::recv` (episodes, mean, p99 in ns, the text), and the test's own mean of the
-/// calls on each path, in ns.
-fn two_paths(attempt: u32) -> ([(u64, f64, f64, String); 2], [f64; 2]) {
+/// `zero::recv`, and the test's own mean of the calls on each path, in ns.
+fn two_paths(attempt: u32) -> ([PathFigures; 2], [f64; 2]) {
     let name = format!("output-paths-{attempt}");
     let clock = std::thread::Builder::new()
         .name(name.clone())

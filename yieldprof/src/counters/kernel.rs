@@ -28,7 +28,7 @@ impl Switches {
         let mut ru = zeroed_rusage();
         // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD reads this thread.
         let ok = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0;
-        ok.then(|| Switches {
+        ok.then_some(Switches {
             voluntary: ru.ru_nvcsw as u64,
             involuntary: ru.ru_nivcsw as u64,
         })

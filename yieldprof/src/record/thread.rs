@@ -533,10 +533,8 @@ impl Registry {
         self.live.retain(|t| t.serial == me);
         self.exited = Exited::new();
         // The child's kernel counts its switches from the fork: none to subtract.
-        self.fork_base = self
-            .live
-            .first()
-            .map(|t| t.snapshot(false, false).without_switches());
+        let base = self.live.first().map(|t| t.snapshot(false, false));
+        self.fork_base = base.map(ThreadProfile::without_switches);
     }
 }
 
