@@ -453,27 +453,39 @@ fn mixed_run(costs: &Costs) -> (Vec<(Rule, String)>, bool) {
 #[test]
 fn the_same_workload_gives_the_same_findings_five_times() {
     // Which rules fire must not depend on the run (a yield's cost is fixed, as a saved
-    // probe would fix it). A set of five runs with a preempted one says nothing either
-    // way: up to three sets are tried, then the result is reported inconclusive.
+    // probe would fix it). A preempted spin run says nothing either way: runs are
+    // gathered until five were not (15 at most), then the result is reported
+    // inconclusive.
     let costs = Costs::current().with_yield_ns(200.0).with_cores(2);
     let expected = [
         Rule::BackoffNeverResets,
         Rule::SleepZeroIsNoOp,
         Rule::LongSpin,
     ];
-    for _ in 0..3 {
-        let runs: Vec<(Vec<(Rule, String)>, bool)> = (0..5).map(|_| mixed_run(&costs)).collect();
-        if runs.iter().any(|(_, disturbed)| *disturbed) {
+    let mut undisturbed: Vec<Vec<(Rule, String)>> = Vec::new();
+    for run in 1..=15 {
+        let (set, disturbed) = mixed_run(&costs);
+        if disturbed {
+            eprintln!(
+                "run {run}: the spin was preempted; {} undisturbed",
+                undisturbed.len()
+            );
             continue;
         }
-        for (set, _) in &runs {
-            let fired: Vec<Rule> = set.iter().map(|(r, _)| *r).collect();
-            assert_eq!(fired, expected, "{set:#?}");
-            assert_eq!(set, &runs[0].0);
+        let fired: Vec<Rule> = set.iter().map(|(r, _)| *r).collect();
+        assert_eq!(fired, expected, "run {run}: {set:#?}");
+        if let Some(first) = undisturbed.first() {
+            assert_eq!(&set, first, "run {run}");
         }
-        return;
+        undisturbed.push(set);
+        if undisturbed.len() == 5 {
+            return;
+        }
     }
-    eprintln!("inconclusive: every set of five runs had a preempted spin run");
+    eprintln!(
+        "inconclusive: {} of 15 runs had their spin unpreempted, 5 wanted",
+        undisturbed.len()
+    );
 }
 
 #[yieldprof::instrument_wait]

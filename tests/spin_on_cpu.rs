@@ -8,9 +8,14 @@
 //! must show the shortfall as queued (preempted) time. Such a run is retried, a
 //! bounded number of times; if the machine never leaves the spinners alone the test
 //! reports the result as inconclusive instead of failing.
+//!
+//! A spinner preempted between its episode's end and the read of its figures gets
+//! its split apportioned (issue 26: 77 ms on the CPU against the clocks' 95 ms, marked
+//! exact): the split is then labelled estimated, and the run is retried too.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use yieldprof::counters::Count;
 use yieldprof::report::{Costs, Rule, SiteStats};
 
 mod clocks;
@@ -104,10 +109,26 @@ fn a_cas_spin_loop_on_two_busy_threads_is_measured_on_the_cpu() {
             continue;
         }
 
-        // The figure is checked against the threads' CPU clocks in every run.
         let truth: u64 = spun.iter().map(|s| s.cpu_ns).sum();
         let on = site.time.on_cpu_ns.value().expect("the split is measured");
         let off = site.time.off_cpu_ns.value().unwrap();
+        assert_eq!(on + off, site.wall_ns);
+        if site.time.estimated_episodes > 0 {
+            // Apportioned: labelled so, and not the exact figure the bound is for.
+            assert!(site.time.on_cpu_ns.is_scaled(), "{:?}", site.time);
+            eprintln!(
+                "attempt {n}: {} of 2 episodes apportioned (on-CPU ~{on} ns, the clocks \
+                 {truth} ns): retrying",
+                site.time.estimated_episodes
+            );
+            continue;
+        }
+        // An exact figure is checked against the threads' CPU clocks in every run.
+        assert!(
+            matches!(site.time.on_cpu_ns, Count::Exact(_)),
+            "{:?}",
+            site.time
+        );
         assert!(
             on.abs_diff(truth) as f64 <= 0.05 * truth as f64 + 1_000_000.0,
             "on-CPU {on} ns, the threads' CPU clocks {truth} ns"

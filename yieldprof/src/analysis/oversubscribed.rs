@@ -17,7 +17,9 @@ const OVERSUBSCRIBED_PER_S: f64 = 20.0;
 /// Why a thread looks oversubscribed, if it does: its evidence, and the share of its
 /// waits' time measured blocked off the CPU.
 pub(super) fn oversubscribed(t: &ThreadStats) -> Option<(String, Option<f64>)> {
-    let invol = t.counters.involuntary_switches.value()?;
+    // Over the thread's recorded life, as its wall time and run-queue wait are.
+    let before = t.counters_before_recording.involuntary_switches.value();
+    let invol = t.counters.involuntary_switches.value()? - before.unwrap_or(0);
     // A yield that hands the core over is counted as involuntary, and the thread waits
     // runnable inside it: those are the yield's, not preemption. Each yield switches at
     // most once and queues at most for the call's length, so what is left is at least

@@ -105,7 +105,6 @@ pub(crate) struct LocalCounters {
     open_samples: RefCell<Vec<Begin>>,
     policy: Policy,
     on: bool,
-    base: [u64; 2],
     // When the counters opened: the groups' lateness is measured from it.
     opened: Instant,
     // Whether a sampled episode has begun: the next one opens the pending groups.
@@ -123,8 +122,9 @@ pub(crate) struct LocalCounters {
 }
 
 impl LocalCounters {
-    /// Opens this thread's counters, within the fd budget.
-    pub(crate) fn open(shared: &ThreadCounters) -> LocalCounters {
+    /// Opens this thread's counters, within the fd budget. `before`: the thread's
+    /// switches when its registration began, read on it.
+    pub(crate) fn open(shared: &ThreadCounters, before: Option<Switches>) -> LocalCounters {
         let sampling = sampling();
         let policy = Policy::of(sampling);
         let mut local = LocalCounters {
@@ -132,7 +132,6 @@ impl LocalCounters {
             open_samples: RefCell::new(Vec::new()),
             policy,
             on: sampling != CounterSampling::Off,
-            base: [0; 2],
             opened: Instant::now(),
             sampled_once: Cell::new(false),
             exact: None,
@@ -224,12 +223,12 @@ impl LocalCounters {
         if let Some(q) = queued {
             let _ = shared.run_queue_start.set(q);
         }
-        // Without a page, switches come from getrusage: counted from now. Perf counters
-        // start at 0 now.
-        let r = local.read();
-        if local.exact.is_none() {
-            local.base = [r.values[0], r.values[1]];
+        if let Some(b) = before {
+            let _ = shared.before.set(b);
         }
+        // Switch totals are the thread's whole life's (getrusage's); perf counters start
+        // at 0 now.
+        let r = local.read();
         local.publish(shared, &r);
         OPEN.with(|o| o.set(true));
         local
@@ -365,22 +364,22 @@ impl LocalCounters {
         node.add(d, self.exact_mask, read_at_end);
     }
 
-    /// The thread totals of the events counted through the page: since its first mark.
+    /// The thread totals of the events counted through the page: switches over the
+    /// thread's whole life (the mark's getrusage figures), migrations since its first
+    /// mark.
     #[cold]
     fn publish_exact(&self, shared: &ThreadCounters, m: &Mark) {
         let Some(x) = &self.exact else {
             return;
         };
-        let d = m.since(&x.base);
-        for (e, v) in [
-            (CounterEvent::VoluntarySwitches, d.voluntary),
-            (CounterEvent::InvoluntarySwitches, d.involuntary),
-            (CounterEvent::ContextSwitches, d.switches),
-            (CounterEvent::CpuMigrations, d.migrations),
-        ] {
-            if self.exact_mask & e.bit() != 0 {
-                shared.totals[e.index()].store(v, Relaxed);
-            }
+        let whole = m.since(&Mark::ZERO);
+        shared.store_switches(Switches {
+            voluntary: whole.voluntary,
+            involuntary: whole.involuntary,
+        });
+        let migrations = CounterEvent::CpuMigrations;
+        if self.exact_mask & migrations.bit() != 0 {
+            shared.totals[migrations.index()].store(m.since(&x.base).migrations, Relaxed);
         }
     }
 
@@ -484,11 +483,15 @@ impl LocalCounters {
             .set(self.policy.earn(credit, end.saturating_sub(start)));
     }
 
-    /// Brings the thread totals up to now (a report on this thread, thread exit).
+    /// Brings the thread totals up to now (a report on this thread, thread exit): its
+    /// switches read whole, whatever its marks saw.
     pub(crate) fn refresh(&self, shared: &ThreadCounters) {
         if self.on {
             self.mark(shared);
             self.publish(shared, &self.read());
+            if let Some(s) = Switches::own() {
+                shared.store_switches(s);
+            }
         }
     }
 
@@ -515,19 +518,15 @@ impl LocalCounters {
         r
     }
 
-    /// Stores the thread totals: getrusage since the thread registered, perf since its
+    /// Stores the thread totals: getrusage's over the thread's life, perf since its
     /// groups opened (scaled like `perf stat` when multiplexed).
     fn publish(&self, shared: &ThreadCounters, r: &Reading) {
         if r.off_ns.is_some() {
-            for (i, e) in [
+            for e in [
                 CounterEvent::VoluntarySwitches,
                 CounterEvent::InvoluntarySwitches,
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                let v = r.values[e.index()].saturating_sub(self.base[i]);
-                shared.totals[e.index()].store(v, Relaxed);
+            ] {
+                shared.totals[e.index()].store(r.values[e.index()], Relaxed);
             }
         }
         for (k, g) in self.groups.iter().enumerate() {

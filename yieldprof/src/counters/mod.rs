@@ -15,7 +15,9 @@
 //!   and off the woken thread's critical path;
 //! - `getrusage(RUSAGE_THREAD)`: voluntary and involuntary context switches. Always
 //!   there, and what is left when perf-event is denied or the fd budget is spent: then
-//!   switches and the time split are read on sampled episodes and scaled up;
+//!   switches and the time split are read on sampled episodes and scaled up. A thread's
+//!   switch totals are its whole life's, read whole (`kernel`): getrusage on the thread
+//!   at its exit or its own report, its status file from another thread;
 //! - perf-event software counters (context-switches, cpu-migrations, page-faults): one
 //!   group per thread, counted in kernel mode too (`include_kernel`: switches happen
 //!   there, so a user-only counter reads 0). Page faults happen while the thread runs,
@@ -50,6 +52,7 @@ mod breakpoint;
 mod events;
 mod exact;
 mod fds;
+mod kernel;
 mod local;
 mod machine;
 mod perf;
@@ -66,6 +69,7 @@ pub use events::*;
 pub use exact::SplitMethod;
 pub(crate) use exact::{parse_run_delay, Delta, Exact, Mark, Split};
 pub(crate) use fds::*;
+pub(crate) use kernel::Switches;
 pub(crate) use local::*;
 pub use machine::*;
 pub(crate) use perf::*;

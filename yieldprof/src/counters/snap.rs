@@ -35,6 +35,9 @@ pub(crate) struct ThreadCounters {
     late_mask: AtomicU16,
     /// Per group, ns from setup until it opened: its thread totals miss that much.
     late_ns: [AtomicU64; GROUPS],
+    /// The thread's switches when its registration began: the part of its whole-life
+    /// totals from before it first recorded.
+    pub(super) before: OnceLock<Switches>,
 }
 
 impl ThreadCounters {
@@ -56,6 +59,34 @@ impl ThreadCounters {
         self.setup.get().map_or(0, |s| s.mask) | self.late_mask.load(Relaxed)
     }
 
+    /// Whether the thread's switches are counted (its totals are then its whole life's).
+    pub(crate) fn counts_switches(&self) -> bool {
+        self.mask() & CounterEvent::VoluntarySwitches.bit() != 0
+    }
+
+    /// The switch totals `s` (the thread's whole life's, read now) as `(event, value)`
+    /// for the events this thread counts: the context-switch count too where it is
+    /// the page's (a perf group's starts late and stays its own).
+    fn switch_totals(&self, s: Switches) -> impl Iterator<Item = (CounterEvent, u64)> {
+        let (mask, exact) = (self.mask(), self.setup.get().map_or(0, |x| x.exact));
+        [
+            (CounterEvent::VoluntarySwitches, s.voluntary),
+            (CounterEvent::InvoluntarySwitches, s.involuntary),
+            (CounterEvent::ContextSwitches, s.all()),
+        ]
+        .into_iter()
+        .filter(move |(e, _)| {
+            mask & e.bit() != 0 && (*e != CounterEvent::ContextSwitches || exact & e.bit() != 0)
+        })
+    }
+
+    /// Owner only: the thread's whole-life switches, read on it now, become its totals.
+    pub(crate) fn store_switches(&self, s: Switches) {
+        for (e, v) in self.switch_totals(s) {
+            self.totals[e.index()].store(v, Relaxed);
+        }
+    }
+
     /// Whether every wait episode's context switches are counted (the exact page).
     pub(crate) fn switches_exact(&self) -> bool {
         let bit = CounterEvent::ContextSwitches.bit();
@@ -69,8 +100,9 @@ impl ThreadCounters {
 
     /// The root node's counts: the thread totals over its whole `wall`, except the
     /// events of groups that opened late, which cover the thread from then on (and
-    /// so show scaled to its wall).
-    pub(crate) fn root(&self, wall: u64) -> NodeSnap {
+    /// so show scaled to its wall). Switch totals are the thread's whole life's: `now`
+    /// where they were read for this copy, else as the thread last stored them.
+    pub(crate) fn root(&self, wall: u64, now: Option<Switches>) -> NodeSnap {
         let mask = self.mask();
         let late_mask = self.late_mask.load(Relaxed);
         let mut n = NodeSnap::default();
@@ -85,6 +117,9 @@ impl ThreadCounters {
                 n.ns[e.index()] = wall.saturating_sub(late).max(1);
             }
         }
+        for (e, v) in now.into_iter().flat_map(|s| self.switch_totals(s)) {
+            n.values[e.index()] = v;
+        }
         n.sampled = self.sampled.load(Relaxed);
         n.scaled = u64::from(self.scaled.load(Relaxed));
         n
@@ -97,6 +132,12 @@ impl ThreadCounters {
             overhead_ns: self.overhead_ns.load(Relaxed),
             run_queue_ns: None,
             split: self.split_method(),
+            switches_before: self
+                .before
+                .get()
+                .copied()
+                .filter(|_| self.counts_switches()),
+            switches_stale: false,
         }
     }
 
@@ -210,6 +251,17 @@ impl NodeSnap {
         to_ns(&mut self.queued_split_ns);
     }
 
+    /// Zeroes its switch counts (voluntary, involuntary, context switches).
+    pub(crate) fn forget_switches(&mut self) {
+        for e in [
+            CounterEvent::VoluntarySwitches,
+            CounterEvent::InvoluntarySwitches,
+            CounterEvent::ContextSwitches,
+        ] {
+            self.values[e.index()] = 0;
+        }
+    }
+
     /// The counts of two nodes together (threads merged after they exited).
     pub(crate) fn plus(&self, other: &NodeSnap) -> NodeSnap {
         self.zip(other, |a, b| a + b)
@@ -262,6 +314,11 @@ pub(crate) struct ThreadSnap {
     pub(crate) run_queue_ns: Option<u64>,
     /// How its episodes' time is split; `None` with counters off.
     pub(crate) split: Option<SplitMethod>,
+    /// Its switches before it first recorded (inside its totals); `None` when unread.
+    pub(crate) switches_before: Option<Switches>,
+    /// Whether its switch totals are as the thread last stored them, not read for the
+    /// copy (its status file could not be read): estimated, a lower bound.
+    pub(crate) switches_stale: bool,
 }
 
 impl Default for ThreadSnap {
@@ -271,6 +328,8 @@ impl Default for ThreadSnap {
             overhead_ns: 0,
             run_queue_ns: None,
             split: None,
+            switches_before: None,
+            switches_stale: false,
         }
     }
 }
@@ -287,6 +346,13 @@ impl ThreadSnap {
                 (Some(now), Some(then)) => Some(now.saturating_sub(then)),
                 (now, _) => now,
             },
+            switches_before: match (self.switches_before, earlier.switches_before) {
+                (Some(now), Some(then)) => Some(Switches {
+                    voluntary: now.voluntary.saturating_sub(then.voluntary),
+                    involuntary: now.involuntary.saturating_sub(then.involuntary),
+                }),
+                (now, _) => now,
+            },
             ..*self
         }
     }
@@ -301,7 +367,37 @@ impl ThreadSnap {
             },
             source: other.source,
             split: other.split,
+            switches_before: match (self.switches_before, other.switches_before) {
+                (Some(a), Some(b)) => Some(Switches {
+                    voluntary: a.voluntary + b.voluntary,
+                    involuntary: a.involuntary + b.involuntary,
+                }),
+                (a, b) => a.or(b),
+            },
+            switches_stale: self.switches_stale || other.switches_stale,
         }
+    }
+
+    /// The part of a thread's totals `total` (as read, before any stale label) from
+    /// before it first recorded: its switches then, read on the thread (exact), for the
+    /// switch events `total` counts over the thread's whole life.
+    pub(crate) fn before(&self, total: &Counters) -> Counters {
+        let mut c = Counters::default();
+        let Some(s) = self.switches_before else {
+            return c;
+        };
+        for (e, v) in [
+            (CounterEvent::VoluntarySwitches, s.voluntary),
+            (CounterEvent::InvoluntarySwitches, s.involuntary),
+            (CounterEvent::ContextSwitches, s.all()),
+        ] {
+            // A total that is not exact is a perf group's, which starts late: none
+            // of it is before.
+            if let Count::Exact(t) = total.get(e) {
+                *c.slot(e) = Count::Exact(v.min(t));
+            }
+        }
+        c
     }
 }
 
@@ -391,12 +487,15 @@ impl Acc {
         // Estimated: the sum of the nodes' estimates, not one ratio over all of them
         // (the two differ when nodes were sampled unevenly), so that a site's own-time
         // parts, estimated per node, never exceed its on- or off-CPU figure.
-        let off = match figure(self.off, self.split_ns, self.wall, false) {
+        // Apportioned episodes (switched again before their split was read) make it
+        // an estimate.
+        let apportioned = self.estimated > 0;
+        let off = match figure(self.off, self.split_ns, self.wall, apportioned) {
             Count::Scaled(_) => Count::Scaled(u64::try_from(self.off_by_node).unwrap_or(u64::MAX)),
             c => c,
         }
         .map(|v| v.min(wall));
-        let queued = figure(self.queued, self.queued_split_ns, self.wall, false);
+        let queued = figure(self.queued, self.queued_split_ns, self.wall, apportioned);
         let queued = match (queued, off.value()) {
             (q, Some(off)) => q.map(|v| v.min(off)),
             (q, None) => q,

@@ -43,6 +43,14 @@ impl Count {
         self.value().map(|v| v as f64 / n.max(1) as f64)
     }
 
+    /// The same figure, marked estimated (unless not available).
+    pub(crate) fn estimated(self) -> Count {
+        match self {
+            Count::Exact(v) => Count::Scaled(v),
+            c => c,
+        }
+    }
+
     /// The figure changed by `f`, still exact or estimated as it was.
     pub(crate) fn map(self, f: impl FnOnce(u64) -> u64) -> Count {
         match self {

@@ -210,11 +210,20 @@ pub struct ThreadStats {
     /// Wait episodes, at every site, that returned without waiting (see
     /// [`SiteStats::returned_without_waiting`]).
     pub returned_without_waiting: u64,
-    /// Counter totals over the thread's life (perf ones from its first record on;
-    /// those of its perf group, which opens at its second sampled episode, scaled).
+    /// Counter totals over the thread's life. Switches: its whole life's as the kernel
+    /// counts them (`/proc/<pid>/task/<tid>/status`), read on the thread at its exit
+    /// or at a report it makes, from its status file at a report another thread makes
+    /// (estimated, as of its last switch read, where that file cannot be read); so
+    /// they include [`ThreadStats::counters_before_recording`]. Migrations from its
+    /// first record on; the events of its perf group, which opens at its second
+    /// sampled episode, scaled.
     pub counters: Counters,
     /// The part of `counters` spent in wait episodes; the rest is `[work]`'s.
     pub counters_in_wait: Counters,
+    /// The part of `counters` from before the thread first recorded (its switches
+    /// then, read on it: exact); not available for the events not counted over its
+    /// whole life.
+    pub counters_before_recording: Counters,
     /// How the thread's counters were read.
     pub counter_source: CounterSource,
     /// Time the thread spent reading its counters.
@@ -408,7 +417,8 @@ impl Profile {
             .map(|t| {
                 let wall_ns = t.nodes[0].wall_ns;
                 let wait_ns = t.wait_ns(&self.frames).min(wall_ns);
-                let (counters, counters_in_wait, time_in_wait) = t.counters(&self.frames);
+                let (counters, counters_in_wait, counters_before_recording, time_in_wait) =
+                    t.counters(&self.frames);
                 let yields: Vec<_> = t
                     .nodes
                     .iter()
@@ -433,6 +443,7 @@ impl Profile {
                     returned_without_waiting: t.unwaited.iter().map(|(_, n)| n).sum(),
                     counters,
                     counters_in_wait,
+                    counters_before_recording,
                     counter_source: t.counters.source,
                     counter_overhead_ns: t.counters.overhead_ns,
                     profiler_ns: t.nodes.iter().map(|n| n.profiler_ns).sum(),

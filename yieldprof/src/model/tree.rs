@@ -87,16 +87,30 @@ impl NodeStats {
 
 impl ThreadProfile {
     /// A thread's totals, the part of them spent in wait episodes (outermost wait
-    /// frames only: a wait frame's counts include what is nested in it), and where the
-    /// wait episodes' time went.
-    pub(crate) fn counters(&self, frames: &[FrameInfo]) -> (Counters, Counters, TimeSplit) {
+    /// frames only: a wait frame's counts include what is nested in it), the part
+    /// from before it first recorded, and where the wait episodes' time went.
+    pub(crate) fn counters(
+        &self,
+        frames: &[FrameInfo],
+    ) -> (Counters, Counters, Counters, TimeSplit) {
         let mut total = Acc::default();
         total.add(&self.nodes[0].counts, self.nodes[0].wall_ns);
         let mut wait = Acc::default();
         for n in self.outermost_waits(&self.in_wait(frames)) {
             wait.add(&n.counts, n.wall_ns);
         }
-        let total = total.counters();
+        let mut total = total.counters();
+        let before = self.counters.before(&total);
+        if self.counters.switches_stale {
+            // As the thread last stored them: at most what it made, not read now.
+            for e in [
+                CounterEvent::VoluntarySwitches,
+                CounterEvent::InvoluntarySwitches,
+                CounterEvent::ContextSwitches,
+            ] {
+                *total.slot(e) = total.get(e).estimated();
+            }
+        }
         let mut in_wait = wait.counters();
         if wait.is_empty() {
             // No wait time at all: whatever the thread counts, none of it was in waits.
@@ -106,7 +120,7 @@ impl ThreadProfile {
                 }
             }
         }
-        (total, in_wait, wait.split())
+        (total, in_wait, before, wait.split())
     }
 
     /// Adds `other`'s recording into this one, matching nodes by their stack (frame
@@ -359,6 +373,13 @@ impl NodeStats {
 }
 
 impl ThreadProfile {
+    /// This copy with its switch totals zeroed: the base a forked child subtracts, whose
+    /// kernel counts the child's switches from the fork.
+    pub(crate) fn without_switches(mut self) -> ThreadProfile {
+        self.nodes[0].counts.forget_switches();
+        self
+    }
+
     /// This thread minus `earlier`, a copy of the same thread: nodes match by position
     /// since a thread's tree only grows.
     pub(crate) fn since(&self, earlier: &ThreadProfile) -> ThreadProfile {

@@ -432,7 +432,8 @@ fn write_thread_counters(threads: &[crate::model::profile::ThreadStats], s: &mut
     }
     let _ = writeln!(
         s,
-        "\nThread counters (voluntary/involuntary switches; the part not in waits is [work]'s)"
+        "\nThread counters (life-long voluntary/involuntary switches; the part not in waits is \
+         [work]'s)"
     );
     let _ = writeln!(
         s,
@@ -462,6 +463,18 @@ fn write_thread_counters(threads: &[crate::model::profile::ThreadStats], s: &mut
         // says why under its row.
         if let crate::counters::CounterSource::Getrusage(why) = t.counter_source {
             let _ = writeln!(s, "    perf counters not used: {why}");
+        }
+        let b = &t.counters_before_recording;
+        if let (Some(v), Some(i)) = (b.voluntary_switches.value(), b.involuntary_switches.value()) {
+            if v + i > 0 {
+                let _ = writeln!(s, "    {v}/{i} of them before its first record");
+            }
+        }
+        if t.counters.voluntary_switches.is_scaled() {
+            let _ = writeln!(
+                s,
+                "    ~: as the thread last read them; its status file could not be read"
+            );
         }
     }
     let mut methods = Vec::new();

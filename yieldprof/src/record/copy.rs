@@ -3,8 +3,8 @@
 use super::thread::*;
 use crate::base::clock;
 use crate::base::ring::Episode;
-use crate::base::site::{self, CallSite, OVERFLOW_CALL};
-use crate::counters::ThreadSnap;
+use crate::base::site::{self, CallSite, Kind, OVERFLOW_CALL};
+use crate::counters::{Switches, ThreadSnap};
 use crate::model::timeline::Timeline;
 use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
 use crate::record::fold::spin_site;
@@ -16,8 +16,12 @@ impl ThreadData {
     /// in its node's wall time up to the copy (`open_ns`), as the thread's own life
     /// does, so a parent's time still holds its children's. Its wall is read before
     /// its open mark: a frame that closes in between is missed for this copy, never
-    /// counted twice.
-    pub(crate) fn snapshot(&self, exited: bool) -> ThreadProfile {
+    /// counted twice. `read_switches`: a live thread other than the caller, whose
+    /// switch totals are read from its status file now (else they are as the thread
+    /// stored them: fresh at its exit and on the caller, refreshed first).
+    pub(crate) fn snapshot(&self, exited: bool, read_switches: bool) -> ThreadProfile {
+        let read_switches = read_switches && self.counters.counts_switches();
+        let switches = read_switches.then(|| Switches::of(self.tid)).flatten();
         // Records pushed from here on may show below as frames still open.
         let written = self.records.written();
         let now = clock::now();
@@ -71,7 +75,7 @@ impl ThreadData {
         }
         nodes[ROOT as usize].wall_ns = now.saturating_sub(self.start_ns.load(Relaxed));
         nodes[ROOT as usize].episodes = 1;
-        nodes[ROOT as usize].counts = self.counters.root(nodes[ROOT as usize].wall_ns);
+        nodes[ROOT as usize].counts = self.counters.root(nodes[ROOT as usize].wall_ns, switches);
         let site_durations = (0..self.site_durations.len())
             .map(|i| {
                 let d = self.site_durations.get(i);
@@ -92,6 +96,8 @@ impl ThreadData {
             site_durations,
             counters: ThreadSnap {
                 run_queue_ns: self.counters.run_queue_since_open(self.tid),
+                // Unread (the thread exited meanwhile, no procfs): as last stored.
+                switches_stale: read_switches && switches.is_none(),
                 ..self.counters.snapshot()
             },
             unwaited: self.unwaited.read(),
@@ -150,4 +156,10 @@ impl ThreadData {
             t.timeline.episodes.push(episode);
         }
     }
+}
+
+/// The call kind of a `SiteDurations`; `None` for episodes.
+fn code_kind(code: u32) -> Option<Kind> {
+    code.checked_sub(1)
+        .and_then(|i| Kind::ALL.get(i as usize).copied())
 }

@@ -81,12 +81,6 @@ fn kind_code(kind: Kind) -> u32 {
         .map_or(EPISODES, |i| i as u32 + 1)
 }
 
-/// The call kind of a `SiteDurations`; `None` for episodes.
-pub(super) fn code_kind(code: u32) -> Option<Kind> {
-    code.checked_sub(1)
-        .and_then(|i| Kind::ALL.get(i as usize).copied())
-}
-
 #[derive(Default)]
 pub(crate) struct Slot {
     pub(super) key: AtomicUsize,
@@ -314,7 +308,7 @@ impl Drop for Local {
         self.settle(true);
         self.counters.refresh(&self.data.counters);
         publish_skipped(self);
-        let done = self.data.snapshot(true);
+        let done = self.data.snapshot(true, false);
         let mut r = registry();
         r.live.retain(|t| !Arc::ptr_eq(t, &self.data));
         r.exited.keep(done);
@@ -328,7 +322,8 @@ thread_local! {
 }
 
 fn register() -> Local {
-    let t0 = clock::now();
+    // Its switches so far are its totals' part from before it recorded.
+    let (t0, before) = (clock::now(), counters::Switches::own());
     let data = {
         let mut r = registry();
         r.next_serial += 1;
@@ -339,7 +334,7 @@ fn register() -> Local {
     };
     SERIAL.with(|s| s.set(data.serial));
     // Outside the registry lock: opening perf counters takes a few syscalls.
-    let counters = LocalCounters::open(&data.counters);
+    let counters = LocalCounters::open(&data.counters, before);
     // The thread's life starts where its set-up began; the set-up is the profiler's.
     let ticks = clock::now().saturating_sub(t0);
     data.start_ns.store(t0, Relaxed);
@@ -476,7 +471,9 @@ impl Registry {
         let me = SERIAL.try_with(Cell::get).unwrap_or(0);
         self.live.retain(|t| t.serial == me);
         self.exited = Exited::new();
-        self.fork_base = self.live.first().map(|t| t.snapshot(false));
+        // The child's kernel counts its switches from the fork: none to subtract.
+        let base = self.live.first().map(|t| t.snapshot(false, false));
+        self.fork_base = base.map(ThreadProfile::without_switches);
     }
 }
 
@@ -514,8 +511,10 @@ pub(crate) fn all_threads() -> Vec<ThreadProfile> {
         let kept = r.exited.all();
         (r.live.clone(), kept, r.fork_base.clone())
     };
-    // Read live threads outside the lock so thread start/exit never waits on a report.
-    out.extend(live.iter().map(|t| t.snapshot(false)));
+    // Read live threads outside the lock so thread start/exit never waits on a report;
+    // the others' switches from their status files (the calling thread's are fresh).
+    let me = SERIAL.get();
+    out.extend(live.iter().map(|t| t.snapshot(false, t.serial != me)));
     if let Some(base) = base {
         for t in out.iter_mut().filter(|t| t.serial == base.serial) {
             *t = t.since(&base);

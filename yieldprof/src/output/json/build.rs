@@ -141,6 +141,7 @@ impl Profile {
             counter_source: t.counter_source.to_string(),
             counters: counters(&t.counters),
             counters_in_wait: counters(&t.counters_in_wait),
+            counters_before_recording: Some(counters(&t.counters_before_recording)),
             time_in_wait: time_split(&t.time_in_wait),
             split_method: t.split_method.map(|m| m.to_string()),
             fragmentation: fragmentation(f),

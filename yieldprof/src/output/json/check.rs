@@ -73,6 +73,20 @@ impl Document {
                     format!("{who}: {event} in waits {part} > its total {total}"),
                 );
             }
+            // Before its first record and in its waits are two parts of one whole.
+            for (event, total, before) in th
+                .counters_before_recording
+                .iter()
+                .flat_map(|b| pairs(&th.counters, b))
+            {
+                let in_wait = pairs(&th.counters, &th.counters_in_wait)
+                    .find_map(|(e, _, part)| (e == event).then_some(part))
+                    .unwrap_or(0);
+                check(
+                    before + in_wait <= total,
+                    format!("{who}: {event} before recording {before} + in waits {in_wait} > its total {total}"),
+                );
+            }
         }
         let by_threads: u64 = self
             .threads

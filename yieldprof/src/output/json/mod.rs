@@ -39,6 +39,7 @@
 //!                  "counter_source",
 //!                  "counters": { <event>: counter, ..., "sampled": n },
 //!                  "counters_in_wait": { <event>: counter, ..., "sampled": n },
+//!                  "counters_before_recording": { <event>: counter, ... },
 //!                  "time_in_wait": <time>, "split_method",
 //!                  "fragmentation": { "episodes_per_s", "short_share" } } ],
 //!   "sites": [ { "name", "path", "file", "line", "episodes", "returned_without_waiting",
@@ -298,6 +299,11 @@ pub struct Thread {
     pub counters: Counters,
     /// The part of `counters` spent in wait episodes; the rest is `[work]`'s.
     pub counters_in_wait: Counters,
+    /// The part of `counters` from before the thread first recorded (its switches
+    /// then; `null` per event not counted over the thread's whole life); absent in
+    /// reports written before this field.
+    #[serde(default)]
+    pub counters_before_recording: Option<Counters>,
     /// Where its wait episodes' time went.
     pub time_in_wait: TimeSplit,
     /// How that was measured ([`crate::counters::SplitMethod`] as the summary writes

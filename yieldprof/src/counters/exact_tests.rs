@@ -1,0 +1,164 @@
+//! `Mark` arithmetic: exact and apportioned episodes.
+use super::*;
+
+#[test]
+fn a_delta_is_the_difference_of_two_marks_across_a_wrap() {
+    let a = Mark {
+        switches: u32::MAX - 1,
+        ahead: 0,
+        voluntary: u32::MAX,
+        involuntary: 7,
+        migrations: 1,
+        off_ns: 1_000,
+        mono_ns: 0,
+        queued_ns: 50,
+    };
+    let b = Mark {
+        switches: 3,
+        ahead: 0,
+        voluntary: 3,
+        involuntary: 8,
+        migrations: 1,
+        off_ns: 201_000,
+        mono_ns: 0,
+        queued_ns: 1_050,
+    };
+    assert_eq!(
+        a.until(&b),
+        Delta {
+            voluntary: 4,
+            involuntary: 1,
+            switches: 5,
+            migrations: 0,
+            off_ns: 200_000,
+            queued_ns: 1_000,
+        }
+    );
+    assert_eq!(b.since(&a), a.until(&b));
+}
+
+#[test]
+fn a_switch_after_the_episode_leaves_its_count_exact_and_its_split_apportioned() {
+    let start = Mark {
+        switches: 10,
+        ahead: 0,
+        voluntary: 5,
+        involuntary: 5,
+        migrations: 0,
+        off_ns: 1_000,
+        mono_ns: 1_000_000,
+        queued_ns: 0,
+    };
+    // The episode blocked once (count 10 -> 11); then its thread was preempted.
+    let now = Mark {
+        switches: 12,
+        ahead: 0,
+        voluntary: 6,
+        involuntary: 6,
+        migrations: 1,
+        off_ns: 41_000,
+        mono_ns: 1_100_000,
+        queued_ns: 10_000,
+    };
+    let (d, exact) = start.until_count(11, &now, 15_000, None);
+    assert!(!exact);
+    assert_eq!((d.switches, d.voluntary, d.involuntary), (1, 1, 0));
+    assert_eq!((d.off_ns, d.queued_ns, d.migrations), (15_000, 5_000, 1));
+    let (d, exact) = start.until_count(12, &now, u64::MAX, None);
+    assert!(exact);
+    assert_eq!(d, start.until(&now));
+}
+
+#[test]
+fn a_split_read_at_the_close_keeps_a_later_voluntary_switch_out_of_the_episode() {
+    let start = Mark {
+        switches: 10,
+        ahead: 0,
+        voluntary: 5,
+        involuntary: 5,
+        migrations: 0,
+        off_ns: 1_000,
+        mono_ns: 0,
+        queued_ns: 0,
+    };
+    // Preempted in the episode (10 -> 11), then blocked in the thread's own code
+    // (a join) before the figures were read.
+    let now = Mark {
+        switches: 12,
+        voluntary: 6,
+        involuntary: 6,
+        ..start
+    };
+    let (guessed, _) = start.until_count(11, &now, 15_000, None);
+    assert_eq!((guessed.voluntary, guessed.involuntary), (1, 0));
+    let at_close = Split {
+        at: 11,
+        voluntary: 5,
+        involuntary: 6,
+    };
+    let (d, exact) = start.until_count(11, &now, 15_000, Some(at_close));
+    assert!(!exact, "the time split is still apportioned");
+    assert_eq!((d.switches, d.voluntary, d.involuntary), (1, 0, 1));
+    // A split read at another count says nothing of this episode.
+    let elsewhere = Split { at: 12, ..at_close };
+    let (d, _) = start.until_count(11, &now, 15_000, Some(elsewhere));
+    assert_eq!((d.voluntary, d.involuntary), (1, 0));
+}
+
+#[test]
+fn a_short_switch_after_a_long_episode_leaves_it_its_own_off_cpu_time() {
+    let ms = 1_000_000;
+    let start = Mark {
+        switches: 10,
+        ahead: 0,
+        voluntary: 0,
+        involuntary: 0,
+        migrations: 0,
+        off_ns: 0,
+        mono_ns: 0,
+        queued_ns: 0,
+    };
+    // 30 preemptions, 380 ms off the CPU in a 400 ms episode; then one of 0.1 ms
+    // before the read, 0.2 ms after the episode's end.
+    let now = Mark {
+        switches: 41,
+        involuntary: 31,
+        off_ns: 380 * ms + ms / 10,
+        mono_ns: 400 * ms + ms / 5,
+        queued_ns: 380 * ms + ms / 10,
+        ..start
+    };
+    let (d, exact) = start.until_count(40, &now, 400 * ms, None);
+    assert!(!exact);
+    assert_eq!((d.switches, d.involuntary), (30, 30));
+    // The share of the switches alone would say 367.8 ms.
+    assert_eq!(d.off_ns, 380 * ms - ms / 10);
+}
+
+#[test]
+fn run_delay_is_the_second_schedstat_field() {
+    assert_eq!(
+        parse_run_delay("192113020 66597883 2025\n"),
+        Some(66_597_883)
+    );
+    assert_eq!(parse_run_delay("192113020\n"), None);
+}
+
+#[test]
+fn the_off_cpu_clock_stands_still_while_the_thread_runs() {
+    let file = open_schedstat();
+    let raw = file.as_ref().map(|f| f.as_raw_fd());
+    let a = read_sources(None, raw, None);
+    let t = std::time::Instant::now();
+    while t.elapsed() < std::time::Duration::from_millis(5) {
+        std::hint::spin_loop();
+    }
+    let b = read_sources(None, raw, None);
+    let elapsed = t.elapsed().as_nanos() as u64;
+    let d = a.until(&b);
+    // Running, it moves by the clock reads' cost and by time the hypervisor
+    // stole from the vCPU; off the CPU (a switch), by the time away.
+    if d.involuntary == 0 && d.voluntary == 0 {
+        assert!(d.off_ns < elapsed / 2, "{d:?} in {elapsed} ns");
+    }
+}
