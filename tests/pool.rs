@@ -4,6 +4,8 @@
 //! Each worker's wait % is checked against the job time it measured itself, and each
 //! worker's folded stacks against its life.
 
+mod clocks;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 use yieldprof::report::Metric;
@@ -39,28 +41,18 @@ fn run_job(pool: &Pool, me: usize) {
     }
 }
 
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is writable.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Spins for [`JOB`]; `cpu`: also reads the CPU clock around it. Not inside a frame:
 /// the clock's syscall after the job is a point where a pending preemption lands, in
 /// the frame but outside the job's `Instant` window (seen: 2–8 points of wait %).
 fn spin_job(pool: &Pool, me: usize, cpu: bool) {
-    let cpu0 = if cpu { thread_cpu_ns() } else { 0 };
+    let cpu0 = if cpu { clocks::cpu_ns() } else { 0 };
     let t = Instant::now();
     while t.elapsed() < JOB {
         std::hint::black_box(0u64);
     }
     pool.busy_ns[me].fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
     if cpu {
-        pool.busy_cpu_ns[me].fetch_add(thread_cpu_ns() - cpu0, Relaxed);
+        pool.busy_cpu_ns[me].fetch_add(clocks::cpu_ns() - cpu0, Relaxed);
     }
 }
 

@@ -7,6 +7,8 @@
 //! told from the loop's: the finding gives the range, checked to hold the truth); the
 //! second none.
 
+mod clocks;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -33,16 +35,6 @@ struct Pool {
     jobs_cpu_ns: AtomicU64,
 }
 
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is writable.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 fn take(pool: &Pool) -> bool {
     let mut pending = pool.pending.lock().unwrap();
     let took = *pending > 0;
@@ -52,10 +44,10 @@ fn take(pool: &Pool) -> bool {
 
 /// Runs one job and returns its CPU ns.
 fn run_job(pool: &Pool) -> u64 {
-    let (cpu, t) = (thread_cpu_ns(), Instant::now());
+    let (cpu, t) = (clocks::cpu_ns(), Instant::now());
     job();
     let wall = t.elapsed().as_nanos() as u64;
-    let cpu = thread_cpu_ns() - cpu;
+    let cpu = clocks::cpu_ns() - cpu;
     pool.jobs_wall_ns.fetch_add(wall, Relaxed);
     pool.jobs_cpu_ns.fetch_add(cpu, Relaxed);
     pool.done.fetch_add(1, Relaxed);
@@ -134,9 +126,9 @@ fn run(name: &str, worker: fn(&Pool) -> u64) -> Run {
             std::thread::Builder::new()
                 .name(format!("{name}-{me}"))
                 .spawn_scoped(s, move || {
-                    let (cpu, t) = (thread_cpu_ns(), Instant::now());
+                    let (cpu, t) = (clocks::cpu_ns(), Instant::now());
                     let jobs = worker(pool);
-                    let idle = (thread_cpu_ns() - cpu).saturating_sub(jobs);
+                    let idle = (clocks::cpu_ns() - cpu).saturating_sub(jobs);
                     pool.idle_cpu_ns[me].store(idle, Relaxed);
                     pool.life_ns[me].store(t.elapsed().as_nanos() as u64, Relaxed);
                 })
