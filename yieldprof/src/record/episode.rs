@@ -313,9 +313,14 @@ impl CallGuard {
             // A free lock: no wait, nothing recorded.
             return;
         }
+        // A backoff call's spun or yielded part: the time its slot gets.
+        let snoozed = |ticks| {
+            if let Site::Static(s) = site {
+                super::snooze::closed(s, ticks);
+            }
+        };
         if let Site::Static(s) = site {
             super::woken::held(s, self.start, elapsed);
-            super::snooze::closed(s, elapsed);
         }
         thread::with(|l| {
             if deferred {
@@ -325,6 +330,7 @@ impl CallGuard {
             if l.data.serial() != self.serial {
                 // Resumed on another thread: this one's figures say nothing of it.
                 record(l, self.key, site, elapsed, Some(elapsed));
+                snoozed(elapsed);
                 return;
             }
             let profiler = l
@@ -335,6 +341,7 @@ impl CallGuard {
             let mine = elapsed.saturating_sub(profiler);
             let own = l.claim_ticks(self.claimed.ticks, mine);
             let slot = record(l, self.key, site, own, Some(elapsed));
+            snoozed(own);
             // Its off-CPU time, when it switched, is read later (`record::deferred`),
             // within its length less the profiler's time in it.
             let to = EndedOf::Call(slot);

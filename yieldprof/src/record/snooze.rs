@@ -49,7 +49,7 @@ pub(crate) fn began(site: &'static CallSite) {
     }
 }
 
-/// A timed call at `site` that lasted `ticks` has closed.
+/// A timed call at `site` has closed, `ticks` its own time (as its slot gets it).
 #[inline(always)]
 pub(crate) fn closed(site: &'static CallSite, ticks: u64) {
     if cfg!(feature = "count-yields") && site.kind == Kind::Backoff {
