@@ -11,6 +11,9 @@
 //! preempted outside the site is run again, a few times at most, then reported
 //! inconclusive. (Own test binary: the site is read process-wide.)
 
+mod clocks;
+mod kernel;
+
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 use yieldprof::counters::{capabilities, Count, CounterEvent};
@@ -31,16 +34,8 @@ struct Kernel {
 }
 
 fn kernel_now() -> Kernel {
-    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
-    let field = |name: &str| -> u64 {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    };
+    // SAFETY: gettid has no preconditions.
+    let (voluntary, involuntary) = kernel::switches(unsafe { libc::gettid() });
     let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").ok();
     let stat = |i: usize| -> Option<u64> {
         schedstat
@@ -58,14 +53,10 @@ fn kernel_now() -> Kernel {
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     let mono = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
     // Without schedstat, the thread's CPU clock (the same sum of run time).
-    let cpu = stat(0).unwrap_or_else(|| {
-        // SAFETY: as above.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    });
+    let cpu = stat(0).unwrap_or_else(clocks::cpu_ns);
     Kernel {
-        voluntary: field("voluntary_ctxt_switches:"),
-        involuntary: field("nonvoluntary_ctxt_switches:"),
+        voluntary,
+        involuntary,
         off_ns: mono - cpu,
         queued_ns: stat(1),
     }
