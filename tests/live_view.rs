@@ -409,3 +409,47 @@ fn the_page_names_who_held_the_lock_a_thread_waited_for() {
     drop(guard);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[yieldprof::instrument_wait]
+fn on_many_threads(yields: u32) {
+    for _ in 0..yields {
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn the_live_view_lists_threads_as_the_written_report_does() {
+    let dir = std::env::temp_dir().join(format!("yieldprof-live-many-{}", std::process::id()));
+    let guard = yieldprof::Options::from_env()
+        .out_dir(&dir)
+        .name("many")
+        .report_threads(Some(2))
+        .http("127.0.0.1:0".parse().unwrap())
+        .init();
+    let addr = guard.http_addr().expect("the live view is up");
+    for i in 0..6 {
+        std::thread::Builder::new()
+            .name(format!("live-many-{i}"))
+            .spawn(|| on_many_threads(2))
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+    let (status, _, json) = get(addr, "/report.json");
+    assert_eq!(status, 200);
+    let doc: yieldprof::report::json::Document = serde_json::from_slice(&json).unwrap();
+    let names: Vec<&str> = doc.threads.iter().map(|t| t.name.as_str()).collect();
+    // Two one by one, the rest (at least the six here, and the test's own) merged.
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(names[2].ends_with("other threads]"), "{names:?}");
+    // Every call still counted.
+    assert_eq!(
+        doc.site("on_many_threads")
+            .map(|s| s.calls_of(yieldprof::Kind::Yield)),
+        Some(12)
+    );
+    let (_, _, text) = get(addr, "/summary.txt");
+    assert!(contains(&text, "other threads]"));
+    drop(guard);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

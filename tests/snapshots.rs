@@ -3,8 +3,9 @@
 //! (Own test binary: each test holds a guard. Tests count their own wait site only,
 //! since the snapshots cover every thread of the process.)
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 use yieldprof::report::Metric;
 use yieldprof::Options;
@@ -248,4 +249,67 @@ fn write_error_child() {
     std::thread::sleep(Duration::from_millis(80));
     drop(guard);
     println!("child done");
+}
+
+#[yieldprof::instrument_wait]
+fn snapshot_many_wait() {
+    std::thread::yield_now();
+}
+
+/// The roots (threads) of a folded file's stacks.
+fn roots(text: &str) -> BTreeSet<String> {
+    yieldprof::report::parse_folded(text)
+        .unwrap()
+        .into_iter()
+        .map(|(stack, _)| stack.split(';').next().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn snapshots_list_threads_as_the_written_report_does_and_lose_no_call() {
+    const THREADS: u64 = 12;
+    let dir = temp_dir("snapshot-many");
+    let guard = Options::from_env()
+        .out_dir(&dir)
+        .name("many")
+        .metric(Metric::Calls)
+        .report_threads(Some(4))
+        .snapshot_every(Duration::from_millis(200))
+        .init();
+    // Thread i makes i + 1 calls, all after one barrier: they land in one or two
+    // snapshots, so at least one holds more threads than it lists.
+    let start = Arc::new(Barrier::new(THREADS as usize));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|i| {
+            let start = start.clone();
+            std::thread::Builder::new()
+                .name(format!("snap-many-{i}"))
+                .spawn(move || {
+                    start.wait();
+                    (0..=i).for_each(|_| snapshot_many_wait());
+                })
+                .unwrap()
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    drop(guard);
+    let leaf = "snapshots::snapshot_many_wait;[yield]";
+    let (mut calls, mut merged) = (0, 0);
+    for e in std::fs::read_dir(dir.join("snapshots")).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "folded") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let roots = roots(&text);
+            // Four one by one, the rest in one `[N other threads]` entry.
+            assert!(roots.len() <= 5, "{}: {roots:?}", path.display());
+            merged += roots
+                .iter()
+                .filter(|r| r.ends_with("other threads]"))
+                .count();
+            calls += calls_ending(&text, leaf);
+        }
+    }
+    assert_eq!(calls, THREADS * (THREADS + 1) / 2);
+    assert!(merged >= 1, "no snapshot merged its threads");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

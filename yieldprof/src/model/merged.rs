@@ -49,4 +49,14 @@ impl Profile {
         };
         Cow::Owned(self.with_threads(threads, merged))
     }
+
+    /// This profile as [`listing`](Profile::listing) gives it for `listed` (`None`:
+    /// every thread), owned: for a report taken to be shown, not kept.
+    pub(crate) fn into_listing(self, listed: Option<usize>) -> Profile {
+        let merged = match listed.map(|n| self.listing(n)) {
+            Some(Cow::Owned(p)) => Some(p),
+            _ => None,
+        };
+        merged.unwrap_or(self)
+    }
 }

@@ -102,10 +102,13 @@ impl LiveView {
         let addr = server.server_addr().to_ip().unwrap_or(asked);
         let stop = Arc::new(Stop::default());
         let (serving, stopping, name) = (server.clone(), stop.clone(), opts.name.clone());
-        let metric = opts.metric;
+        let shown = Shown {
+            metric: opts.metric,
+            threads: opts.report_threads,
+        };
         let spawned = std::thread::Builder::new()
             .name("yieldprof-http".into())
-            .spawn(move || serve(&serving, &stopping, &name, metric));
+            .spawn(move || serve(&serving, &stopping, &name, shown));
         match spawned {
             Ok(thread) => {
                 eprintln!("yieldprof: live view at http://{addr}/");
@@ -143,7 +146,22 @@ impl Drop for LiveView {
 }
 
 /// Answers requests until the server is unblocked, then waits for the profile threads.
-fn serve(server: &Server, stop: &Arc<Stop>, name: &str, metric: Metric) {
+/// What the pages show: the metric drawn, and the threads listed one by one as a
+/// written report lists them (the rest merged).
+#[derive(Clone, Copy)]
+struct Shown {
+    metric: Metric,
+    threads: Option<usize>,
+}
+
+impl Shown {
+    /// The profile now, listed.
+    fn now(self) -> Profile {
+        snapshot().into_listing(self.threads)
+    }
+}
+
+fn serve(server: &Server, stop: &Arc<Stop>, name: &str, shown: Shown) {
     let waiting = Arc::new(AtomicUsize::new(0));
     let mut profiles: Vec<JoinHandle<()>> = Vec::new();
     for request in server.incoming_requests() {
@@ -157,17 +175,17 @@ fn serve(server: &Server, stop: &Arc<Stop>, name: &str, metric: Metric) {
         let response = match path {
             _ if !get => text(405, "the live view answers GET and HEAD only\n"),
             "/debug/pprof/profile" => {
-                profiles.extend(profile_request(request, query, stop, &waiting));
+                profiles.extend(profile_request(request, query, stop, &waiting, shown));
                 continue;
             }
-            "/" => page(name, metric, param(query, "refresh")),
+            "/" => page(name, shown, param(query, "refresh")),
             "/flamegraph.svg" => {
-                let svg = flamegraph(&snapshot(), name, metric);
+                let svg = flamegraph(&shown.now(), name, shown.metric);
                 with_type(Response::from_data(svg), "image/svg+xml")
             }
-            "/summary.txt" => text(200, &snapshot().summary()),
+            "/summary.txt" => text(200, &shown.now().summary()),
             "/report.json" => {
-                let doc = snapshot().json(&Costs::current());
+                let doc = shown.now().json(&Costs::current());
                 let json = crate::base::json::to_string_pretty(&doc);
                 with_type(Response::from_data(json), "application/json")
             }
@@ -215,6 +233,7 @@ fn profile_request(
     query: &str,
     stop: &Arc<Stop>,
     waiting: &Arc<AtomicUsize>,
+    shown: Shown,
 ) -> Option<JoinHandle<()>> {
     let seconds = match param(query, "seconds").map(str::parse::<f64>) {
         None => DEFAULT_SECONDS,
@@ -238,7 +257,7 @@ fn profile_request(
         .name("yieldprof-http-profile".into())
         .spawn(move || {
             stop.wait_until(Instant::now() + Duration::from_secs_f64(seconds));
-            let delta = snapshot().since(&earlier);
+            let delta = snapshot().since(&earlier).into_listing(shown.threads);
             let window = Window {
                 start: since,
                 length: SystemTime::now().duration_since(since).unwrap_or_default(),
@@ -286,12 +305,12 @@ fn escape(text: &str) -> String {
 /// `/`: the flame graph inline (so its search and zoom work in the page), the summary
 /// with its findings, and links to the rest. `refresh=0` stops the reloading, which
 /// would undo a zoom.
-fn page(name: &str, metric: Metric, refresh: Option<&str>) -> Answer {
+fn page(name: &str, shown: Shown, refresh: Option<&str>) -> Answer {
     let refresh = refresh
         .and_then(|r| r.parse().ok())
         .unwrap_or(DEFAULT_REFRESH_S);
-    let profile = snapshot();
-    let svg = flamegraph(&profile, name, metric);
+    let profile = shown.now();
+    let svg = flamegraph(&profile, name, shown.metric);
     let svg = String::from_utf8_lossy(&svg);
     // The SVG's XML prologue and doctype have no place inside HTML.
     let svg = svg.find("<svg").map_or(&*svg, |at| &svg[at..]);

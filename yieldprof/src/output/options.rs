@@ -26,7 +26,7 @@ pub(crate) const TRACE_EPISODES: usize = 24_576;
 /// | `YIELDPROF_VIEWS` | extra folded files, one per metric: `calls,switches` writes `<name>.calls.folded` and `<name>.switches.folded` | none |
 /// | `YIELDPROF_MAX_NODES` | calling-context nodes per thread, 16 to 262 144, allocated as stacks appear; past it entries fold into `[overflow]` | 4096 |
 /// | `YIELDPROF_TIMELINE` | episodes each thread keeps for the timeline (`<name>.trace.json`, Chrome trace events), 0 to 1 048 576; the oldest give way; 0: no timeline | 4096 |
-/// | `YIELDPROF_REPORT_THREADS` | threads a written report lists one by one, those that waited longest; the rest merged into one `[N other threads]` entry (`Options::report_threads`); `all`: every one | 256 |
+/// | `YIELDPROF_REPORT_THREADS` | threads a written report, a snapshot or the live view lists one by one, those that waited longest; the rest merged into one `[N other threads]` entry (`Options::report_threads`); `all`: every one | 256 |
 /// | `YIELDPROF_COUNTERS_EVERY` | `auto`: read counters while they cost ≤ 2 % of wait time; `N`: 1 of N wait episodes; off (or `0`): none | `auto` |
 /// | `YIELDPROF_FD_BUDGET` | perf-event fds for the whole process (≤ ¼ of `ulimit -n`); threads past it use getrusage | 512 |
 /// | `YIELDPROF_SNAPSHOT_EVERY` | seconds between delta snapshots (continuous mode), 0.01 to 31 536 000 (a year); off: none | off |
@@ -185,6 +185,7 @@ impl Options {
     /// merged into one `[N other threads]` thread, last, whose figures are their sums
     /// (`threads` in its JSON entry says how many), and their timelines are left out
     /// of the trace (counted in its `episodes_cut`). Totals and sites are unchanged.
+    /// Snapshots (continuous mode) and the live view list threads the same way.
     /// `None` lists every thread; default 256 (~0.6 MB of JSON), so a test binary
     /// that ran thousands of short threads writes ≤ 10 MB in all;
     /// `YIELDPROF_REPORT_THREADS` (`all` or a number) from the environment.
