@@ -403,6 +403,63 @@ fn involuntary_switches_from_oversubscription_are_flagged_and_a_lone_thread_is_n
     );
 }
 
+/// The calling thread's involuntary switches, as the kernel counts them.
+fn involuntary_switches() -> i64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_THREAD, &mut u);
+        u.ru_nivcsw
+    }
+}
+
+#[test]
+fn an_oversubscribed_finding_over_many_threads_names_the_most_preempted_and_sums_the_rest() {
+    let _one_at_a_time = SCHEDULER.lock().unwrap_or_else(|e| e.into_inner());
+    const THREADS: usize = 9;
+    let session = Session::this_thread();
+    session.scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                pin(0);
+                yieldprof::frame!("crunch");
+                // Until the kernel has preempted it 30 times (its own count), 5 s at most.
+                let end = Instant::now() + Duration::from_secs(5);
+                let start = involuntary_switches();
+                while involuntary_switches() < start + 30 && Instant::now() < end {
+                    for _ in 0..10_000 {
+                        std::hint::black_box(0u64);
+                    }
+                }
+            });
+        }
+    });
+    let report = session.finish();
+    let found = report.findings(&Costs::current());
+    let over: Vec<&Finding> = found
+        .iter()
+        .filter(|f| f.rule == Rule::Oversubscribed)
+        .collect();
+    assert_eq!(
+        over.len(),
+        1,
+        "{THREADS} busy threads on one core: {found:?}"
+    );
+    let covered: usize = match over[0].subject.strip_suffix(" threads") {
+        Some(n) => n.parse().unwrap(),
+        None => 1,
+    };
+    // Five named, the rest as one sum with their count.
+    let named = over[0].evidence.matches("runnable but preempted").count();
+    assert_eq!(named, covered.min(5), "{}", over[0]);
+    if covered > 5 {
+        let more = format!("and {} more threads", covered - 5);
+        assert!(over[0].evidence.contains(&more), "{}", over[0]);
+    } else {
+        println!("inconclusive: {covered} of {THREADS} threads preempted enough to be covered");
+    }
+}
+
 #[yieldprof::instrument_wait]
 fn stable_sleep_zero() {
     for _ in 0..100 {

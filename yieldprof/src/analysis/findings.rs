@@ -10,11 +10,12 @@
 //! each site and each thread; the summary, JSON and budgets all use this definition.
 
 use crate::analysis::costs::Costs;
-use crate::analysis::oversubscribed::{oversubscribed, MachineLoad};
+use crate::analysis::oversubscribed::{oversubscribed, MachineLoad, Preempted};
 use crate::analysis::pools::{pool_findings, Cause};
 use crate::base::site::Kind;
 use crate::base::text::duration;
 use crate::model::profile::{Profile, SiteStats, ThreadStats};
+use std::cmp::Reverse;
 use std::fmt;
 
 /// Which rule a finding comes from.
@@ -128,6 +129,9 @@ const WORK_INSIDE_WAIT_PER_CALL_NS: f64 = 10_000.0;
 /// A finding about a cost below this share of the threads' time (summed over
 /// threads) is not worth a change: 100 bare yields in a 0.5 s run are 0.01 %.
 const MATERIAL_SHARE: f64 = 0.01;
+/// Threads the oversubscribed finding names one by one; a process of hundreds of
+/// preempted threads gets the rest as one sum.
+const OVERSUBSCRIBED_NAMED: usize = 5;
 
 fn per_call(ns: u64, calls: u64) -> f64 {
     ns as f64 / calls.max(1) as f64
@@ -341,18 +345,20 @@ fn call_at(site: &SiteStats, kind: Kind) -> String {
         )
 }
 
-/// One finding for every oversubscribed thread: the cause is the process's.
+/// One finding for every oversubscribed thread: the cause is the process's. Its
+/// evidence names the threads preempted most, the rest in one sum.
 fn thread_findings(threads: &[ThreadStats], costs: &Costs, out: &mut Vec<Finding>) {
-    let found: Vec<(&ThreadStats, (String, Option<f64>))> = threads
+    let mut found: Vec<(&ThreadStats, Preempted)> = threads
         .iter()
         .filter_map(|t| Some((t, oversubscribed(t)?)))
         .collect();
     if found.is_empty() {
         return;
     }
+    found.sort_by_key(|(_, p)| Reverse((p.queued_ns, p.preempted)));
     let least_blocked = found
         .iter()
-        .map(|(_, (_, b))| *b)
+        .map(|(_, p)| p.blocked)
         .try_fold(1.0f64, |min, b| b.map(|b| min.min(b)));
     // The run queue counts every process's threads: where the others alone fill the
     // cores, fewer threads here would not clear it.
@@ -378,7 +384,24 @@ fn thread_findings(threads: &[ThreadStats], costs: &Costs, out: &mut Vec<Finding
         [(t, _)] => format!("thread {}", t.name),
         _ => format!("{} threads", found.len()),
     };
-    let evidence: Vec<String> = found.into_iter().map(|(_, (e, _))| e).collect();
+    let named = found.len().min(OVERSUBSCRIBED_NAMED);
+    let mut evidence: Vec<String> = found[..named]
+        .iter()
+        .map(|(_, p)| p.evidence.clone())
+        .collect();
+    let rest = &found[named..];
+    if !rest.is_empty() {
+        let queued: Option<u64> = rest.iter().map(|(_, p)| p.queued_ns).sum();
+        let preempted: u64 = rest.iter().map(|(_, p)| p.preempted).sum();
+        evidence.push(format!(
+            "and {} more threads{}, {preempted} involuntary switches outside yields in all",
+            rest.len(),
+            queued.map_or(String::new(), |q| format!(
+                ": {} runnable for a CPU",
+                duration(q)
+            ))
+        ));
+    }
     out.push(Finding {
         rule: Rule::Oversubscribed,
         subject,

@@ -14,9 +14,20 @@ const OVERSUBSCRIBED_QUEUE_SHARE: f64 = 0.10;
 /// each on the build machine (the scheduler's slices are ~13 ms there).
 const OVERSUBSCRIBED_PER_S: f64 = 20.0;
 
-/// Why a thread looks oversubscribed, if it does: its evidence, and the share of its
-/// waits' time measured blocked off the CPU.
-pub(super) fn oversubscribed(t: &ThreadStats) -> Option<(String, Option<f64>)> {
+/// A thread that looks oversubscribed: why, and how much.
+pub(super) struct Preempted {
+    /// The thread's evidence, one clause.
+    pub(super) evidence: String,
+    /// The share of its waits' time measured blocked off the CPU.
+    pub(super) blocked: Option<f64>,
+    /// Time runnable for a CPU outside its yields, where the kernel says.
+    pub(super) queued_ns: Option<u64>,
+    /// Involuntary switches less at most one per yield.
+    pub(super) preempted: u64,
+}
+
+/// Why a thread looks oversubscribed, if it does.
+pub(super) fn oversubscribed(t: &ThreadStats) -> Option<Preempted> {
     // Over the thread's recorded life, as its wall time and run-queue wait are.
     let before = t.counters_before_recording.involuntary_switches.value();
     let invol = t.counters.involuntary_switches.value()? - before.unwrap_or(0);
@@ -65,14 +76,16 @@ pub(super) fn oversubscribed(t: &ThreadStats) -> Option<(String, Option<f64>)> {
         (Some(b), Some(on), Some(off)) => Some(b as f64 / (on + off).max(1) as f64),
         _ => None,
     };
-    Some((
-        format!(
+    Some(Preempted {
+        evidence: format!(
             "thread {}: {waited}{preempted} involuntary switches{yielded} ({per_s:.0}/s): \
              runnable but preempted",
             t.name
         ),
         blocked,
-    ))
+        queued_ns: queued,
+        preempted,
+    })
 }
 
 /// The machine's run queue beside the process's: the load average over the last
