@@ -123,6 +123,12 @@ fn thousands_of_short_threads_write_a_bounded_report_whose_totals_are_exact() {
         )),
         "{txt}"
     );
+    // Its row in the Threads table keeps its whole name.
+    assert!(
+        !txt.lines()
+            .any(|l| l.contains("other threads] (exited)") && !l.trim_start().starts_with('[')),
+        "{txt}"
+    );
     let other = &trace["otherData"];
     assert_eq!(other["threads_merged"], merged_count.to_string());
     let recorded: u64 = other["episodes_recorded"]

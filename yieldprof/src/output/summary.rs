@@ -117,16 +117,17 @@ impl Profile {
         let _ = writeln!(s, "\nThreads");
         let _ = writeln!(
             s,
-            "  {:<28} {:>8} {:>12} {:>8} {:>8} {:>9} {:>10}",
+            "  {:<32} {:>8} {:>12} {:>8} {:>8} {:>9} {:>10}",
             "thread", "tid", "wall", "wait %", "work %", "queued %", "overflow"
         );
         for t in shown(threads) {
             let _ = writeln!(
                 s,
-                "  {:<28} {:>8} {:>12} {:>7.1}% {:>7.1}% {:>9} {:>10}",
+                "  {:<32} {:>8} {:>12} {:>7.1}% {:>7.1}% {:>9} {:>10}",
+                // Wide enough for `[999999 other threads] (exited)`.
                 tail(
                     &format!("{}{}", t.name, if t.exited { " (exited)" } else { "" }),
-                    28
+                    32
                 ),
                 t.tid,
                 duration(t.wall_ns),
