@@ -321,3 +321,30 @@ fn a_lock_that_blocks_times_its_episode_from_the_lock() {
     assert!(lock_ns >= 5_000_000, "{lock_ns}");
     assert!(s.wall_ns >= lock_ns, "{} < {lock_ns}", s.wall_ns);
 }
+
+#[yieldprof::instrument_wait]
+fn never_waits_here(wait: bool) {
+    if wait {
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn a_site_none_of_whose_episodes_waited_says_so_not_counters_off() {
+    on_thread("rww-never", 40, 0, never_waits_here)
+        .join()
+        .unwrap();
+    let p = yieldprof::snapshot();
+    let site = p.site("never_waits_here").unwrap();
+    assert_eq!((site.episodes, site.returned_without_waiting), (40, 40));
+    let text = p.summary();
+    let block: String = text
+        .lines()
+        .skip_while(|l| !l.contains("never_waits_here"))
+        .take_while(|l| !l.trim().is_empty())
+        .take(8)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(block.contains("time: none (no episode waited)"), "{block}");
+    assert!(!block.contains("counters off"), "{block}");
+}

@@ -213,7 +213,12 @@ impl Profile {
                 s,
                 "    time{}: {}",
                 if polled { " (polls)" } else { "" },
-                time_split(&site.time)
+                // Every episode returned at once: nothing was timed, counters or not.
+                if timed == 0 {
+                    "none (no episode waited)".into()
+                } else {
+                    time_split(&site.time)
+                }
             );
             let own: Vec<String> = site
                 .own
