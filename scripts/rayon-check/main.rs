@@ -9,15 +9,38 @@ use std::time::{Duration, Instant};
 const THREADS: usize = 2;
 /// Business time per thread: rayon workers by index, the caller last.
 static BUSY: [AtomicU64; THREADS + 1] = [const { AtomicU64::new(0) }; THREADS + 1];
+/// The same on the thread's CPU clock: a leaf's wall less the time it was preempted.
+static BUSY_CPU: [AtomicU64; THREADS + 1] = [const { AtomicU64::new(0) }; THREADS + 1];
+
+/// The calling thread's CPU clock, ns.
+fn cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Thread `tid`'s (on-CPU, run-queue wait) ns from its schedstat file.
+fn schedstat(tid: i32) -> (u64, u64) {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).unwrap_or_default();
+    let mut f = text.split_whitespace().map(|v| v.parse().unwrap_or(0));
+    (f.next().unwrap_or(0), f.next().unwrap_or(0))
+}
 
 fn leaf(d: Duration) -> u64 {
+    let c = cpu_ns();
     let t = Instant::now();
     let mut x = 0u64;
     while t.elapsed() < d {
         x = std::hint::black_box(x + 1);
     }
+    let wall = t.elapsed().as_nanos() as u64;
     let i = rayon::current_thread_index().unwrap_or(THREADS);
-    BUSY[i].fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+    BUSY[i].fetch_add(wall, Relaxed);
+    BUSY_CPU[i].fetch_add(cpu_ns() - c, Relaxed);
     x
 }
 
@@ -30,14 +53,20 @@ fn tree(depth: u32) -> u64 {
 }
 
 fn phase(name: &str, work: impl FnOnce()) {
-    BUSY.iter().for_each(|b| b.store(0, Relaxed));
+    BUSY.iter().chain(&BUSY_CPU).for_each(|b| b.store(0, Relaxed));
     let before = yieldprof::snapshot();
+    let sched: Vec<_> = before
+        .threads()
+        .iter()
+        .map(|t| (t.tid, schedstat(t.tid)))
+        .collect();
     let t = Instant::now();
     work();
     let wall = t.elapsed();
     let p = yieldprof::snapshot().since(&before);
     println!("## {name} ({:.1} ms)", wall.as_secs_f64() * 1e3);
     println!("| thread | wait % shown | truth (1 - leaves / life) | leaves' time |");
+    let mut split = Vec::new();
     for t in p.threads() {
         let i = match t.name.strip_prefix("rayon-") {
             Some(n) => n.parse::<usize>().unwrap(),
@@ -53,6 +82,28 @@ fn phase(name: &str, work: impl FnOnce()) {
             busy as f64 / 1e6,
             t.wall_ns as f64 / 1e6
         );
+        // Where the life went by the kernel's clocks, over the phase (a thread that
+        // recorded before it): on a CPU, queued, and the leaves' part of each.
+        if let Some(&(_, (cpu0, q0))) = sched.iter().find(|(tid, _)| *tid == t.tid) {
+            let (cpu1, q1) = schedstat(t.tid);
+            let leaves_cpu = BUSY_CPU[i].load(Relaxed);
+            split.push(format!(
+                "| {} | {:.1} % | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms |",
+                t.name,
+                100.0 * (1.0 - leaves_cpu as f64 / t.wall_ns.max(1) as f64),
+                (cpu1 - cpu0) as f64 / 1e6,
+                (q1 - q0) as f64 / 1e6,
+                busy.saturating_sub(leaves_cpu) as f64 / 1e6,
+                (q1 - q0).saturating_sub(busy.saturating_sub(leaves_cpu)) as f64 / 1e6,
+            ));
+        }
+    }
+    if !split.is_empty() {
+        println!(
+            "\n| thread | truth on leaves' CPU clock | on CPU | queued | leaves preempted | \
+             queued outside leaves |"
+        );
+        split.iter().for_each(|l| println!("{l}"));
     }
     for f in p.findings(&yieldprof::report::Costs::current()) {
         println!("{f}");

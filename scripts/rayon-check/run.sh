@@ -33,6 +33,8 @@ publish = false
 [dependencies]
 rayon = "=1.12.0"
 yieldprof = { path = "$repo/yieldprof" }
+# The leaves' CPU clock (truth on the CPU, beside the wall).
+libc = "0.2"
 
 [patch.crates-io]
 rayon-core = { path = "../rayon-core" }

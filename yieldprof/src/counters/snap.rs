@@ -31,6 +31,9 @@ pub(crate) struct ThreadCounters {
     /// The kernel's run-queue wait of the thread when its counters opened; unset with
     /// counters off.
     pub(super) run_queue_start: OnceLock<u64>,
+    /// The same at the thread's exit, read by the thread on its open schedstat file
+    /// (`LocalCounters::close`): its exit copy then opens no file by path.
+    pub(super) run_queue_end: OnceLock<u64>,
     /// Events of perf groups opened after setup (`LocalCounters`), by bit.
     late_mask: AtomicU16,
     /// Per group, ns from setup until it opened: its thread totals miss that much.
@@ -48,11 +51,15 @@ impl ThreadCounters {
         self.late_mask.fetch_or(bits, Relaxed);
     }
 
-    /// The run-queue wait of thread `tid` since its counters opened; `None` with
-    /// counters off or where the kernel does not say.
+    /// The run-queue wait of thread `tid` since its counters opened (to its exit, once
+    /// it stored it); `None` with counters off or where the kernel does not say.
     pub(crate) fn run_queue_since_open(&self, tid: i32) -> Option<u64> {
         let start = *self.run_queue_start.get()?;
-        run_queue_ns(tid).map(|now| now.saturating_sub(start))
+        let now = match self.run_queue_end.get() {
+            Some(&end) => Some(end),
+            None => run_queue_ns(tid),
+        };
+        now.map(|now| now.saturating_sub(start))
     }
 
     fn mask(&self) -> u16 {

@@ -24,7 +24,11 @@ impl ThreadData {
         let switches = read_switches.then(|| Switches::of(self.tid)).flatten();
         // Records pushed from here on may show below as frames still open.
         let written = self.records.written();
-        let now = clock::now();
+        // An exited thread's copy, made later, ends where its life did.
+        let now = match self.ended.load(Relaxed) {
+            0 => clock::now(),
+            ended => ended,
+        };
         let n_nodes = self.nodes.len();
         let mut nodes: Vec<NodeStats> = (0..n_nodes)
             .map(|i| {
