@@ -111,16 +111,22 @@ impl Default for AtomicDurations {
 impl AtomicDurations {
     #[inline(always)]
     pub(crate) fn record(&self, ticks: u64) {
-        let fine = self
-            .fine
-            .get_or_init(|| (0..FINE).map(|_| AtomicU64::new(0)).collect());
-        bump(&fine[self::fine(ticks)], 1);
-        // Only the owner writes, so a load and a store keep these exact.
-        if ticks < self.min.load(Relaxed) {
-            self.min.store(ticks, Relaxed);
-        }
-        if ticks > self.max.load(Relaxed) {
-            self.max.store(ticks, Relaxed);
+        let mut b = self.batch();
+        b.record(ticks);
+        b.done();
+    }
+
+    /// Owner only: a run of durations to record (`record::fold`), the buckets found
+    /// once and the least and greatest kept until [`Batch::done`].
+    #[inline(always)]
+    pub(crate) fn batch(&self) -> Batch<'_> {
+        Batch {
+            fine: self
+                .fine
+                .get_or_init(|| (0..FINE).map(|_| AtomicU64::new(0)).collect()),
+            min: u64::MAX,
+            max: 0,
+            of: self,
         }
     }
 
@@ -139,6 +145,38 @@ impl AtomicDurations {
             min: self.min.load(Relaxed),
             max: self.max.load(Relaxed),
             ..Histogram::default()
+        }
+    }
+}
+
+/// Durations being added to an [`AtomicDurations`] in one go: its counts at once, its
+/// least and greatest when done. A report that reads in between sees the counts
+/// before the range, as it could between the stores of one `record`.
+pub(crate) struct Batch<'a> {
+    fine: &'a [AtomicU64],
+    min: u64,
+    max: u64,
+    of: &'a AtomicDurations,
+}
+
+impl Batch<'_> {
+    #[inline(always)]
+    pub(crate) fn record(&mut self, ticks: u64) {
+        bump(&self.fine[fine(ticks)], 1);
+        self.min = self.min.min(ticks);
+        self.max = self.max.max(ticks);
+    }
+
+    /// Stores the least and greatest recorded.
+    #[inline(always)]
+    pub(crate) fn done(self) {
+        let d = self.of;
+        // Only the owner writes, so a load and a store keep these exact.
+        if self.min < d.min.load(Relaxed) {
+            d.min.store(self.min, Relaxed);
+        }
+        if self.max > d.max.load(Relaxed) {
+            d.max.store(self.max, Relaxed);
         }
     }
 }
