@@ -149,9 +149,8 @@ impl AtomicDurations {
     }
 }
 
-/// Durations being added to an [`AtomicDurations`] in one go: its counts at once, its
-/// least and greatest when done. A report that reads in between sees the counts
-/// before the range, as it could between the stores of one `record`.
+/// Durations added to an [`AtomicDurations`] in one go: counts at once, the range when
+/// done (a report in between sees the counts first, as within one `record`).
 pub(crate) struct Batch<'a> {
     fine: &'a [AtomicU64],
     min: u64,
@@ -463,6 +462,22 @@ mod tests {
         }
         assert_eq!(c, coarse.load());
         assert_eq!(f, fine.load());
+    }
+
+    #[test]
+    fn a_batch_records_what_one_record_per_duration_would_and_its_range_when_done() {
+        let runs: [&[u64]; 3] = [&[1000, 7, 1 << 20], &[3, 5_000_000_007], &[40, 40]];
+        let (each, batched) = (AtomicDurations::default(), AtomicDurations::default());
+        for run in runs {
+            let mut b = batched.batch();
+            for &d in run {
+                each.record(d);
+                b.record(d);
+            }
+            b.done();
+            assert_eq!(batched.load(), each.load());
+        }
+        assert_eq!((batched.load().min, batched.load().max), (3, 5_000_000_007));
     }
 
     /// The sample of rank ⌈q·n⌉, the definition `quantile` estimates.
