@@ -111,21 +111,19 @@ impl Default for AtomicDurations {
 impl AtomicDurations {
     #[inline(always)]
     pub(crate) fn record(&self, ticks: u64) {
-        let mut b = self.batch();
-        b.record(ticks);
-        b.done();
+        self.batch().record(ticks);
     }
 
-    /// Owner only: a run of durations to record (`record::fold`), the buckets found
-    /// once and the least and greatest kept until [`Batch::done`].
+    /// Owner only: a run of durations to record (`record::fold`), its buckets and
+    /// range found once.
     #[inline(always)]
     pub(crate) fn batch(&self) -> Batch<'_> {
         Batch {
             fine: self
                 .fine
                 .get_or_init(|| (0..FINE).map(|_| AtomicU64::new(0)).collect()),
-            min: u64::MAX,
-            max: 0,
+            min: self.min.load(Relaxed),
+            max: self.max.load(Relaxed),
             of: self,
         }
     }
@@ -149,10 +147,10 @@ impl AtomicDurations {
     }
 }
 
-/// Durations added to an [`AtomicDurations`] in one go: counts at once, the range when
-/// done (a report in between sees the counts first, as within one `record`).
+/// Durations added to an [`AtomicDurations`] in one go, each stored as `record` would.
 pub(crate) struct Batch<'a> {
     fine: &'a [AtomicU64],
+    /// The range as stored: only the owner writes it.
     min: u64,
     max: u64,
     of: &'a AtomicDurations,
@@ -162,20 +160,14 @@ impl Batch<'_> {
     #[inline(always)]
     pub(crate) fn record(&mut self, ticks: u64) {
         bump(&self.fine[fine(ticks)], 1);
-        self.min = self.min.min(ticks);
-        self.max = self.max.max(ticks);
-    }
-
-    /// Stores the least and greatest recorded.
-    #[inline(always)]
-    pub(crate) fn done(self) {
-        let d = self.of;
-        // Only the owner writes, so a load and a store keep these exact.
-        if self.min < d.min.load(Relaxed) {
-            d.min.store(self.min, Relaxed);
+        // Right after the count, as a report expects the range to hold it.
+        if ticks < self.min {
+            self.min = ticks;
+            self.of.min.store(ticks, Relaxed);
         }
-        if self.max > d.max.load(Relaxed) {
-            d.max.store(self.max, Relaxed);
+        if ticks > self.max {
+            self.max = ticks;
+            self.of.max.store(ticks, Relaxed);
         }
     }
 }
@@ -465,7 +457,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_records_what_one_record_per_duration_would_and_its_range_when_done() {
+    fn a_batch_records_what_one_record_per_duration_would() {
         let runs: [&[u64]; 3] = [&[1000, 7, 1 << 20], &[3, 5_000_000_007], &[40, 40]];
         let (each, batched) = (AtomicDurations::default(), AtomicDurations::default());
         for run in runs {
@@ -473,9 +465,8 @@ mod tests {
             for &d in run {
                 each.record(d);
                 b.record(d);
+                assert_eq!(batched.load(), each.load());
             }
-            b.done();
-            assert_eq!(batched.load(), each.load());
         }
         assert_eq!((batched.load().min, batched.load().max), (3, 5_000_000_007));
     }

@@ -68,9 +68,6 @@ impl<'l> Run<'l> {
         if let Some(slot) = self.slot {
             bump(&slot.calls, self.spins);
         }
-        if let Some(fine) = self.fine {
-            fine.done();
-        }
         *claimed = claimed.wrapping_add(self.wall);
         *tally = tally.plus(Tally {
             calls: u32::try_from(self.spins).unwrap_or(u32::MAX),
@@ -100,8 +97,7 @@ impl Local {
 
     /// Folds every record into the tree, in the order the episodes closed. A hot loop
     /// closes runs of episodes of one node and spin site: each run finds its node,
-    /// histograms and slot once and adds its counts, its duration range and its tally
-    /// once.
+    /// histograms and slot once and adds its counts and its tally once.
     pub(crate) fn fold_records(&self) {
         let d = &self.data;
         let (mut claimed, mut tally) = (0u64, Tally::ZERO);
