@@ -11,7 +11,7 @@ use crate::base::arena::bump;
 use crate::base::ring::Episode;
 use crate::base::site::CallSite;
 use crate::counters::Mark;
-use crate::model::histogram::AtomicDurations;
+use crate::model::histogram::Batch;
 use crate::record::frame::NO_SAMPLE;
 use crate::record::open::{Lazy, Opened, Tally, LAZY, NO_FAST};
 use crate::record::records::Record;
@@ -30,7 +30,8 @@ struct Run<'l> {
     node: u32,
     spin_site: usize,
     n: &'l Node,
-    fine: Option<&'l AtomicDurations>,
+    /// The site's fine histogram, its buckets found once for the run.
+    fine: Option<Batch<'l>>,
     slot: Option<&'l Slot>,
     frame: u32,
     /// The kind bit of its spins.
@@ -49,7 +50,7 @@ impl<'l> Run<'l> {
             node: r.node,
             spin_site: r.spin_site,
             n,
-            fine: d.fine_durations(n),
+            fine: d.fine_durations(n).map(|f| f.batch()),
             slot: site.map(|s| d.slot_of(r.node, s as *const CallSite as usize, || s.info())),
             frame: n.frame.load(Relaxed),
             kinds: site.map_or(0, |s| s.kind.bit()),
@@ -59,13 +60,19 @@ impl<'l> Run<'l> {
         }
     }
 
-    /// Its counts, into the tree.
-    fn add(self) {
+    /// Its counts, into the tree; its time to `claimed` (nothing was nested in its
+    /// episodes: all their time is their own claim) and its calls to `tally`.
+    fn add(self, claimed: &mut u64, tally: &mut Tally) {
         bump(&self.n.episodes, self.episodes);
         bump(&self.n.wall_ns, self.wall);
         if let Some(slot) = self.slot {
             bump(&slot.calls, self.spins);
         }
+        *claimed = claimed.wrapping_add(self.wall);
+        *tally = tally.plus(Tally {
+            calls: u32::try_from(self.spins).unwrap_or(u32::MAX),
+            kinds: self.kinds,
+        });
     }
 }
 
@@ -90,7 +97,7 @@ impl Local {
 
     /// Folds every record into the tree, in the order the episodes closed. A hot loop
     /// closes runs of episodes of one node and spin site: each run finds its node,
-    /// histograms and slot once and adds its counts once.
+    /// histograms and slot once and adds its counts and its tally once.
     pub(crate) fn fold_records(&self) {
         let d = &self.data;
         let (mut claimed, mut tally) = (0u64, Tally::ZERO);
@@ -100,13 +107,13 @@ impl Local {
                 Some(x) if x.node == r.node && x.spin_site == r.spin_site => x,
                 _ => {
                     if let Some(done) = run.take() {
-                        done.add();
+                        done.add(&mut claimed, &mut tally);
                     }
                     run.insert(Run::new(self, &r))
                 }
             };
             x.n.durations.record(r.duration);
-            if let Some(fine) = x.fine {
+            if let Some(fine) = x.fine.as_mut() {
                 fine.record(r.duration);
             }
             d.timeline.push(&Episode {
@@ -120,15 +127,9 @@ impl Local {
             x.episodes += 1;
             x.wall = x.wall.wrapping_add(r.duration);
             x.spins += u64::from(r.spins);
-            // Nothing was nested in it: all its time is its own claim.
-            claimed = claimed.wrapping_add(r.duration);
-            tally = tally.plus(Tally {
-                calls: r.spins,
-                kinds: x.kinds,
-            });
         });
         if let Some(done) = run {
-            done.add();
+            done.add(&mut claimed, &mut tally);
         }
         let c = self.claimed.get();
         self.claim_ticks(c.ticks, claimed);

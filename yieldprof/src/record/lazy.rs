@@ -24,7 +24,7 @@ use crate::counters::Mark;
 use crate::record::fold::spin_site;
 use crate::record::frame;
 use crate::record::open::{
-    site_of, Lazy, LAZY, LAZY_DEPTH, NESTED, NODE_CACHE, NO_FAST, UNWAITED_CACHE,
+    lazy, site_of, Lazy, LAZY, LAZY_DEPTH, NESTED, NODE_CACHE, NO_FAST, UNWAITED_CACHE,
 };
 use crate::record::records::Record;
 use crate::record::thread::{self, Local, Node, OVERFLOW};
@@ -64,29 +64,28 @@ pub(crate) fn enter(site: &'static EpisodeSite, nested: bool) -> WaitGuard {
         return WaitGuard::INACTIVE;
     }
     let key = site as *const EpisodeSite as usize | if nested { NESTED } else { 0 };
-    LAZY.with(|z| {
-        let d = z.depth.get();
-        if d as usize >= LAZY_DEPTH {
-            return enter_deep(z, key, d);
-        }
-        if nested && d > z.live.get() && z.sites[d as usize - 1].get() & !NESTED == key & !NESTED {
-            // A closure run inside its own site's pending episode: it is that episode.
-            return WaitGuard::INACTIVE;
-        }
-        let s = &z.sites[d as usize];
-        s.set(key);
-        // A signal handler that enters an episode between these stores takes this
-        // place too and leaves it before returning; the second store puts ours back.
-        compiler_fence(SeqCst);
-        z.depth.set(d + 1);
-        compiler_fence(SeqCst);
-        s.set(key);
-        WaitGuard {
-            at: d,
-            slot: NO_SLOT,
-            _not_send: PhantomData,
-        }
-    })
+    let z = lazy();
+    let d = z.depth.get();
+    if d as usize >= LAZY_DEPTH {
+        return enter_deep(z, key, d);
+    }
+    if nested && d > z.live.get() && z.sites[d as usize - 1].get() & !NESTED == key & !NESTED {
+        // A closure run inside its own site's pending episode: it is that episode.
+        return WaitGuard::INACTIVE;
+    }
+    let s = &z.sites[d as usize];
+    s.set(key);
+    // A signal handler that enters an episode between these stores takes this place
+    // too and leaves it before returning; the second store puts ours back.
+    compiler_fence(SeqCst);
+    z.depth.set(d + 1);
+    compiler_fence(SeqCst);
+    s.set(key);
+    WaitGuard {
+        at: d,
+        slot: NO_SLOT,
+        _not_send: PhantomData,
+    }
 }
 
 /// An entry past `LAZY_DEPTH`: its frame (and every pending one) opens now.
@@ -114,22 +113,19 @@ fn enter_deep(z: &Lazy, key: usize, d: u32) -> WaitGuard {
 /// every pending episode as frames (`materialise`).
 #[inline(never)]
 pub(crate) fn began_waiting() {
+    let z = lazy();
     let opened = thread::enter_hot(|l| {
-        LAZY.with(|z| {
-            if !open_fast(l, z) {
-                open_slow(l);
-            }
-        })
+        if !open_fast(l, z) {
+            open_slow(l);
+        }
     });
     if opened.is_none() {
         // Counted as skipped (or after the thread's exit): not again when it is left.
-        LAZY.with(|z| {
-            let d = z.depth.get();
-            if d > z.live.get() && d as usize <= LAZY_DEPTH {
-                let s = &z.sites[d as usize - 1];
-                s.set(s.get() | NESTED);
-            }
-        });
+        let d = z.depth.get();
+        if d > z.live.get() && d as usize <= LAZY_DEPTH {
+            let s = &z.sites[d as usize - 1];
+            s.set(s.get() | NESTED);
+        }
     }
 }
 
@@ -205,13 +201,12 @@ fn cached_child<'l>(l: &'l Local, z: &Lazy, prev: u32, key: usize) -> Option<(u3
 /// until it closes (in its record, or added to its frame): whether they were.
 #[inline(always)]
 pub(crate) fn spun(at: u32, site: &'static CallSite, n: u64) -> bool {
-    LAZY.with(|z| {
-        let kept = at < z.live.get() && (at as usize) < LAZY_DEPTH;
-        if kept {
-            z.spins[at as usize].set((site as *const CallSite as usize, n));
-        }
-        kept
-    })
+    let z = lazy();
+    let kept = at < z.live.get() && (at as usize) < LAZY_DEPTH;
+    if kept {
+        z.spins[at as usize].set((site as *const CallSite as usize, n));
+    }
+    kept
 }
 
 impl Drop for WaitGuard {
@@ -225,16 +220,15 @@ impl Drop for WaitGuard {
 
 #[inline(always)]
 fn leave(at: u32, slot: u32) {
-    LAZY.with(|z| {
-        if at < z.live.get() {
-            return close_live(z, at, slot);
-        }
-        z.depth.set(at);
-        let key = z.sites[at as usize].get();
-        if key & NESTED == 0 {
-            count_unwaited(z, key);
-        }
-    });
+    let z = lazy();
+    if at < z.live.get() {
+        return close_live(z, at, slot);
+    }
+    z.depth.set(at);
+    let key = z.sites[at as usize].get();
+    if key & NESTED == 0 {
+        count_unwaited(z, key);
+    }
 }
 
 /// Closes the frame of a live entry and pops it.
@@ -416,9 +410,13 @@ impl WaitGuard {
     }
 }
 
+/// The cache entry of the site at `key`, from its address (a multiplicative hash):
+/// unlike the site's number, no first-use path inlined into every annotated fn.
 #[inline(always)]
 fn cache_index(key: usize) -> usize {
-    site_of(key).number() as usize % UNWAITED_CACHE
+    const _: () = assert!(UNWAITED_CACHE.is_power_of_two());
+    ((key as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - UNWAITED_CACHE.trailing_zeros()))
+        as usize
 }
 
 #[inline(always)]
