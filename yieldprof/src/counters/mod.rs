@@ -49,6 +49,7 @@ pub(crate) const N: usize = 10;
 
 mod availability;
 mod breakpoint;
+mod calibrate;
 mod events;
 mod exact;
 mod fds;
@@ -64,6 +65,7 @@ mod userpage;
 mod values;
 
 pub use availability::*;
+pub(crate) use calibrate::{kernel_ns_per_switch, pin};
 pub(crate) use breakpoint::{breakpoint_reason, force_open_error, Hit, Target, Watchpoints, SLOTS};
 pub use events::*;
 pub use exact::SplitMethod;
