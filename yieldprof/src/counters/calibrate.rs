@@ -64,10 +64,19 @@ fn round(cpu: usize, counted: bool) -> Option<f64> {
         drop(kept);
         ready.then_some(spent)
     };
+    // A thread that cannot be spawned (the process is exiting, out of threads)
+    // leaves the other's channel closed: it returns at once, and nothing is calibrated.
     let (a, b) = std::thread::scope(|s| {
-        let b = s.spawn(move || side(false, b_rx, to_a));
-        let a = s.spawn(move || side(true, a_rx, to_b));
-        (a.join().ok().flatten(), b.join().ok().flatten())
+        let b = std::thread::Builder::new()
+            .spawn_scoped(s, move || side(false, b_rx, to_a))
+            .ok();
+        let a = std::thread::Builder::new()
+            .spawn_scoped(s, move || side(true, a_rx, to_b))
+            .ok();
+        let joined = |t: Option<std::thread::ScopedJoinHandle<'_, Option<u64>>>| {
+            t.and_then(|t| t.join().ok().flatten())
+        };
+        (joined(a), joined(b))
     });
     Some((a? + b?) as f64 / TRIPS as f64)
 }

@@ -65,8 +65,8 @@ mod userpage;
 mod values;
 
 pub use availability::*;
-pub(crate) use calibrate::{kernel_ns_per_switch, pin};
 pub(crate) use breakpoint::{breakpoint_reason, force_open_error, Hit, Target, Watchpoints, SLOTS};
+pub(crate) use calibrate::{kernel_ns_per_switch, pin};
 pub use events::*;
 pub use exact::SplitMethod;
 pub(crate) use exact::{parse_run_delay, Delta, Exact, Mark, Split};

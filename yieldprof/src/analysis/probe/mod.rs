@@ -249,7 +249,6 @@ fn probe(target: Duration, started: Instant, may_pin: bool) -> Machine {
     }
 }
 
-
 struct Usage {
     voluntary: u64,
     involuntary: u64,
