@@ -301,7 +301,7 @@ impl fmt::Display for ProfilerTime {
 impl Profile {
     /// yieldprof's own time on these threads, measured and estimated (see
     /// [`ProfilerTime`]). The first call in a process that needs the estimate
-    /// calibrates it: ~20 ms of CPU on two short-lived threads.
+    /// calibrates it: ~30 ms of CPU on two short-lived threads.
     pub fn profiler_time(&self) -> ProfilerTime {
         let threads = self.threads();
         let measured_ns = threads.iter().map(|t| t.profiler_ns).sum();

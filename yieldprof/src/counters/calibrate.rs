@@ -8,9 +8,9 @@
 //! each round's figure is the two threads' CPU time per round trip. On one CPU every
 //! round trip is one switch out and one in of each thread and nothing crosses CPUs,
 //! and load elsewhere changes when the threads run, not the CPU time they take, so the
-//! difference is the counter's kernel work per switch of one thread (~0.5 µs on the
-//! build VM, `docs/cost.md`). ~1 000 round trips per round, 3 pairs of rounds: about
-//! 20 ms of CPU, once per process.
+//! difference is the counter's kernel work per switch of one thread (~0.3 µs on the
+//! build VM, `docs/cost.md`). 1 000 round trips per round, 5 pairs of rounds: about
+//! 30 ms of CPU, once per process.
 
 use super::exact::clock_ns;
 use super::perf::open_alone;
@@ -21,24 +21,24 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 
 /// Round trips per round: enough that one round's CPU time is ~100× the clock's read.
 const TRIPS: u64 = 1_000;
-/// Pairs of rounds (without, with): the median pair's difference is kept.
-const PAIRS: usize = 3;
+/// Pairs of rounds (without, with), interleaved.
+const PAIRS: usize = 5;
 
 /// The kernel's work for one thread's context-switch counter with its user page, per
 /// switch of that thread (out and back in), ns; `None` where the counter cannot be
-/// opened or the threads cannot be pinned to one CPU.
+/// opened or the threads cannot be pinned to one CPU. Each side keeps its least CPU
+/// time: other load on the CPU only adds to a round (cache refills after someone
+/// else ran), so the least is the one it touched least.
 pub(crate) fn kernel_ns_per_switch() -> Option<f64> {
     // SAFETY: sched_getcpu has no preconditions.
     let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok()?;
-    let mut diffs = Vec::with_capacity(PAIRS);
+    let (mut without, mut with) = (f64::INFINITY, f64::INFINITY);
     for _ in 0..PAIRS {
-        let without = round(cpu, false)?;
-        let with = round(cpu, true)?;
-        diffs.push(with - without);
+        without = without.min(round(cpu, false)?);
+        with = with.min(round(cpu, true)?);
     }
-    diffs.sort_by(f64::total_cmp);
     // Per round trip each of the two threads is switched out and in once.
-    Some((diffs[PAIRS / 2] / 2.0).max(0.0))
+    Some(((with - without) / 2.0).max(0.0))
 }
 
 /// Both threads' CPU ns per round trip of one round, each with its own counter open
