@@ -23,7 +23,7 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 9;
 /// Round trips of a ping-pong round.
 const TRIPS: u64 = 20_000;
 /// Messages of a rendezvous round.
