@@ -597,15 +597,9 @@ fn hot_rows(on_thread: &OnThread) {
     );
 }
 
-fn thread_cpu_ns() -> u64 {
-    // SAFETY: clock_gettime writes into the zeroed struct.
-    let ts = unsafe {
-        let mut ts: libc::timespec = std::mem::zeroed();
-        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
-        ts
-    };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+#[path = "../tests/clocks/mod.rs"]
+mod clocks;
+use clocks::cpu_ns as thread_cpu_ns;
 
 /// Resets the peak RSS to the current RSS (Linux ≥ 4.0), so the next peak is one step's.
 fn reset_peak_rss() {

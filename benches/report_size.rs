@@ -17,16 +17,9 @@ fn nap() {
     std::thread::sleep(Duration::from_micros(1));
 }
 
-/// CPU time of this thread, ns.
-fn thread_cpu_ns() -> u64 {
-    // SAFETY: clock_gettime writes into the zeroed struct.
-    let ts = unsafe {
-        let mut ts: libc::timespec = std::mem::zeroed();
-        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
-        ts
-    };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+#[path = "../tests/clocks/mod.rs"]
+mod clocks;
+use clocks::cpu_ns as thread_cpu_ns;
 
 /// One write of `guard`'s files: (bytes, wall ns, CPU ns of this thread).
 fn write(guard: &yieldprof::Guard) -> (u64, u64, u64) {

@@ -32,6 +32,9 @@ use std::time::Instant;
 // loop with more threads, and the profiler's own time against what they measure.
 #[path = "workloads/handoffs.rs"]
 mod handoffs;
+// The thread CPU clock the tests read, one copy for tests and benches.
+#[path = "../tests/clocks/mod.rs"]
+mod clocks;
 
 const ROUNDS: usize = 7;
 /// Spins before a wait fn starts yielding.

@@ -364,7 +364,7 @@ pub mod report {
     pub use crate::output::files::WriteError;
     #[cfg(feature = "enabled")]
     pub use crate::{
-        analysis::costs::{CostSource, Costs},
+        analysis::costs::{CostSource, Costs, ProfilerTime},
         analysis::findings::{Finding, Fragmentation, Rule, RATE_FLOOR_NS},
         base::asked::Asked,
         base::blocked::HeldWorker,

@@ -433,7 +433,8 @@ pub(crate) fn off_clock_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(cpu)
 }
 
-fn clock_ns(clock: libc::clockid_t) -> u64 {
+/// `clock` now, ns.
+pub(super) fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

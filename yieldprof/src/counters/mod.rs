@@ -49,6 +49,7 @@ pub(crate) const N: usize = 10;
 
 mod availability;
 mod breakpoint;
+mod calibrate;
 mod events;
 mod exact;
 mod fds;
@@ -65,6 +66,7 @@ mod values;
 
 pub use availability::*;
 pub(crate) use breakpoint::{breakpoint_reason, force_open_error, Hit, Target, Watchpoints, SLOTS};
+pub(crate) use calibrate::{kernel_ns_per_switch, pin};
 pub use events::*;
 pub use exact::SplitMethod;
 pub(crate) use exact::{parse_run_delay, Delta, Exact, Mark, Split};

@@ -346,7 +346,7 @@ impl Profile {
     /// process can count (missing counters print `n/a`, estimates `~N`).
     fn write_counters(&self, s: &mut String) {
         write_site_counters(self.site_views(), s);
-        write_thread_counters(&shown(self.thread_views()), s);
+        write_thread_counters(&shown(self.thread_views()), &self.profiler_time(), s);
         let _ = write!(s, "\n{}", crate::counters::capabilities());
     }
 }
@@ -432,7 +432,11 @@ fn write_site_counters(sites: &[crate::model::profile::SiteStats], s: &mut Strin
     }
 }
 
-fn write_thread_counters(threads: &[crate::model::profile::ThreadStats], s: &mut String) {
+fn write_thread_counters(
+    threads: &[crate::model::profile::ThreadStats],
+    own: &crate::analysis::costs::ProfilerTime,
+    s: &mut String,
+) {
     if threads.is_empty() {
         return;
     }
@@ -496,18 +500,16 @@ fn write_thread_counters(threads: &[crate::model::profile::ThreadStats], s: &mut
             wrap(&format!("on/off-CPU split: {m}"), "  ", "    ")
         );
     }
-    let own: u64 = threads.iter().map(|t| t.profiler_ns).sum();
     let wall: u64 = threads.iter().map(|t| t.wall_ns).sum();
     let estimated: u64 = threads
         .iter()
         .map(|t| t.time_in_wait.estimated_episodes)
         .sum();
     let line = format!(
-        "profiler's own time: {} ({:.2}% of the threads' wall), shown as [profiler], not in \
-         any site's own time; {estimated} outermost episodes with their on/off-CPU split \
-         apportioned (switched again before it was read)",
-        duration(own),
-        percent(own, wall)
+        "profiler's own time: {own}: {:.2}% of the threads' wall; the measured part shown as \
+         [profiler], not in any site's own time; {estimated} outermost episodes with their \
+         on/off-CPU split apportioned (switched again before it was read)",
+        percent(own.total_ns(), wall)
     );
     let _ = writeln!(s, "{}", wrap(&line, "  ", "    "));
 }

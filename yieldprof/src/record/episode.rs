@@ -345,7 +345,13 @@ impl CallGuard {
             // Its off-CPU time, when it switched, is read later (`record::deferred`),
             // within its length less the profiler's time in it.
             let to = EndedOf::Call(slot);
-            l.ended(&self.mark, to, self.claimed.off_ns, mine);
+            l.ended(
+                &self.mark,
+                to,
+                self.claimed.off_ns,
+                mine,
+                self.start + elapsed,
+            );
         });
     }
 }

@@ -143,7 +143,13 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
     if o.wait {
         // Its switch figures, when it switched, are read later (`record::deferred`),
         // or now, in the parent's time, if it is long.
-        l.ended(&o.mark, EndedOf::Frame(o.node), o.claimed.off_ns, elapsed);
+        l.ended(
+            &o.mark,
+            EndedOf::Frame(o.node),
+            o.claimed.off_ns,
+            elapsed,
+            end,
+        );
     }
     Some(Closed {
         node: o.node,

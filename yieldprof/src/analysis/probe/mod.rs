@@ -23,7 +23,7 @@
 pub use crate::analysis::costs::saved_path;
 use crate::analysis::costs::{timer_slack_ns, CostSource, Costs, DEFAULT_SWITCH_NS};
 use crate::base::host::HostId;
-use crate::counters::{self, Capabilities};
+use crate::counters::{self, pin, Capabilities};
 use std::fmt;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -247,16 +247,6 @@ fn probe(target: Duration, started: Instant, may_pin: bool) -> Machine {
         backoff,
         elapsed: started.elapsed(),
     }
-}
-
-/// Pins the calling thread to `cpu`.
-fn pin(cpu: usize) -> bool {
-    // SAFETY: an all-zero cpu_set_t is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid cpu_set_t; CPU_SET checks `cpu` against its size.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: `set` is valid for its size; pid 0 is the calling thread.
-    unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) == 0 }
 }
 
 struct Usage {

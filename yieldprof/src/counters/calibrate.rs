@@ -1,0 +1,104 @@
+//! What a thread's context-switch counter costs the kernel at each of its switches:
+//! the part of yieldprof's own time that no clock of the thread's can bracket (the
+//! kernel updates the event and its user page inside the switch), calibrated so that
+//! a report can charge it as an estimate.
+//!
+//! Two threads pinned to one CPU pass a token back and forth through two channels, in
+//! rounds with and without the counter (and its mapped page) open on both, interleaved;
+//! each round's figure is the two threads' CPU time per round trip. On one CPU every
+//! round trip is one switch out and one in of each thread and nothing crosses CPUs,
+//! and load elsewhere changes when the threads run, not the CPU time they take, so the
+//! difference is the counter's kernel work per switch of one thread (~0.3 µs on the
+//! build VM, `docs/cost.md`). 1 000 round trips per round, 5 pairs of rounds: about
+//! 30 ms of CPU, once per process.
+
+use super::exact::clock_ns;
+use super::perf::open_alone;
+use super::userpage::UserPage;
+use super::CounterEvent;
+use std::os::fd::AsRawFd;
+use std::sync::mpsc::{channel, Receiver, Sender};
+
+/// Round trips per round: enough that one round's CPU time is ~100× the clock's read.
+const TRIPS: u64 = 1_000;
+/// Pairs of rounds (without, with), interleaved.
+const PAIRS: usize = 5;
+
+/// The kernel's work for one thread's context-switch counter with its user page, per
+/// switch of that thread (out and back in), ns; `None` where the counter cannot be
+/// opened or the threads cannot be pinned to one CPU. Each side keeps its least CPU
+/// time: other load on the CPU only adds to a round (cache refills after someone
+/// else ran), so the least is the one it touched least.
+pub(crate) fn kernel_ns_per_switch() -> Option<f64> {
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok()?;
+    let (mut without, mut with) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..PAIRS {
+        without = without.min(round(cpu, false)?);
+        with = with.min(round(cpu, true)?);
+    }
+    // Per round trip each of the two threads is switched out and in once.
+    Some(((with - without) / 2.0).max(0.0))
+}
+
+/// Both threads' CPU ns per round trip of one round, each with its own counter open
+/// when `counted`; `None` where a thread could not be pinned or open its counter.
+fn round(cpu: usize, counted: bool) -> Option<f64> {
+    let (to_b, b_rx) = channel::<u64>();
+    let (to_a, a_rx) = channel::<u64>();
+    let side = move |first: bool, rx: Receiver<u64>, tx: Sender<u64>| {
+        // The counter is opened before the clock starts and closed after it stops.
+        let kept = counted.then(counter);
+        let ready = pin(cpu) && kept.as_ref().map_or(true, Option::is_some);
+        let t0 = cpu_ns();
+        for i in 0..TRIPS {
+            if first {
+                let _ = tx.send(i);
+                let _ = rx.recv();
+            } else {
+                let v = rx.recv().unwrap_or(0);
+                let _ = tx.send(v);
+            }
+        }
+        let spent = cpu_ns().saturating_sub(t0);
+        drop(kept);
+        ready.then_some(spent)
+    };
+    // A thread that cannot be spawned (the process is exiting, out of threads)
+    // leaves the other's channel closed: it returns at once, and nothing is calibrated.
+    let (a, b) = std::thread::scope(|s| {
+        let b = std::thread::Builder::new()
+            .spawn_scoped(s, move || side(false, b_rx, to_a))
+            .ok();
+        let a = std::thread::Builder::new()
+            .spawn_scoped(s, move || side(true, a_rx, to_b))
+            .ok();
+        let joined = |t: Option<std::thread::ScopedJoinHandle<'_, Option<u64>>>| {
+            t.and_then(|t| t.join().ok().flatten())
+        };
+        (joined(a), joined(b))
+    });
+    Some((a? + b?) as f64 / TRIPS as f64)
+}
+
+/// The calling thread's context-switch counter and its mapped page, as a recording
+/// thread holds them.
+fn counter() -> Option<(std::os::fd::OwnedFd, UserPage)> {
+    let fd = open_alone(CounterEvent::ContextSwitches).ok()?;
+    let page = UserPage::map(fd.as_raw_fd()).ok()?;
+    Some((fd, page))
+}
+
+/// Pins the calling thread to `cpu`; whether that worked.
+pub(crate) fn pin(cpu: usize) -> bool {
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid cpu_set_t; CPU_SET checks `cpu` against its size.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is valid for its size; pid 0 is the calling thread.
+    unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) == 0 }
+}
+
+fn cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
