@@ -54,9 +54,13 @@ fn main() {
         runs[1].push(outside());
         runs[2].push(inside());
     }
-    for (name, mut v) in ["loop alone", "frame outside a wait", "job frame inside a wait"]
-        .into_iter()
-        .zip(runs)
+    for (name, mut v) in [
+        "loop alone",
+        "frame outside a wait",
+        "job frame inside a wait",
+    ]
+    .into_iter()
+    .zip(runs)
     {
         v.sort_by(f64::total_cmp);
         println!(
