@@ -142,12 +142,26 @@ fn run_pool(name: &str) -> Run {
         pool.jobs_wall_ns.load(Relaxed),
         pool.jobs_cpu_ns.load(Relaxed),
     );
+    // The JSON says the same as the folded stacks, and holds together.
+    let json = report.json(&yieldprof::report::Costs::current());
+    let wrong = json.inconsistencies();
+    assert!(wrong.is_empty(), "{wrong:?}");
+    let in_json = json
+        .threads
+        .iter()
+        .find(|j| j.name == name)
+        .map(|j| j.jobs_off_cpu_ns);
+    assert_eq!(in_json, Some(t.jobs_off_cpu_ns));
     let folded_off: u64 = report
         .folded(Metric::Wall)
         .iter()
         .filter(|l| l.starts_with(&format!("{name};")) && l.contains(";job;[off-cpu] "))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
         .sum();
+    assert_eq!(
+        folded_off, t.jobs_off_cpu_ns,
+        "the folded `job;[off-cpu]` lines"
+    );
     let share = |ns: u64, of: u64| 100.0 * ns as f64 / of as f64;
     Run {
         shown: share(t.wait_ns, t.wall_ns),
