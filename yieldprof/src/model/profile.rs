@@ -196,6 +196,10 @@ pub struct ThreadStats {
     pub wait_ns: u64,
     /// The rest: `[work]`.
     pub work_ns: u64,
+    /// Of `wait_ns`, its jobs' own time off the CPU: business frames opened inside a
+    /// wait (a pool worker's jobs) that were preempted or queued, the pool's
+    /// scheduling, not business (their `[off-cpu]` in the folded stacks).
+    pub jobs_off_cpu_ns: u64,
     /// Whether the thread has exited (its data is kept).
     pub exited: bool,
     /// Frame entries folded into `[overflow]` because the node cap was reached.
@@ -436,6 +440,7 @@ impl Profile {
                     wall_ns,
                     wait_ns,
                     work_ns: wall_ns - wait_ns,
+                    jobs_off_cpu_ns: t.jobs_off(&self.frames).iter().sum::<u64>().min(wait_ns),
                     exited: t.exited,
                     overflowed: t.overflowed,
                     reentries_skipped: t.reentries_skipped,
