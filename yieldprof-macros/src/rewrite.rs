@@ -303,7 +303,7 @@ pub(crate) fn timed(
     let guard = Expr::Verbatim(quote! {
         {
             static __YIELDPROF_CALL: #krate::__private::CallSite = #site;
-            #krate::__private::call(&__YIELDPROF_CALL)
+            #krate::__private::call_fn(&__YIELDPROF_CALL)
         }
     });
     let attrs = take_attrs(&mut expr);
@@ -312,7 +312,7 @@ pub(crate) fn timed(
     args.push(expr);
     Expr::Call(ExprCall {
         attrs,
-        func: Box::new(Expr::Verbatim(quote!(#krate::__private::timed))),
+        func: Box::new(Expr::Verbatim(quote!(#krate::__private::timed_fn))),
         paren_token: Default::default(),
         args,
     })
