@@ -284,7 +284,7 @@ fn bound_name(pat: &Pat) -> Option<&Ident> {
     }
 }
 
-/// `timed({ static SITE; call(&SITE) }, <expr>)`: the guard starts before `expr` is
+/// `timed_fn({ static SITE; call_fn(&SITE) }, <expr>)`: the guard starts before `expr` is
 /// evaluated and stops when `timed` returns its value. A call, not a block, so the
 /// temporaries of `expr` live as long as they did unwrapped (a block's tail would drop
 /// them at its end under edition 2024). The expression's own attributes (`#[cfg(..)]`

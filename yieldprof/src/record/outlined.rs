@@ -1,18 +1,21 @@
 //! The guards an annotated (non-`async`) fn's expansion holds: its episode and each
-//! timed wait call. Entered inline, closed out of line, through calls that cannot
-//! unwind.
+//! timed wait call, opened and closed out of line, closed (and a call opened) through
+//! calls that cannot unwind.
 //!
-//! Inlined, the episode guard's drop (a thread-local look-up, the count of an episode
-//! that did not wait, the close of one that did) was compiled twice into every
-//! annotated fn, on its return and on its unwinding edge, and every call into the
-//! runtime that could unwind gave the fn another landing pad, which dropped whatever
-//! the user's code held there (a lock's result, a channel's): most of what the
-//! annotation added to a release build (`scripts/compile_time.sh`). Here each close is
-//! one call, and the calls are `extern "C"`, which the compiler knows do not unwind, so
-//! the only landing pads left are the ones the user's own calls need. A panic inside
-//! them aborts, as one raised while unwinding already did. With the `tracing` feature
-//! the episode's close also exits a span, which runs the subscriber's code: that close
-//! keeps the unwinding ABI.
+//! Inlined, the episode's entry and drop (a thread-local look-up with its lazy
+//! initialisation, the recording switch, the count of an episode that did not wait,
+//! the close of one that did) were compiled into every annotated fn, the drop twice (on
+//! return and on the unwinding edge), and every call into the runtime that could unwind
+//! gave the fn another landing pad, which dropped whatever the user's code held there
+//! (a lock's result, a channel's): most of what the annotation added to a release
+//! build (`scripts/compile_time.sh`). Here each is one call, and those made while the
+//! user's code holds something are `extern "C"`, which the compiler knows do not
+//! unwind, so the only landing pads left are the ones the user's own calls need. The
+//! price is a call at entry and one at exit per episode
+//! (`cargo bench --bench overhead -- hot`, docs/cost.md "Compile time").
+//! A panic inside them aborts, as one raised while unwinding already did. With the
+//! `tracing` feature the episode also enters and exits a span, which runs the
+//! subscriber's code: those two keep the unwinding ABI.
 //!
 //! Without the `enabled` feature every guard is empty and these are inlined away.
 
@@ -31,11 +34,21 @@ use crate::record::tracing_bridge::{enter, TracedEpisode as Guard};
 #[must_use = "the episode ends when this guard drops"]
 pub struct FnEpisode(ManuallyDrop<Guard>);
 
-/// Enters the episode of an annotated fn at `site`.
+/// Enters the episode of an annotated fn at `site`. Out of line, but in the Rust ABI:
+/// the guard comes back in registers, where one written through a pointer by an
+/// `extern "C"` entry cost the episode that did not wait 10 ns more. Nothing of the
+/// fn's is live yet when it is called, so its unwinding edge drops at most the
+/// arguments.
 #[doc(hidden)]
 #[inline(always)]
 pub fn enter_fn(site: &'static EpisodeSite) -> FnEpisode {
-    FnEpisode(ManuallyDrop::new(enter(site)))
+    FnEpisode(ManuallyDrop::new(open_episode(site)))
+}
+
+#[cfg_attr(feature = "enabled", inline(never))]
+#[cfg_attr(not(feature = "enabled"), inline(always))]
+fn open_episode(site: &'static EpisodeSite) -> Guard {
+    enter(site)
 }
 
 /// The guard inside, for `SpinCounts::new`.
