@@ -485,7 +485,8 @@ fn cap_estimates(site: &mut Counters, threads: &[ThreadStats]) {
 impl Profile {
     /// What was recorded between `earlier` and this snapshot: threads are matched by
     /// identity and nodes by position (a thread's tree only grows), so the result is
-    /// exact even for threads that exited in between.
+    /// exact even for threads that exited in between. A thread that had already exited
+    /// in `earlier`, with nothing recorded since, is not in it.
     ///
     /// ```
     /// let before = yieldprof::snapshot();
@@ -497,10 +498,12 @@ impl Profile {
         let threads = self
             .threads
             .iter()
-            .map(
+            .filter_map(
                 |t| match earlier.threads.iter().find(|e| e.serial == t.serial) {
-                    Some(e) => t.since(e),
-                    None => t.clone(),
+                    // Gone before the window (a merged profile of exited threads grows).
+                    Some(e) if e.exited && root_wall(e) == root_wall(t) => None,
+                    Some(e) => Some(t.since(e)),
+                    None => Some(t.clone()),
                 },
             )
             .collect();
@@ -544,6 +547,11 @@ impl Profile {
         self.threads.retain(|t| keep(t.serial));
         self.views = Views::default();
     }
+}
+
+/// A thread's whole recorded wall time (its root's), 0 for an empty tree.
+fn root_wall(t: &ThreadProfile) -> u64 {
+    t.nodes.first().map_or(0, |n| n.wall_ns)
 }
 
 #[cfg(test)]
