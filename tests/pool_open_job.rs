@@ -24,6 +24,11 @@ struct Shared {
     /// The job's wall time so far, ns.
     job_wall: AtomicU64,
     stop: AtomicBool,
+    /// Whether the job ends its spinning at `JOB_CPU` and waits, in an annotated fn,
+    /// until the stop (a worker that waits on a latch inside a job, as rayon's
+    /// `join` does); and whether it is waiting there now.
+    nested: bool,
+    in_nested: AtomicBool,
 }
 
 /// A thread's CPU clock, ns, read from another thread of the process
@@ -50,17 +55,31 @@ fn schedstat(tid: i32) -> Option<(u64, u64)> {
     Some((f.next()??, f.next()??))
 }
 
-/// The job: spins until the stop, publishing its CPU and wall time so far.
+/// The job: spins until the stop (or, nested, until `JOB_CPU` and then waits),
+/// publishing its CPU and wall time so far.
 fn run_job(s: &Shared) {
     yieldprof::frame!("open-job");
     let (cpu0, t) = (cpu_ns(), Instant::now());
     s.job_cpu0.store(cpu0, Relaxed);
-    while !s.stop.load(Relaxed) {
+    let cpu = JOB_CPU.as_nanos() as u64;
+    while !s.stop.load(Relaxed) && !(s.nested && s.job_cpu.load(Relaxed) >= cpu) {
         for _ in 0..1000 {
             std::hint::black_box(0u64);
         }
         s.job_cpu.store(cpu_ns() - cpu0, Relaxed);
         s.job_wall.store(t.elapsed().as_nanos() as u64, Relaxed);
+    }
+    if s.nested {
+        wait_inside_job(s);
+    }
+}
+
+/// A wait inside the job, open at the report: its time is waiting, not the job's.
+#[yieldprof::instrument_wait]
+fn wait_inside_job(s: &Shared) {
+    s.in_nested.store(true, Relaxed);
+    while !s.stop.load(Relaxed) {
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -94,7 +113,7 @@ struct Run {
     queued_ms: f64,
 }
 
-fn run(name: &str) -> Run {
+fn run(name: &str, nested: bool) -> Run {
     let s = Shared {
         tid: AtomicI32::new(0),
         started: OnceLock::new(),
@@ -102,6 +121,8 @@ fn run(name: &str) -> Run {
         job_cpu: AtomicU64::new(0),
         job_wall: AtomicU64::new(0),
         stop: AtomicBool::new(false),
+        nested,
+        in_nested: AtomicBool::new(false),
     };
     // SAFETY: sched_getcpu has no preconditions.
     let cpu = unsafe { libc::sched_getcpu() }.max(0) as usize;
@@ -125,6 +146,12 @@ fn run(name: &str) -> Run {
         while s.job_cpu.load(Relaxed) < JOB_CPU.as_nanos() as u64 {
             std::thread::sleep(Duration::from_millis(2));
         }
+        if nested {
+            while !s.in_nested.load(Relaxed) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(40));
+        }
         let tid = s.tid.load(Relaxed);
         let started = *s.started.get().expect("the worker began");
         // The truth around the report: the worker's CPU clock inside its job, and
@@ -138,7 +165,11 @@ fn run(name: &str) -> Run {
         worker.join().unwrap();
         busy_stop.store(true, Relaxed);
         busy.join().unwrap();
-        let in_job = (c0 + c1) / 2 - s.job_cpu0.load(Relaxed);
+        // Nested, the job's business ended where its spinning did.
+        let in_job = match nested {
+            true => s.job_cpu.load(Relaxed),
+            false => (c0 + c1) / 2 - s.job_cpu0.load(Relaxed),
+        };
         let life = ((l0 + l1) / 2).as_nanos() as u64;
         let t = report
             .threads()
@@ -183,6 +214,15 @@ fn run(name: &str) -> Run {
 
 #[test]
 fn a_job_open_at_the_report_has_its_time_off_the_cpu_as_waiting() {
+    check("open-job", false);
+}
+
+#[test]
+fn a_job_open_at_the_report_holds_none_of_the_wait_open_inside_it() {
+    check("open-join", true);
+}
+
+fn check(name: &str, nested: bool) {
     // The profiler's one-time set-up is done first, outside the worker's life.
     std::thread::spawn(|| {
         yieldprof::frame!("warm-up");
@@ -190,7 +230,7 @@ fn a_job_open_at_the_report_has_its_time_off_the_cpu_as_waiting() {
     .join()
     .unwrap();
     for attempt in 1..=4 {
-        let r = run(&format!("open-job-{attempt}"));
+        let r = run(&format!("{name}-{attempt}"), nested);
         eprintln!(
             "attempt {attempt}: wait {:.1} %, truth {:.1} %, open job off-CPU {:.1} % \
              (folded [off-cpu] {:.1} %), folded stacks {:.2} % of the life, life {:.1} ms; \
