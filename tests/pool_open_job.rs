@@ -40,7 +40,11 @@ fn cpu_ns_of(tid: i32) -> u64 {
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid, writable timespec.
-    assert_eq!(unsafe { libc::clock_gettime(id, &mut ts) }, 0, "thread clock");
+    assert_eq!(
+        unsafe { libc::clock_gettime(id, &mut ts) },
+        0,
+        "thread clock"
+    );
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -62,7 +66,8 @@ fn run_job(s: &Shared) {
     let (cpu0, t) = (cpu_ns(), Instant::now());
     s.job_cpu0.store(cpu0, Relaxed);
     let cpu = JOB_CPU.as_nanos() as u64;
-    while !s.stop.load(Relaxed) && !(s.nested && s.job_cpu.load(Relaxed) >= cpu) {
+    let done = || s.nested && s.job_cpu.load(Relaxed) >= cpu;
+    while !s.stop.load(Relaxed) && !done() {
         for _ in 0..1000 {
             std::hint::black_box(0u64);
         }
@@ -196,7 +201,10 @@ fn run(name: &str, nested: bool) -> Run {
             .filter(|(l, _)| l.contains(";open-job;[off-cpu] "))
             .map(|(_, v)| v)
             .sum();
-        assert_eq!(folded_off, t.jobs_off_cpu_ns, "the folded `[off-cpu]` lines");
+        assert_eq!(
+            folded_off, t.jobs_off_cpu_ns,
+            "the folded `[off-cpu]` lines"
+        );
         let folded_sum: u64 = mine().map(|(_, v)| v).sum();
         let share = |ns: u64, of: u64| 100.0 * ns as f64 / of as f64;
         Run {
