@@ -33,7 +33,6 @@ impl ThreadData {
         // The thread's off-CPU clock now, read once where a frame open on it has a
         // mark to count from: a live thread only.
         let mut off_now = None;
-        let scale = clock::Scale::current();
         let n_nodes = self.nodes.len();
         let mut nodes: Vec<NodeStats> = (0..n_nodes)
             .map(|i| {
@@ -52,7 +51,10 @@ impl ThreadData {
                 let open_off = (open_ns > 0 && base != 0 && ended == 0)
                     .then(|| *off_now.get_or_insert_with(|| off_clock_of(self.tid)))
                     .flatten()
-                    .map(|off| off.saturating_sub(base).min(scale.ns(open_ns)));
+                    .map(|off| {
+                        off.saturating_sub(base)
+                            .min(clock::Scale::current().ns(open_ns))
+                    });
                 let open_split_ns = match open_off {
                     Some(off) if counts.add_open(off, open_ns) => open_ns,
                     _ => 0,
