@@ -21,7 +21,6 @@ impl ThreadData {
     /// stored them: fresh at its exit and on the caller, refreshed first).
     pub(crate) fn snapshot(&self, exited: bool, read_switches: bool) -> ThreadProfile {
         let read_switches = read_switches && self.counters.counts_switches();
-        let switches = read_switches.then(|| Switches::of(self.tid)).flatten();
         // Records pushed from here on may show below as frames still open.
         let written = self.records.written();
         // An exited thread's copy, made later, ends where its life did.
@@ -97,6 +96,9 @@ impl ThreadData {
                 off_ns: lost.off_ns.load(Relaxed),
             });
         }
+        // After the nodes: a switch the thread stores between the two reads is then in
+        // its totals too (read first, the totals could be below its waits' part).
+        let switches = read_switches.then(|| Switches::of(self.tid)).flatten();
         nodes[ROOT as usize].wall_ns = now.saturating_sub(self.start_ns.load(Relaxed));
         nodes[ROOT as usize].episodes = 1;
         nodes[ROOT as usize].counts = self.counters.root(nodes[ROOT as usize].wall_ns, switches);
