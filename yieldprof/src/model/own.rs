@@ -73,7 +73,7 @@ impl ThreadProfile {
         // The part of each node's children still open at the copy, unmeasured.
         let mut child_open = vec![0u64; self.nodes.len()];
         for n in self.nodes.iter().skip(1) {
-            child_open[n.parent as usize] += n.open_ns - n.open_split_ns.min(n.open_ns);
+            child_open[n.parent as usize] += n.open_unsplit_ns();
         }
         self.nodes
             .iter()
@@ -86,8 +86,7 @@ impl ThreadProfile {
                 // there has no switch figures yet: its own part is `[unexplained]` (or
                 // `[spin]`), the rest split as measured.
                 let all = n.rest_ns(child_wall[i]);
-                let unmeasured = n.open_ns - n.open_split_ns.min(n.open_ns);
-                let open = unmeasured.saturating_sub(child_open[i]).min(all);
+                let open = n.open_unsplit_ns().saturating_sub(child_open[i]).min(all);
                 let rest = all - open;
                 let spins = n
                     .slots

@@ -78,6 +78,11 @@ impl NodeStats {
         self.closed_ns() + self.open_split_ns.min(self.open_ns)
     }
 
+    /// Of `open_ns`, the part without switch figures (its off-CPU time not read).
+    pub(crate) fn open_unsplit_ns(&self) -> u64 {
+        self.open_ns - self.open_split_ns.min(self.open_ns)
+    }
+
     /// Time in timed calls (yield, sleep, park) made directly in this frame.
     pub(crate) fn timed_ns(&self) -> u64 {
         self.slots.iter().map(|s| s.ns).sum()
