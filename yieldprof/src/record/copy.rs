@@ -14,9 +14,9 @@ use std::sync::atomic::Ordering::Relaxed;
 impl ThreadData {
     /// A consistent-enough copy: every counter is read once; a frame still open counts
     /// in its node's wall time up to the copy (`open_ns`), as the thread's own life
-    /// does, so a parent's time still holds its children's. Its wall is read before
-    /// its open mark: a frame that closes in between is missed for this copy, never
-    /// counted twice. `read_switches`: a live thread other than the caller, whose
+    /// does, so a parent's time still holds its children's. A frame closing meanwhile
+    /// counts once (`Closing::read`); one closed on the hot path between the count of
+    /// records and its node's copy is missed for this copy. `read_switches`: a live thread other than the caller, whose
     /// switch totals are read from its status file now (else they are as the thread
     /// stored them: fresh at its exit and on the caller, refreshed first).
     pub(crate) fn snapshot(&self, exited: bool, read_switches: bool) -> ThreadProfile {
@@ -36,8 +36,7 @@ impl ThreadData {
         let mut nodes: Vec<NodeStats> = (0..n_nodes)
             .map(|i| {
                 let n = self.node(i);
-                let wall = n.wall_ns.load(Relaxed);
-                let since = n.open_since.load(Relaxed);
+                let (wall, since) = self.closing.read(i, n);
                 let open_ns = if since == 0 {
                     0
                 } else {

@@ -130,6 +130,7 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
         bump(&n.episodes, 1);
         l.data.record_duration_of(n, elapsed);
     }
+    l.data.closing.begin(o.node, n, elapsed);
     bump(&n.wall_ns, elapsed);
     let mut read = 0;
     if o.sample != NO_SAMPLE {
@@ -142,6 +143,7 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
     }
     l.current
         .set(l.data.closed(n, o.node, o.prev, l.current.get()));
+    l.data.closing.end();
     if read > 0 {
         // After the frame's end: the parent's time.
         l.charge(read);

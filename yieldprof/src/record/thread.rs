@@ -16,6 +16,7 @@ use crate::model::histogram::{AtomicDurations, AtomicHistogram};
 use crate::model::profile::Profile;
 use crate::model::tree::ThreadProfile;
 use crate::record::exited::Exited;
+use crate::record::nodes::Closing;
 use crate::record::open::{self, Claimed, OpenFrames, Tally, Unread, UnwaitedTable};
 use crate::record::records::Records;
 use std::cell::Cell;
@@ -126,6 +127,8 @@ pub(crate) struct ThreadData {
     pub(super) unwaited: UnwaitedTable,
     /// The profiler's own ticks here (each also a node's): a timed call leaves them out.
     pub(crate) profiler_ticks: AtomicU64,
+    /// The frame close in progress, for a copy made meanwhile.
+    pub(crate) closing: Closing,
 }
 
 impl ThreadData {
@@ -153,6 +156,7 @@ impl ThreadData {
             records: Records::default(),
             unwaited: UnwaitedTable::new(max_nodes),
             profiler_ticks: AtomicU64::new(0),
+            closing: Closing::default(),
         };
         data.nodes.push(|n| {
             n.frame.store(THREAD_FRAME, Relaxed);
