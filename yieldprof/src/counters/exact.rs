@@ -157,6 +157,12 @@ impl Mark {
         }
     }
 
+    /// Whether this is the mark of a thread without a page (taken before its
+    /// counters opened late): no later page mark can be measured from it.
+    pub(crate) fn is_pageless(&self) -> bool {
+        self.mono_ns == 0
+    }
+
     /// Whether the figures were read at the mark's switch count.
     pub(crate) fn is_read(&self) -> bool {
         self.ahead == 0
