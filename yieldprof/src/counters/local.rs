@@ -25,8 +25,9 @@ pub(crate) fn open_here() -> bool {
 /// clock at both ends of each of its first [`episodes_before_open`] wait episodes
 /// (exact switches and split, ~2.3 µs an episode, no fd): most short-lived threads
 /// wait once or twice and never pay the ~36 µs of perf set-up, its fds or its
-/// unmap at exit (docs/cost.md, "Short threads"). Then, at the mark of an outermost
-/// episode (none open, so no episode's two marks come from different sources), it
+/// unmap at exit (docs/cost.md, "Short threads"). Then, at the next episode's mark
+/// (an episode still open from before ends on getrusage, as it began: no episode's
+/// two ends come from different sources), it
 /// opens only what it needs to count every episode's switches: the context-switch
 /// counter with its user page, the migration counter (read when a switch was seen)
 /// and the schedstat file. Its perf groups (page faults, hardware events) open at its
@@ -63,15 +64,13 @@ impl LocalCounters {
     /// page's switch count has not moved, which costs ~1 ns. A default mark where
     /// there is no page.
     ///
-    /// Taken where an episode or call opens: where the deferred episodes are done and
-    /// none is open, the counters open first, so this mark and every later one are
-    /// the page's.
+    /// Taken where an episode or call opens: where the deferred episodes are done, the
+    /// counters open first, so this mark and every later one are the page's (episodes
+    /// still open from before end on the source they began on: `finish`, and
+    /// `Mark::is_pageless` in `record::deferred`).
     #[inline(always)]
     pub(crate) fn mark(&self, shared: &ThreadCounters) -> Mark {
-        if self.exact.get().is_none()
-            && self.phase.get() == Phase::Due
-            && self.open_samples.borrow().is_empty()
-        {
+        if self.exact.get().is_none() && self.phase.get() == Phase::Due {
             self.phase.set(Phase::Open);
             self.open_counters(shared, true);
         }
@@ -202,7 +201,7 @@ impl LocalCounters {
         start: u64,
         end: u64,
     ) {
-        let r = self.read();
+        let mut r = self.read();
         let begin = {
             let mut open = self.open_samples.borrow_mut();
             let Some(&begin) = open.get(sample as usize) else {
@@ -213,6 +212,10 @@ impl LocalCounters {
             begin
         };
         let begin = &begin;
+        // Begun on getrusage before the counters opened: it ends on getrusage too.
+        if begin.reading.off_ns.is_some() && r.off_ns.is_none() {
+            read_rusage(&mut r);
+        }
         // At least 1 ns, so a sampled episode always shows as counted time.
         let wall = end.saturating_sub(start).max(1);
         let b = &begin.reading;
@@ -306,12 +309,8 @@ impl LocalCounters {
             times: [None; GROUPS],
             off_ns: None,
         };
-        let mut ru = zeroed_rusage();
-        // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD reads this thread.
-        if self.exact.get().is_none() && unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0 {
-            r.values[CounterEvent::VoluntarySwitches.index()] = ru.ru_nvcsw as u64;
-            r.values[CounterEvent::InvoluntarySwitches.index()] = ru.ru_nivcsw as u64;
-            r.off_ns = Some(exact::off_clock_ns());
+        if self.exact.get().is_none() {
+            read_rusage(&mut r);
         }
         for (k, g) in self.groups.iter().enumerate() {
             if let Some(g) = g.get() {
@@ -345,6 +344,18 @@ impl LocalCounters {
                 }
             }
         }
+    }
+}
+
+/// Adds the thread's voluntary and involuntary switches (getrusage) and its off-CPU
+/// clock to `r`, where getrusage answers.
+fn read_rusage(r: &mut Reading) {
+    let mut ru = zeroed_rusage();
+    // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD reads this thread.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0 {
+        r.values[CounterEvent::VoluntarySwitches.index()] = ru.ru_nvcsw as u64;
+        r.values[CounterEvent::InvoluntarySwitches.index()] = ru.ru_nivcsw as u64;
+        r.off_ns = Some(exact::off_clock_ns());
     }
 }
 

@@ -21,7 +21,7 @@ pub(super) enum Phase {
     Open,
     /// On getrusage, every episode read: this many more close before the counters open.
     Deferred(u32),
-    /// Deferred episodes done: the counters open at the next outermost episode's mark.
+    /// Deferred episodes done: the counters open at the next episode's mark.
     Due,
 }
 
