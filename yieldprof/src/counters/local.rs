@@ -25,9 +25,8 @@ pub(crate) fn open_here() -> bool {
 /// clock at both ends of each of its first [`episodes_before_open`] wait episodes
 /// (exact switches and split, ~2.3 µs an episode, no fd): most short-lived threads
 /// wait once or twice and never pay the ~36 µs of perf set-up, its fds or its
-/// unmap at exit (docs/cost.md, "Short threads"). Then, at the next episode's mark
-/// (an episode still open from before ends on getrusage, as it began: no episode's
-/// two ends come from different sources), it
+/// unmap at exit (docs/cost.md, "Short threads"). Then, at the mark of an episode
+/// that opens with none open (so no episode's two ends come from different sources), it
 /// opens only what it needs to count every episode's switches: the context-switch
 /// counter with its user page, the migration counter (read when a switch was seen)
 /// and the schedstat file. Its perf groups (page faults, hardware events) open at its
@@ -65,9 +64,10 @@ impl LocalCounters {
     /// there is no page.
     ///
     /// Taken where an episode or call opens: where the deferred episodes are done, the
-    /// counters open first, so this mark and every later one are the page's (episodes
-    /// still open from before end on the source they began on: `finish`, and
-    /// `Mark::is_pageless` in `record::deferred`).
+    /// counters open first, so this mark and every later one are the page's. An
+    /// episode still open from before (a worker's life-long wait) ends on the source
+    /// it began on (`finish_deferred`); a call's pageless mark is skipped
+    /// (`Mark::is_pageless` in `record::deferred`).
     #[inline(always)]
     pub(crate) fn mark(&self, shared: &ThreadCounters) -> Mark {
         if self.exact.get().is_none() && self.phase.get() == Phase::Due {
@@ -212,9 +212,8 @@ impl LocalCounters {
             begin
         };
         let begin = &begin;
-        // Begun on getrusage before the counters opened: it ends on getrusage too.
         if begin.reading.off_ns.is_some() && r.off_ns.is_none() {
-            read_rusage(&mut r);
+            self.finish_deferred(shared, node, &mut r);
         }
         // At least 1 ns, so a sampled episode always shows as counted time.
         let wall = end.saturating_sub(start).max(1);
@@ -273,6 +272,20 @@ impl LocalCounters {
         }
     }
 
+    /// A sampled episode begun on getrusage before the counters opened ends on
+    /// getrusage too (its switches and CPU time stay exact); its run-queue wait is
+    /// known only from the page's opening on, and is so labelled (estimated).
+    #[cold]
+    #[inline(never)]
+    fn finish_deferred(&self, shared: &ThreadCounters, node: &NodeCounts, r: &mut Reading) {
+        read_rusage(r);
+        if let Some(x) = self.exact.get().filter(|x| x.method().schedstat) {
+            let queued = self.mark_now(shared).queued_ns();
+            bump(&node.queued_ns, queued.saturating_sub(x.base.queued_ns()));
+            bump(&node.estimated, 1);
+        }
+    }
+
     /// Brings the thread totals up to now (a report on this thread, thread exit): its
     /// switches read whole, whatever its marks saw.
     pub(crate) fn refresh(&self, shared: &ThreadCounters) {
@@ -324,12 +337,15 @@ impl LocalCounters {
     /// groups opened (scaled like `perf stat` when multiplexed).
     pub(super) fn publish(&self, shared: &ThreadCounters, r: &Reading) {
         if r.off_ns.is_some() {
-            for e in [
-                CounterEvent::VoluntarySwitches,
-                CounterEvent::InvoluntarySwitches,
-            ] {
-                shared.totals[e.index()].store(r.values[e.index()], Relaxed);
-            }
+            let (v, i) = (
+                CounterEvent::VoluntarySwitches.index(),
+                CounterEvent::InvoluntarySwitches.index(),
+            );
+            shared.totals[v].store(r.values[v], Relaxed);
+            shared.totals[i].store(r.values[i], Relaxed);
+            // Shown only where every episode is read (deferred): their sum, exact.
+            let all = r.values[v] + r.values[i];
+            shared.totals[CounterEvent::ContextSwitches.index()].store(all, Relaxed);
         }
         for (k, g) in self.groups.iter().enumerate() {
             let (Some(g), Some((enabled, running))) = (g.get(), r.times[k]) else {

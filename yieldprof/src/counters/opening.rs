@@ -21,7 +21,7 @@ pub(super) enum Phase {
     Open,
     /// On getrusage, every episode read: this many more close before the counters open.
     Deferred(u32),
-    /// Deferred episodes done: the counters open at the next episode's mark.
+    /// Deferred episodes done: the counters open at the next outermost episode's mark.
     Due,
 }
 
@@ -94,11 +94,15 @@ impl LocalCounters {
         if defer > 0 {
             local.phase.set(Phase::Deferred(defer));
             THREADS_ON_GETRUSAGE.fetch_add(1, Relaxed);
-            let mask = getrusage_mask(p);
+            // Every episode is read while deferred: its switches, and their sum, are
+            // exact.
+            let mask = match getrusage_mask(p) {
+                0 => 0,
+                m => m | CounterEvent::ContextSwitches.bit(),
+            };
             let _ = shared.setup.set(Setup {
                 source: CounterSource::Getrusage(Reason::Deferred { episodes: defer }),
                 mask,
-                // Every episode is read while deferred: its switches are exact.
                 exact: mask,
                 split: Some(SplitMethod {
                     every_episode: false,
