@@ -22,11 +22,12 @@ pub(crate) fn open_here() -> bool {
 /// A thread's own counter state: only the owner touches it.
 ///
 /// Under the default sampling (`Auto`) a thread first reads getrusage and its CPU
-/// clock at both ends of each of its first [`episodes_before_open`] wait episodes
-/// (exact switches and split, ~2.3 µs an episode, no fd): most short-lived threads
+/// clock at both ends of each of its wait episodes until [`episodes_before_open`]
+/// waits (episodes or timed calls) have opened (exact switches and split per
+/// episode, ~2.3 µs each, no fd; calls get no figures of their own meanwhile): most short-lived threads
 /// wait once or twice and never pay the ~36 µs of perf set-up, its fds or its
-/// unmap at exit (docs/cost.md, "Short threads"). Then, at the mark of an episode
-/// that opens with none open (so no episode's two ends come from different sources), it
+/// unmap at exit (docs/cost.md, "Short threads"). Then, at the mark of the next wait (an
+/// episode still open ends on getrusage, as it began: `finish_deferred`), it
 /// opens only what it needs to count every episode's switches: the context-switch
 /// counter with its user page, the migration counter (read when a switch was seen)
 /// and the schedstat file. Its perf groups (page faults, hardware events) open at its
@@ -63,16 +64,22 @@ impl LocalCounters {
     /// page's switch count has not moved, which costs ~1 ns. A default mark where
     /// there is no page.
     ///
-    /// Taken where an episode or call opens: where the deferred episodes are done, the
-    /// counters open first, so this mark and every later one are the page's. An
+    /// Taken where an episode or call opens, each counted against the deferred
+    /// episodes: at the last of them, the counters open first, so this mark and every later one are the page's. An
     /// episode still open from before (a worker's life-long wait) ends on the source
     /// it began on (`finish_deferred`); a call's pageless mark is skipped
     /// (`Mark::is_pageless` in `record::deferred`).
     #[inline(always)]
     pub(crate) fn mark(&self, shared: &ThreadCounters) -> Mark {
-        if self.exact.get().is_none() && self.phase.get() == Phase::Due {
-            self.phase.set(Phase::Open);
-            self.open_counters(shared, true);
+        if self.exact.get().is_none() {
+            match self.phase.get() {
+                Phase::Open => {}
+                Phase::Deferred(n) if n > 1 => self.phase.set(Phase::Deferred(n - 1)),
+                Phase::Deferred(_) => {
+                    self.phase.set(Phase::Open);
+                    self.open_counters(shared, true);
+                }
+            }
         }
         self.mark_now(shared)
     }
@@ -265,11 +272,6 @@ impl LocalCounters {
         let credit = self.policy.spend(self.credit.get(), cost);
         self.credit
             .set(self.policy.earn(credit, end.saturating_sub(start)));
-        match self.phase.get() {
-            Phase::Deferred(n) if n > 1 => self.phase.set(Phase::Deferred(n - 1)),
-            Phase::Deferred(_) => self.phase.set(Phase::Due),
-            _ => {}
-        }
     }
 
     /// A sampled episode begun on getrusage before the counters opened ends on

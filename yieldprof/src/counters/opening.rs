@@ -19,10 +19,10 @@ pub(super) struct Pending {
 pub(super) enum Phase {
     /// Opened (or nothing to open).
     Open,
-    /// On getrusage, every episode read: this many more close before the counters open.
+    /// On getrusage, every episode read: the counters open at the mark of the wait
+    /// episode or timed call that opens this many from now (a pool worker's life is
+    /// one episode of many calls).
     Deferred(u32),
-    /// Deferred episodes done: the counters open at the next outermost episode's mark.
-    Due,
 }
 
 /// The getrusage events the machine gives (every thread counts them).
@@ -32,8 +32,8 @@ fn getrusage_mask(p: &Probed) -> u16 {
         .fold(0, |m, e| m | e.bit())
 }
 
-/// Wait episodes a thread reads on getrusage before it opens perf counters (`Auto`
-/// sampling only). Break-even: opening costs ~36 µs and its unmap and close at exit
+/// Waits (episodes and timed calls) a thread reads on getrusage before it opens perf
+/// counters (`Auto` sampling only). Break-even: opening costs ~36 µs and its unmap and close at exit
 /// ~20 µs more (docs/thread-pools.md, "Pool start"), where an episode read on
 /// getrusage and the CPU clock costs ~2.3 µs more than one on the page when it does
 /// not switch, and about the same when it does (the page's episodes re-read those
@@ -92,7 +92,7 @@ impl LocalCounters {
             _ => 0,
         };
         if defer > 0 {
-            local.phase.set(Phase::Deferred(defer));
+            local.phase.set(Phase::Deferred(defer.saturating_add(1)));
             THREADS_ON_GETRUSAGE.fetch_add(1, Relaxed);
             // Every episode is read while deferred: its switches, and their sum, are
             // exact.

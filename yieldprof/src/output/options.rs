@@ -70,8 +70,8 @@ pub struct Options {
     pub counters: CounterSampling,
     /// Most perf-event fds the process may hold; threads past it use getrusage only.
     pub fd_budget: usize,
-    /// Wait episodes a new thread reads on getrusage before its perf counters open
-    /// (`Auto` sampling only; 0: at its first episode). Default 16.
+    /// Waits (episodes and timed calls) a new thread reads on getrusage before its
+    /// perf counters open (`Auto` sampling only; 0: at its first episode). Default 16.
     pub counters_after: u32,
     /// Continuous mode: a delta snapshot every so often ([`Options::snapshot_every`]).
     pub snapshot_every: Option<std::time::Duration>,
@@ -214,7 +214,7 @@ impl Options {
         self
     }
 
-    /// Sets how many wait episodes a thread registered afterwards reads on getrusage
+    /// Sets how many waits (episodes and timed calls) a thread registered afterwards reads on getrusage
     /// (exact switches, no fd) before it opens its perf counters, under `Auto`
     /// sampling: a short-lived thread then never pays their set-up (0: open at once).
     pub fn counters_after(mut self, episodes: u32) -> Self {
