@@ -79,16 +79,22 @@ fn a_short_thread_counts_exactly_without_a_perf_event_and_a_long_one_opens_its_c
 
     let profile = yieldprof::snapshot();
     let site = profile.site("short_wait").unwrap().counters;
-    let truth: (u64, u64) = short.iter().fold((0, 0), |a, s| {
-        (a.0 + s.switches.0, a.1 + s.switches.1)
-    });
+    let truth: (u64, u64) = short
+        .iter()
+        .fold((0, 0), |a, s| (a.0 + s.switches.0, a.1 + s.switches.1));
     // Every block is inside the episode: voluntary switches match exactly. An
     // involuntary one can also land between the kernel read and the episode.
     assert_eq!(exact(site.voluntary_switches), truth.0, "{site:?}");
     assert!(truth.0 >= 15, "5 sleeps per thread: {truth:?}");
-    assert!(exact(site.involuntary_switches) <= truth.1, "{site:?} {truth:?}");
+    assert!(
+        exact(site.involuntary_switches) <= truth.1,
+        "{site:?} {truth:?}"
+    );
     for (i, s) in short.iter().enumerate() {
-        assert_eq!(s.fds.0, s.fds.1, "short-{i} opened an fd for its one episode");
+        assert_eq!(
+            s.fds.0, s.fds.1,
+            "short-{i} opened an fd for its one episode"
+        );
     }
     let threads = profile.threads();
     let thread = |name: &str| threads.iter().find(|t| t.name == name).unwrap();
@@ -105,7 +111,9 @@ fn a_short_thread_counts_exactly_without_a_perf_event_and_a_long_one_opens_its_c
     assert_eq!(exact(naps.voluntary_switches), long.switches.0, "{naps:?}");
     assert!(exact(naps.involuntary_switches) <= long.switches.1);
     if !perf.is_available() {
-        eprintln!("inconclusive for the perf part: context switches are not countable here ({perf:?})");
+        eprintln!(
+            "inconclusive for the perf part: context switches are not countable here ({perf:?})"
+        );
     } else {
         assert_eq!(thread("long").counter_source, CounterSource::Perf);
         assert_eq!(capabilities().threads_on_perf, on_perf + 1);

@@ -81,7 +81,9 @@ impl Reason {
             Reason::NoSyscall => Some(libc::ENOSYS),
             Reason::Busy => Some(libc::EBUSY),
             Reason::NoDebugRegister => Some(libc::ENOSPC),
-            Reason::FdBudget { .. } | Reason::Deferred { .. } | Reason::Off | Reason::PmuFull => None,
+            Reason::FdBudget { .. } | Reason::Deferred { .. } | Reason::Off | Reason::PmuFull => {
+                None
+            }
         }
     }
 

@@ -353,7 +353,11 @@ impl LocalCounters {
             let (Some(g), Some((enabled, running))) = (g.get(), r.times[k]) else {
                 continue;
             };
-            for &e in g.events().iter().filter(|e| self.exact_mask.get() & e.bit() == 0) {
+            for &e in g
+                .events()
+                .iter()
+                .filter(|e| self.exact_mask.get() & e.bit() == 0)
+            {
                 if let Some((v, scaled)) = scale(r.values[e.index()], enabled, running) {
                     shared.totals[e.index()].store(v, Relaxed);
                     if scaled {

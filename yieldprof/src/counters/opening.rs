@@ -27,9 +27,11 @@ pub(super) enum Phase {
 
 /// The getrusage events the machine gives (every thread counts them).
 fn getrusage_mask(p: &Probed) -> u16 {
-    events_of(EventSource::Getrusage, |e| p.status[e.index()].is_available())
-        .into_iter()
-        .fold(0, |m, e| m | e.bit())
+    events_of(EventSource::Getrusage, |e| {
+        p.status[e.index()].is_available()
+    })
+    .into_iter()
+    .fold(0, |m, e| m | e.bit())
 }
 
 /// Waits (episodes and timed calls) a thread reads on getrusage before it opens perf
@@ -290,7 +292,8 @@ impl LocalCounters {
             drop(fds);
             // Rare (the fds were reserved): on failure its events stay uncounted, n/a.
             if let Ok(g) = PerfGroup::open(&events, reserved) {
-                let late = u64::try_from(self.opened.get().elapsed().as_nanos()).unwrap_or(u64::MAX);
+                let late =
+                    u64::try_from(self.opened.get().elapsed().as_nanos()).unwrap_or(u64::MAX);
                 shared.opened_late(k, g.events(), late);
                 let _ = self.groups[k].set(g);
             }
