@@ -162,9 +162,9 @@ impl fmt::Display for Reason {
             Reason::FdBudget { budget } => format!("fd budget reached ({budget} fds)"),
             Reason::Busy => "PMU in exclusive use by another tool (EBUSY)".into(),
             Reason::PmuFull => "too few PMU counters for the whole group".into(),
-            Reason::Deferred { episodes } => format!(
-                "short thread: perf counters open after {episodes} wait episodes, switches read on getrusage until then"
-            ),
+            Reason::Deferred { episodes } => {
+                format!("short thread: perf opens after {episodes} waits")
+            }
             Reason::Off => "counters turned off (YIELDPROF_COUNTERS_EVERY=off)".into(),
             Reason::NoDebugRegister => {
                 "no free debug register (ENOSPC): a debugger holds them".into()

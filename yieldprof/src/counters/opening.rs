@@ -134,6 +134,16 @@ impl LocalCounters {
         local
     }
 
+    /// Opens the counters now if they are still deferred: before a lock call whose
+    /// episode, if it blocks, begins only after it (`record::lazy::materialise_at`),
+    /// too late for a getrusage reading, so its figures come from the page's marks.
+    pub(crate) fn open_deferred(&self, shared: &ThreadCounters) {
+        if self.exact.get().is_none() && self.phase.get() != Phase::Open {
+            self.phase.set(Phase::Open);
+            self.open_counters(shared, true);
+        }
+    }
+
     /// Opens the counters: at registration, or `late`, after the deferred episodes
     /// (the thread's set-up then says so where it changed).
     #[cold]
