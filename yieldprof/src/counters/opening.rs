@@ -113,16 +113,8 @@ impl LocalCounters {
                     migrations: false,
                 }),
             });
-            // A thread never switched out has been queued only before it first ran:
-            // its whole life's run-queue wait is its wait since then, no file opened.
-            let queued = match before {
-                Some(b) if b.voluntary + b.involuntary == 0 => Some(0),
-                _ if p.schedstat => exact::run_delay_now(),
-                _ => None,
-            };
-            if let Some(q) = queued {
-                let _ = shared.run_queue_start.set(q);
-            }
+            // No run-queue total until the counters open (its schedstat file, ~9 µs
+            // to open cold, is what a short thread is spared): `open_counters`.
         } else {
             local.open_counters(shared, false);
         }
@@ -231,11 +223,11 @@ impl LocalCounters {
             true => shared.reopened.set(setup),
             false => shared.setup.set(setup),
         };
-        // Late, the run-queue wait from registration stands: both ends are whole-life.
+        // The thread's run-queue wait so far: the page's first mark read it already.
+        // Late, its run-queue total counts from here (none before: see `open`).
         let queued = match self.exact.get() {
-            _ if late => None,
             Some(x) if split.schedstat => Some(x.base.queued_ns()),
-            _ if p.schedstat => exact::run_delay_now(),
+            _ if p.schedstat && !late => exact::run_delay_now(),
             _ => None,
         };
         if let Some(q) = queued {
