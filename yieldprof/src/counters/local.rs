@@ -99,12 +99,18 @@ impl LocalCounters {
         }
     }
 
-    /// Whether the thread was switched since its last mark: the next [`mark`] reads.
+    /// Whether the thread was switched since its last mark (or its counters open at
+    /// the next one): the next [`mark`] reads.
     ///
     /// [`mark`]: LocalCounters::mark
     #[inline(always)]
     pub(crate) fn moved(&self) -> bool {
-        self.exact.get().is_some_and(Exact::moved)
+        match self.exact.get() {
+            Some(x) => x.moved(),
+            // The next mark opens the counters: taken on the read path, which
+            // charges its time to the profiler (`record::deferred`).
+            None => self.phase.get() == Phase::Deferred(1),
+        }
     }
 
     /// The page's switch count now (~1 ns, no syscall); `None` without a page.
