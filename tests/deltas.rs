@@ -53,3 +53,32 @@ fn a_session_shows_only_what_happened_inside_it() {
         assert_eq!(doc.inconsistencies(), Vec::<String>::new());
     }
 }
+
+#[yieldprof::instrument_wait]
+fn naps_before_the_window() {
+    std::thread::sleep(Duration::from_micros(50));
+}
+
+#[test]
+fn a_thread_gone_before_the_window_is_not_in_it_and_one_that_ends_in_it_is() {
+    let gone = std::thread::Builder::new()
+        .name("delta-gone".into())
+        .spawn(naps_before_the_window)
+        .unwrap();
+    gone.join().unwrap();
+    let before = yieldprof::snapshot();
+    let ends = std::thread::Builder::new()
+        .name("delta-ends".into())
+        .spawn(naps_before_the_window)
+        .unwrap();
+    ends.join().unwrap();
+    let delta = yieldprof::snapshot().since(&before);
+    let names: Vec<String> = delta.threads().into_iter().map(|t| t.name).collect();
+    assert!(!names.iter().any(|n| n == "delta-gone"), "{names:?}");
+    let ended = delta.threads().into_iter().find(|t| t.name == "delta-ends");
+    assert!(
+        ended.is_some_and(|t| t.wall_ns > 0 && t.exited),
+        "{names:?}"
+    );
+    assert_eq!(delta.site("naps_before_the_window").unwrap().episodes, 1);
+}

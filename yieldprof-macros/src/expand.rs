@@ -8,6 +8,7 @@ use crate::rewrite::{call_site, spins_local, Rewrite};
 use proc_macro2::{Span, TokenStream};
 use proc_macro_crate::FoundCrate;
 use quote::{quote, quote_spanned, ToTokens};
+use std::sync::Mutex;
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
@@ -78,14 +79,11 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
     // on a method can see otherwise.
     let site = quote! {
         struct __YieldprofAt;
-        fn __yieldprof_at() -> &'static str {
-            ::core::any::type_name::<__YieldprofAt>()
-        }
         static __YIELDPROF_EPISODE: #krate::__private::EpisodeSite =
             #krate::__private::EpisodeSite::new(
                 #name, ::core::module_path!(), #function, ::core::file!(), #line,
             )
-            .within(__yieldprof_at)#budget;
+            .within(::core::any::type_name::<__YieldprofAt>)#budget;
     };
 
     let body = if let Some(mut future) = boxed {
@@ -109,7 +107,7 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
         // The static first, in the body's own block: closures of the body name it too.
         quote! {
             #site
-            let #guard = #krate::__private::enter(&__YIELDPROF_EPISODE);
+            let #guard = #krate::__private::enter_fn(&__YIELDPROF_EPISODE);
             #spins
             #(#stmts)*
         }
@@ -155,15 +153,37 @@ fn take_boxed_future(block: &mut Block) -> Option<ExprAsync> {
 /// manifest; where none names it (a re-export, a build outside cargo), `::yieldprof`
 /// and `crate = ...` says otherwise.
 fn default_crate() -> TokenStream {
+    let name = crate_key();
+    let name = Ident::new(&name, Span::call_site());
+    quote!(::#name)
+}
+
+/// The key of [`default_crate`], found once per calling crate: every annotated fn of a
+/// build asks, and reading the manifest each time was a few percent of a dev build.
+/// Keyed by the crate's manifest directory, since one process (rust-analyzer's
+/// proc-macro server) expands for many crates.
+fn crate_key() -> String {
+    type Found = Option<(Option<std::ffi::OsString>, String)>;
+    static FOUND: Mutex<Found> = Mutex::new(None);
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR");
+    let mut found = FOUND.lock().unwrap_or_else(|e| e.into_inner());
+    match &*found {
+        Some((at, key)) if *at == dir => key.clone(),
+        _ => {
+            let key = find_crate_key();
+            *found = Some((dir, key.clone()));
+            key
+        }
+    }
+}
+
+fn find_crate_key() -> String {
     if names_yieldprof_plainly() {
-        return quote!(::yieldprof);
+        return "yieldprof".to_owned();
     }
     match proc_macro_crate::crate_name("yieldprof") {
-        Ok(FoundCrate::Name(name)) if name != "yieldprof" => {
-            let name = Ident::new(&name, Span::call_site());
-            quote!(::#name)
-        }
-        _ => quote!(::yieldprof),
+        Ok(FoundCrate::Name(name)) => name,
+        _ => "yieldprof".to_owned(),
     }
 }
 

@@ -16,7 +16,7 @@
 //!
 //! ```ignore
 //! fn wait_ready(flag: &AtomicBool) {
-//!     let __yieldprof_episode = { static EPISODE: EpisodeSite = ..; enter(&EPISODE) };
+//!     let __yieldprof_episode = { static EPISODE: EpisodeSite = ..; enter_fn(&EPISODE) };
 //!     // Only when the body has direct spin calls, one counter per call site:
 //!     let __yieldprof_spins = {
 //!         static SPINS: [CallSite; 1] = [CallSite::new(Kind::Spin, file!(), line!(), column!())];
@@ -29,12 +29,15 @@
 //! ```
 //!
 //! (paths shortened; the generated code names `::yieldprof::__private::…` and hygienic
-//! locals that the body cannot see).
+//! locals that the body cannot see). The guards open and close through out-of-line
+//! calls that cannot unwind (yieldprof's `record/outlined.rs`), so each annotated fn
+//! holds a call where the runtime's paths would be inlined and no landing pad of its
+//! own: what LLVM optimises per fn in a release build stays small.
 //!
 //! ## What is rewritten in the body
 //!
 //! The rules are in `calls.rs`, with the table of the `yieldprof` crate docs. Each
-//! matched call is wrapped, not replaced: `timed({ static SITE; call(&SITE) }, <call>)`
+//! matched call is wrapped, not replaced: `timed_fn({ static SITE; call_fn(&SITE) }, <call>)`
 //! (paths shortened), a function call rather than a block, so the call's temporaries
 //! live as long as they did, its value and spans are kept, and `line!`/`column!` of the
 //! site are the call's (a method's: the method name's). The call's own attributes

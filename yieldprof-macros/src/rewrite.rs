@@ -284,7 +284,7 @@ fn bound_name(pat: &Pat) -> Option<&Ident> {
     }
 }
 
-/// `timed({ static SITE; call(&SITE) }, <expr>)`: the guard starts before `expr` is
+/// `timed_fn({ static SITE; call_fn(&SITE) }, <expr>)`: the guard starts before `expr` is
 /// evaluated and stops when `timed` returns its value. A call, not a block, so the
 /// temporaries of `expr` live as long as they did unwrapped (a block's tail would drop
 /// them at its end under edition 2024). The expression's own attributes (`#[cfg(..)]`
@@ -303,7 +303,7 @@ pub(crate) fn timed(
     let guard = Expr::Verbatim(quote! {
         {
             static __YIELDPROF_CALL: #krate::__private::CallSite = #site;
-            #krate::__private::call(&__YIELDPROF_CALL)
+            #krate::__private::call_fn(&__YIELDPROF_CALL)
         }
     });
     let attrs = take_attrs(&mut expr);
@@ -312,7 +312,7 @@ pub(crate) fn timed(
     args.push(expr);
     Expr::Call(ExprCall {
         attrs,
-        func: Box::new(Expr::Verbatim(quote!(#krate::__private::timed))),
+        func: Box::new(Expr::Verbatim(quote!(#krate::__private::timed_fn))),
         paren_token: Default::default(),
         args,
     })

@@ -410,6 +410,7 @@ pub mod __private {
     };
     #[cfg(not(feature = "tracing"))]
     pub use crate::record::episode::{enter, instrument};
+    pub use crate::record::outlined::{call_fn, enter_fn, timed_fn, FnCall, FnEpisode};
     pub use crate::record::spins::SpinCounts;
     #[cfg(feature = "tracing")]
     pub use crate::record::tracing_bridge::{enter, instrument, TracedEpisode};

@@ -69,15 +69,11 @@ impl ThreadProfile {
         calls: &[CallInfo],
     ) -> Vec<Option<OwnTime>> {
         let child_wall = self.child_wall();
-        // Off-CPU time of each node's nested wait frames, where measured.
-        let mut child_off = vec![0u64; self.nodes.len()];
-        // And the part of the children still open at the copy.
+        let child_off = self.child_off();
+        // The part of each node's children still open at the copy.
         let mut child_open = vec![0u64; self.nodes.len()];
         for n in self.nodes.iter().skip(1) {
             child_open[n.parent as usize] += n.open_ns;
-            if frames[n.frame as usize].kind == FrameKind::Wait {
-                child_off[n.parent as usize] += n.counts.off_cpu_ns(n.closed_ns()).unwrap_or(0);
-            }
         }
         self.nodes
             .iter()
@@ -140,6 +136,40 @@ impl ThreadProfile {
                     own.unexplained_ns += open;
                 }
                 Some(own)
+            })
+            .collect()
+    }
+    /// Off-CPU time of each node's nested frames, where measured: wait frames, and
+    /// jobs (business frames opened inside a wait, which take switch marks).
+    fn child_off(&self) -> Vec<u64> {
+        let mut child_off = vec![0u64; self.nodes.len()];
+        for n in self.nodes.iter().skip(1) {
+            child_off[n.parent as usize] += n.counts.off_cpu_ns(n.closed_ns()).unwrap_or(0);
+        }
+        child_off
+    }
+
+    /// Each job's own off-CPU time, ns (a business frame opened inside a wait: a pool
+    /// worker's job; see `record::frame`): off the CPU inside it, outside its nested
+    /// frames and timed calls, at most its own time. Preempted or queued inside a job
+    /// is the pool's scheduling, not business: its `[off-cpu]`, and wait time
+    /// ([`ThreadProfile::wait_ns`]). 0 for every other node.
+    pub(crate) fn jobs_off(&self, frames: &[FrameInfo]) -> Vec<u64> {
+        let child_wall = self.child_wall();
+        let child_off = self.child_off();
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                if i == 0 || frames[n.frame as usize].kind != FrameKind::Work {
+                    return 0;
+                }
+                let Some(off) = n.counts.off_cpu_ns(n.closed_ns()) else {
+                    return 0;
+                };
+                let in_calls: u64 = n.slots.iter().map(|s| s.off_ns).sum();
+                off.saturating_sub(child_off[i] + in_calls)
+                    .min(n.rest_ns(child_wall[i]))
             })
             .collect()
     }

@@ -196,6 +196,10 @@ pub struct ThreadStats {
     pub wait_ns: u64,
     /// The rest: `[work]`.
     pub work_ns: u64,
+    /// Of `wait_ns`, its jobs' own time off the CPU: business frames opened inside a
+    /// wait (a pool worker's jobs) that were preempted or queued, the pool's
+    /// scheduling, not business (their `[off-cpu]` in the folded stacks).
+    pub jobs_off_cpu_ns: u64,
     /// Whether the thread has exited (its data is kept).
     pub exited: bool,
     /// Frame entries folded into `[overflow]` because the node cap was reached.
@@ -436,6 +440,7 @@ impl Profile {
                     wall_ns,
                     wait_ns,
                     work_ns: wall_ns - wait_ns,
+                    jobs_off_cpu_ns: t.jobs_off(&self.frames).iter().sum::<u64>().min(wait_ns),
                     exited: t.exited,
                     overflowed: t.overflowed,
                     reentries_skipped: t.reentries_skipped,
@@ -480,7 +485,8 @@ fn cap_estimates(site: &mut Counters, threads: &[ThreadStats]) {
 impl Profile {
     /// What was recorded between `earlier` and this snapshot: threads are matched by
     /// identity and nodes by position (a thread's tree only grows), so the result is
-    /// exact even for threads that exited in between.
+    /// exact even for threads that exited in between. A thread that had already exited
+    /// in `earlier`, with nothing recorded since, is not in it.
     ///
     /// ```
     /// let before = yieldprof::snapshot();
@@ -492,10 +498,12 @@ impl Profile {
         let threads = self
             .threads
             .iter()
-            .map(
+            .filter_map(
                 |t| match earlier.threads.iter().find(|e| e.serial == t.serial) {
-                    Some(e) => t.since(e),
-                    None => t.clone(),
+                    // Gone before the window (a merged profile of exited threads grows).
+                    Some(e) if e.exited && root_wall(e) == root_wall(t) => None,
+                    Some(e) => Some(t.since(e)),
+                    None => Some(t.clone()),
                 },
             )
             .collect();
@@ -539,6 +547,11 @@ impl Profile {
         self.threads.retain(|t| keep(t.serial));
         self.views = Views::default();
     }
+}
+
+/// A thread's whole recorded wall time (its root's), 0 for an empty tree.
+fn root_wall(t: &ThreadProfile) -> u64 {
+    t.nodes.first().map_or(0, |n| n.wall_ns)
 }
 
 #[cfg(test)]

@@ -309,7 +309,8 @@ impl ThreadProfile {
     /// Time in wait frames, and in wrapper calls (`yieldprof::wait::yield_now()`) outside
     /// them: the thread's time that is not `[work]`. A business frame opened inside a
     /// wait (a job a pool worker runs while it waits for a latch) is work, not waiting,
-    /// down to the waits nested in it in turn.
+    /// down to the waits nested in it in turn, except its own time off the CPU
+    /// ([`ThreadProfile::jobs_off`]).
     pub(crate) fn wait_ns(&self, frames: &[FrameInfo]) -> u64 {
         // Whether each node is waiting: the innermost wait or business frame around it
         // (itself included) decides.
@@ -333,8 +334,10 @@ impl ThreadProfile {
                 in_calls += n.timed_ns();
             }
         }
-        // A wait's wall holds the business frames in it, and theirs the waits in them.
-        starts.saturating_sub(ends) + in_calls + self.nodes[0].timed_ns()
+        // A wait's wall holds the business frames in it, and theirs the waits in them;
+        // a job's time off the CPU is the pool's scheduling, not business.
+        let jobs_off: u64 = self.jobs_off(frames).iter().sum();
+        starts.saturating_sub(ends) + in_calls + jobs_off + self.nodes[0].timed_ns()
     }
 }
 

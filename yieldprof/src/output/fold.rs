@@ -76,9 +76,12 @@ impl Profile {
         let mut joined = String::new();
         for (t, root) in self.threads.iter().zip(roots) {
             let child_wall = t.child_wall();
-            let own = match metric {
-                Metric::Wall => t.own_times(&self.frames, &self.calls),
-                _ => Vec::new(),
+            let (own, jobs_off) = match metric {
+                Metric::Wall => (
+                    t.own_times(&self.frames, &self.calls),
+                    t.jobs_off(&self.frames),
+                ),
+                _ => (Vec::new(), Vec::new()),
             };
             let switches: Vec<u64> = match metric {
                 Metric::Switches => {
@@ -174,7 +177,12 @@ impl Profile {
                             Some("[work]"),
                             n.rest_ns(child_wall[i]) + n.profiler_ns,
                         ),
-                        _ => out.add(path, Some("[work]"), n.rest_ns(child_wall[i])),
+                        // A job's own time off the CPU is its `[off-cpu]`, not work.
+                        _ => {
+                            let rest = n.rest_ns(child_wall[i]);
+                            out.add(path, Some("[work]"), rest - jobs_off[i]);
+                            out.add(path, Some("[off-cpu]"), jobs_off[i]);
+                        }
                     }
                     if frame.kind != FrameKind::Thread {
                         out.add(path, Some(PROFILER), n.profiler_ns);

@@ -25,6 +25,7 @@ mod lazy;
 mod nodes;
 #[cfg(feature = "enabled")]
 pub(crate) mod open;
+pub(crate) mod outlined;
 #[cfg(feature = "enabled")]
 mod records;
 #[cfg(feature = "enabled")]

@@ -71,7 +71,11 @@ mod fake {
             ENTERED.fetch_add(1, Ordering::Relaxed);
         }
 
-        pub fn call(site: &'static CallSite) {
+        pub fn enter_fn(site: &'static EpisodeSite) {
+            enter(site)
+        }
+
+        pub fn call_fn(site: &'static CallSite) {
             assert!(matches!(
                 site.0,
                 Kind::Spin | Kind::Yield | Kind::Sleep | Kind::Park
@@ -92,7 +96,7 @@ mod fake {
             }
         }
 
-        pub fn timed<T>(_guard: (), value: T) -> T {
+        pub fn timed_fn<T>(_guard: (), value: T) -> T {
             value
         }
 

@@ -132,6 +132,7 @@ impl Profile {
             wall_ns: t.wall_ns,
             wait_ns: t.wait_ns,
             work_ns: t.work_ns,
+            jobs_off_cpu_ns: t.jobs_off_cpu_ns,
             wait_share: share(t.wait_ns, t.wall_ns),
             overflowed: t.overflowed,
             reentries_skipped: t.reentries_skipped,

@@ -43,6 +43,13 @@ impl Document {
                 format!("{who}: wait + work != wall"),
             );
             check(
+                th.jobs_off_cpu_ns <= th.wait_ns,
+                format!(
+                    "{who}: jobs off-CPU {} > wait {}",
+                    th.jobs_off_cpu_ns, th.wait_ns
+                ),
+            );
+            check(
                 unit(th.wait_share),
                 format!("{who}: wait share {}", th.wait_share),
             );

@@ -34,7 +34,7 @@
 //!   "totals": { "threads", "thread_ns", "wait_ns", "wait_share" },
 //!   "findings": [ { "rule", "subject", "location", "evidence", "fix" } ],
 //!   "threads": [ { "name", "tid", "exited", "wall_ns", "wait_ns", "work_ns",
-//!                  "wait_share", "overflowed", "reentries_skipped",
+//!                  "jobs_off_cpu_ns", "wait_share", "overflowed", "reentries_skipped",
 //!                  "entries_after_exit", "returned_without_waiting", "run_queue_ns",
 //!                  "counter_source",
 //!                  "counters": { <event>: counter, ..., "sampled": n },
@@ -273,6 +273,11 @@ pub struct Thread {
     pub wait_ns: u64,
     /// The rest: `[work]`.
     pub work_ns: u64,
+    /// Of `wait_ns`, its jobs' own time off the CPU (business frames inside a wait,
+    /// preempted or queued: the pool's scheduling, their `[off-cpu]`). 0 when read
+    /// from a file written before it was added.
+    #[serde(default)]
+    pub jobs_off_cpu_ns: u64,
     /// `wait_ns / wall_ns`.
     pub wait_share: f64,
     /// Frame entries folded into `[overflow]` because the node cap was reached.

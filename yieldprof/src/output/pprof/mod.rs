@@ -404,6 +404,7 @@ fn build(profile: &Profile, window: Window) -> Builder {
     for (t, root) in profile.threads.iter().zip(&roots) {
         let child_wall = t.child_wall();
         let own_times = t.own_times(&profile.frames, &profile.calls);
+        let jobs_off = t.jobs_off(&profile.frames);
         let counters = own_counters(t, &profile.frames, &active);
         let thread = b.string(root);
         let root_at = {
@@ -465,9 +466,11 @@ fn build(profile: &Profile, window: Window) -> Builder {
                     leaves[0] = (WORK, rest_ns + n.profiler_ns);
                     count = 1;
                 }
+                // A job's own time off the CPU: its `[off-cpu]` leaf.
                 _ => {
-                    leaves[0] = (WORK, rest_ns);
-                    count = 1;
+                    leaves[0] = (WORK, rest_ns - jobs_off[i]);
+                    leaves[1] = (OFF_CPU, jobs_off[i]);
+                    count = if jobs_off[i] > 0 { 2 } else { 1 };
                 }
             }
             let overflow = count == 0;
@@ -531,6 +534,8 @@ fn build(profile: &Profile, window: Window) -> Builder {
 /// ([`OwnTime::leaves`](crate::report::OwnTime)), then `[work]` at [`WORK`].
 const LEAVES: usize = 6;
 const WORK: usize = 4;
+/// `[off-cpu]`'s place among [`OwnTime::leaves`](crate::report::OwnTime).
+const OFF_CPU: usize = 2;
 const PROFILER: usize = 5;
 
 /// Writes `profile` as gzipped protobuf covering `window`.
