@@ -177,7 +177,13 @@ impl LocalCounters {
     /// Whether the episode opening now has its counters read: one load and compare.
     #[inline(always)]
     pub(crate) fn wants_sample(&self) -> bool {
-        self.credit.get() >= 0 || self.phase.get() != Phase::Open
+        self.credit.get() >= 0 || self.deferred()
+    }
+
+    /// Whether the counters are still deferred: no page, every episode read on getrusage.
+    #[inline(always)]
+    pub(crate) fn deferred(&self) -> bool {
+        self.phase.get() != Phase::Open
     }
 
     /// Reads every source at a sampled episode's start; the returned index goes
@@ -204,7 +210,8 @@ impl LocalCounters {
     }
 
     /// A sampled episode on `node` ran from `start` to `end`: adds its deltas to the
-    /// node, refreshes the thread totals and pays for the reads.
+    /// node, refreshes the thread totals and pays for the reads. Its context switches
+    /// where it was read on getrusage at both ends (deferred counters), else `None`.
     #[inline(never)]
     pub(crate) fn finish(
         &self,
@@ -213,13 +220,11 @@ impl LocalCounters {
         sample: u32,
         start: u64,
         end: u64,
-    ) {
+    ) -> Option<u64> {
         let mut r = self.read();
         let begin = {
             let mut open = self.open_samples.borrow_mut();
-            let Some(&begin) = open.get(sample as usize) else {
-                return;
-            };
+            let &begin = open.get(sample as usize)?;
             // Also drops readings of inner episodes whose guards were leaked.
             open.truncate(sample as usize);
             begin
@@ -231,7 +236,9 @@ impl LocalCounters {
         // At least 1 ns, so a sampled episode always shows as counted time.
         let wall = end.saturating_sub(start).max(1);
         let b = &begin.reading;
+        let mut switches = None;
         if let (Some(b_off), Some(r_off)) = (b.off_ns, r.off_ns) {
+            let mut all = 0;
             for e in [
                 CounterEvent::VoluntarySwitches,
                 CounterEvent::InvoluntarySwitches,
@@ -239,11 +246,13 @@ impl LocalCounters {
                 let i = e.index();
                 let delta = r.values[i].saturating_sub(b.values[i]);
                 bump(&node.values[i], delta);
-                // The same switches, for a node the page counts after a late open.
-                bump(&node.values[CounterEvent::ContextSwitches.index()], delta);
+                all += delta;
             }
+            // The same switches, for a node the page counts after a late open.
+            bump(&node.values[CounterEvent::ContextSwitches.index()], all);
             bump(&node.off_ns, r_off.saturating_sub(b_off));
             bump(&node.src_ns[EventSource::Getrusage.index()], wall);
+            switches = Some(all);
         }
         for (k, g) in self.groups.iter().enumerate() {
             let (Some(g), Some(t0), Some(t1)) = (g.get(), b.times[k], r.times[k]) else {
@@ -278,6 +287,7 @@ impl LocalCounters {
         let credit = self.policy.spend(self.credit.get(), cost);
         self.credit
             .set(self.policy.earn(credit, end.saturating_sub(start)));
+        switches
     }
 
     /// A sampled episode begun on getrusage before the counters opened ends on
