@@ -305,15 +305,16 @@ impl LocalCounters {
     }
 
     /// Brings the thread totals up to now (a report on this thread, thread exit): its
-    /// switches read whole, whatever its marks saw.
-    pub(crate) fn refresh(&self, shared: &ThreadCounters) {
-        if self.on {
-            self.mark_now(shared);
-            self.publish(shared, &self.read());
-            if let Some(s) = Switches::own() {
-                shared.store_switches(s);
-            }
+    /// switches read whole, whatever its marks saw; those switches.
+    pub(crate) fn refresh(&self, shared: &ThreadCounters) -> Option<Switches> {
+        if !self.on {
+            return None;
         }
+        self.mark_now(shared);
+        self.publish(shared, &self.read());
+        let s = Switches::own()?;
+        shared.store_switches(s);
+        Some(s)
     }
 
     /// At the thread's exit: [`LocalCounters::refresh`], and its run-queue wait kept
@@ -322,12 +323,20 @@ impl LocalCounters {
     /// open `/proc/self/task/<tid>/schedstat` by path (~10 µs, measured on the
     /// build VM in a pool's start).
     pub(crate) fn close(&self, shared: &ThreadCounters) {
-        self.refresh(shared);
+        let switches = self.refresh(shared);
         if self.exact.get().is_some_and(|x| x.method().schedstat) {
             // 0: the file's read failed (the copy then reads it by path).
             let queued = self.mark_now(shared).queued_ns();
             if queued > 0 {
                 let _ = shared.run_queue_end.set(queued);
+            }
+        } else if shared.run_queue_start.get().is_some()
+            && switches.is_some_and(|s| s.involuntary > 0)
+        {
+            // No page (deferred): read once, by a thread that was preempted (~8 µs
+            // against the slices it lost); one never preempted exits with none (n/a).
+            if let Some(q) = exact::run_delay_now() {
+                let _ = shared.run_queue_end.set(q);
             }
         }
     }

@@ -113,8 +113,21 @@ impl LocalCounters {
                     migrations: false,
                 }),
             });
-            // No run-queue total until the counters open (its schedstat file, ~9 µs
-            // to open cold, is what a short thread is spared): `open_counters`.
+            // Its run-queue total without the schedstat file (~9 µs to open cold, what
+            // a short thread is spared): a thread that has not switched yet has queued
+            // only for its first run, so its total counts from 0, that wait included;
+            // one that has switched reads it now. Read at exit where it was preempted
+            // (`close`), by path while it lives.
+            if p.schedstat {
+                let fresh = before.is_some_and(|b| b.voluntary + b.involuntary == 0);
+                if let Some(q) = if fresh {
+                    Some(0)
+                } else {
+                    exact::run_delay_now()
+                } {
+                    let _ = shared.run_queue_start.set(q);
+                }
+            }
         } else {
             local.open_counters(shared, false);
         }
@@ -227,7 +240,7 @@ impl LocalCounters {
             false => shared.setup.set(setup),
         };
         // The thread's run-queue wait so far: the page's first mark read it already.
-        // Late, its run-queue total counts from here (none before: see `open`).
+        // Late, its run-queue total keeps the start `open` gave it, else counts from here.
         let queued = match self.exact.get() {
             Some(x) if split.schedstat => Some(x.base.queued_ns()),
             _ if p.schedstat && !late => exact::run_delay_now(),

@@ -1,14 +1,17 @@
 //! A thread whose counters are still deferred (its first 16 waits: no perf page) reads
 //! what the page would have given on getrusage and its CPU clock: a job run inside its
 //! wait (a business frame) gets its off-CPU time, so its time blocked counts as
-//! waiting, not business; each wait episode's timeline entry carries its switches.
-//! Ground truth: the thread's CPU clock read inside each job, and the kernel's counts
-//! in `/proc/self/task/<tid>/status` around each episode, read on the thread.
+//! waiting, not business; each wait episode's timeline entry carries its switches; a
+//! thread that never waits but is preempted has its run-queue total.
+//! Ground truth: the thread's CPU clock read inside each job, the kernel's counts
+//! in `/proc/self/task/<tid>/status` around each episode and its schedstat, read on
+//! the thread.
 
 mod clocks;
 mod kernel;
 
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use yieldprof::counters::{CounterSource, Reason};
@@ -97,8 +100,10 @@ fn a_deferred_workers_jobs_are_read_on_getrusage() {
         "jobs off-CPU {} ns, {off_truth} ns measured inside them (life {life} ns)",
         t.jobs_off_cpu_ns
     );
-    // All of its life but its jobs' CPU time is waiting.
-    let (shown, truth) = (share(t.wait_ns, t.wall_ns), 100.0 - share(cpu, life));
+    // All of its life but its jobs' CPU time is waiting; measured against the life the
+    // test timed (the thread's recorded wall also holds its start and exit, which a
+    // preemption can lengthen).
+    let (shown, truth) = (share(t.wait_ns, life), 100.0 - share(cpu, life));
     assert!(
         (shown - truth).abs() <= 5.0,
         "wait {shown:.1} % against {truth:.1} % of truth"
@@ -158,4 +163,105 @@ fn a_deferred_threads_timeline_counts_each_episodes_switches() {
     }
     drop(guard);
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The calling thread's run-queue wait so far (schedstat), ns; `None` without one.
+fn run_delay() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The calling thread's (voluntary, involuntary) switches, getrusage.
+fn own_switches() -> (i64, i64) {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_THREAD, &mut u);
+        (u.ru_nvcsw, u.ru_nivcsw)
+    }
+}
+
+/// What a crunching thread saw: its schedstat at the start and end of its work, the
+/// wall between, and whether it had switched before it first recorded.
+struct Crunch {
+    queued: (u64, u64),
+    life_ns: u64,
+    fresh: bool,
+    preempted: bool,
+}
+
+#[test]
+fn a_deferred_thread_that_never_waits_keeps_its_run_queue_total() {
+    let _turn = TURNS.lock().unwrap_or_else(|e| e.into_inner());
+    if run_delay().is_none() {
+        println!("inconclusive: no schedstat here");
+        return;
+    }
+    // Evidence that depends on the scheduler: a thread that had not switched when it
+    // first recorded, preempted while it works; 5 tries at most.
+    for attempt in 1..=5 {
+        let stop = AtomicBool::new(false);
+        let name = format!("deferred-crunch-{attempt}");
+        let before = yieldprof::snapshot();
+        let seen = std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    while !stop.load(Relaxed) {
+                        std::hint::black_box(0u64);
+                    }
+                });
+            }
+            let seen = std::thread::Builder::new()
+                .name(name.clone())
+                .spawn_scoped(s, || {
+                    let fresh = own_switches() == (0, 0);
+                    let (q0, t) = (run_delay().unwrap(), Instant::now());
+                    yieldprof::frame!("crunch");
+                    let i0 = own_switches().1;
+                    while t.elapsed() < Duration::from_millis(60) {
+                        std::hint::black_box(0u64);
+                    }
+                    let (q1, life_ns) = (run_delay().unwrap(), t.elapsed().as_nanos() as u64);
+                    Crunch {
+                        queued: (q0, q1),
+                        life_ns,
+                        fresh,
+                        preempted: own_switches().1 > i0,
+                    }
+                })
+                .unwrap()
+                .join()
+                .unwrap();
+            stop.store(true, Relaxed);
+            seen
+        });
+        if !seen.fresh || !seen.preempted {
+            continue;
+        }
+        let report = yieldprof::snapshot().since(&before);
+        let threads = report.threads();
+        let t = threads.iter().find(|t| t.name == name).unwrap();
+        assert!(
+            matches!(
+                t.counter_source,
+                CounterSource::Getrusage(Reason::Deferred { .. })
+            ),
+            "{:?}",
+            t.counter_source
+        );
+        let got = t
+            .run_queue_ns
+            .unwrap_or_else(|| panic!("a preempted thread's run-queue total: {t:?}"));
+        let (q0, q1) = seen.queued;
+        // All of its wait inside the test's reads is in it; what it adds is its first
+        // run's wait (before q0: from 0) and the rest of its life after q1.
+        let after = t.wall_ns.saturating_sub(seen.life_ns) + 2_000_000;
+        assert!(
+            got >= q1 - q0 && got <= q1 + after,
+            "run queue {got} ns, the thread's schedstat read {q0} then {q1} (life {} ns)",
+            seen.life_ns
+        );
+        return;
+    }
+    println!("inconclusive: no fresh thread was preempted in 5 tries");
 }
