@@ -211,7 +211,7 @@ impl LocalCounters {
 
     /// A sampled episode on `node` ran from `start` to `end`: adds its deltas to the
     /// node, refreshes the thread totals and pays for the reads. Its context switches
-    /// where it was read on getrusage at both ends (deferred counters), else `None`.
+    /// where it was read on getrusage at both ends (no page), else `None`.
     #[inline(never)]
     pub(crate) fn finish(
         &self,

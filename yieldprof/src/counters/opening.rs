@@ -120,11 +120,12 @@ impl LocalCounters {
             // (`close`), by path while it lives.
             if p.schedstat {
                 let fresh = before.is_some_and(|b| b.voluntary + b.involuntary == 0);
-                if let Some(q) = if fresh {
+                let start = if fresh {
                     Some(0)
                 } else {
                     exact::run_delay_now()
-                } {
+                };
+                if let Some(q) = start {
                     let _ = shared.run_queue_start.set(q);
                 }
             }
