@@ -182,7 +182,8 @@ fn own_switches() -> (i64, i64) {
 }
 
 /// What a crunching thread saw: its schedstat at the start and end of its work, the
-/// wall between, and whether it had switched before it first recorded.
+/// wall between, whether it had switched before it first recorded, and whether it was
+/// preempted 10 times.
 struct Crunch {
     queued: (u64, u64),
     life_ns: u64,
@@ -198,7 +199,7 @@ fn a_deferred_thread_that_never_waits_keeps_its_run_queue_total() {
         return;
     }
     // Evidence that depends on the scheduler: a thread that had not switched when it
-    // first recorded, preempted while it works; 5 tries at most.
+    // first recorded, preempted 10 times while it works; 5 tries at most.
     for attempt in 1..=5 {
         let stop = AtomicBool::new(false);
         let name = format!("deferred-crunch-{attempt}");
@@ -217,16 +218,19 @@ fn a_deferred_thread_that_never_waits_keeps_its_run_queue_total() {
                     let fresh = own_switches() == (0, 0);
                     let (q0, t) = (run_delay().unwrap(), Instant::now());
                     yieldprof::frame!("crunch");
+                    // Until preempted 10 times (what the exit read needs), 2 s at most.
                     let i0 = own_switches().1;
-                    while t.elapsed() < Duration::from_millis(60) {
-                        std::hint::black_box(0u64);
+                    while own_switches().1 < i0 + 10 && t.elapsed() < Duration::from_secs(2) {
+                        for _ in 0..10_000 {
+                            std::hint::black_box(0u64);
+                        }
                     }
                     let (q1, life_ns) = (run_delay().unwrap(), t.elapsed().as_nanos() as u64);
                     Crunch {
                         queued: (q0, q1),
                         life_ns,
                         fresh,
-                        preempted: own_switches().1 > i0,
+                        preempted: own_switches().1 >= i0 + 10,
                     }
                 })
                 .unwrap()
@@ -263,5 +267,5 @@ fn a_deferred_thread_that_never_waits_keeps_its_run_queue_total() {
         );
         return;
     }
-    println!("inconclusive: no fresh thread was preempted in 5 tries");
+    println!("inconclusive: no fresh thread was preempted 10 times in 5 tries");
 }

@@ -8,6 +8,11 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
+/// A thread without a page reads its run-queue total at exit where it was preempted
+/// this many times: what the `[oversubscribed]` finding needs (a short thread preempted
+/// once or twice exits without the read, its total n/a).
+const PREEMPTED_READS_QUEUE: u64 = 10;
+
 thread_local! {
     /// Marks threads whose counters are open, so a report can refresh the calling
     /// thread's totals without registering it.
@@ -331,10 +336,10 @@ impl LocalCounters {
                 let _ = shared.run_queue_end.set(queued);
             }
         } else if shared.run_queue_start.get().is_some()
-            && switches.is_some_and(|s| s.involuntary > 0)
+            && switches.is_some_and(|s| s.involuntary >= PREEMPTED_READS_QUEUE)
         {
-            // No page (deferred): read once, by a thread that was preempted (~8 µs
-            // against the slices it lost); one never preempted exits with none (n/a).
+            // No page (deferred): read once (~8 µs, against the slices it lost), so a
+            // thread that never waits still has the figure `[oversubscribed]` needs.
             if let Some(q) = exact::run_delay_now() {
                 let _ = shared.run_queue_end.set(q);
             }
