@@ -330,7 +330,7 @@ impl LocalCounters {
     pub(crate) fn close(&self, shared: &ThreadCounters) {
         let switches = self.refresh(shared);
         if self.exact.get().is_some_and(|x| x.method().schedstat) {
-            // 0: the file's read failed (the copy then reads it by path).
+            // 0: the file's read failed (the total is then n/a).
             let queued = self.mark_now(shared).queued_ns();
             if queued > 0 {
                 let _ = shared.run_queue_end.set(queued);

@@ -59,11 +59,13 @@ impl ThreadCounters {
     }
 
     /// The run-queue wait of thread `tid` since its counters opened (to its exit, once
-    /// it stored it); `None` with counters off or where the kernel does not say.
-    pub(crate) fn run_queue_since_open(&self, tid: i32) -> Option<u64> {
+    /// it stored it); `None` with counters off or where the kernel does not say, or
+    /// where the thread `exited` without storing it (its file is gone: no path read).
+    pub(crate) fn run_queue_since_open(&self, tid: i32, exited: bool) -> Option<u64> {
         let start = *self.run_queue_start.get()?;
         let now = match self.run_queue_end.get() {
             Some(&end) => Some(end),
+            None if exited => None,
             None => run_queue_ns(tid),
         };
         now.map(|now| now.saturating_sub(start))
