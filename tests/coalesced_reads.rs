@@ -67,9 +67,14 @@ fn hot_recv(rx: &Receiver<u64>) -> u64 {
     rx.recv().unwrap()
 }
 
+/// More waits than a thread reads on getrusage before its perf counters open (16 by
+/// default, `Options::counters_after`): the loop below runs on the page, every episode's
+/// queued time read.
 #[yieldprof::instrument_wait]
 fn warm_up() {
-    std::thread::sleep(Duration::from_micros(10));
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_micros(10));
+    }
 }
 
 /// Keeps the calling thread on CPU `cpu` (of those there are), so that a handoff's
