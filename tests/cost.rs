@@ -239,13 +239,23 @@ fn a_thread_preempted_between_episodes_keeps_exact_voluntary_counts_and_says_wha
     let mut shown = false;
     for attempt in 1..=ATTEMPTS {
         let (v0, i0, _, e0) = site_switches("short_nap");
-        let (kv, ki) = on_thread("preempted", || {
+        // Whether a nap shorter than 40 µs by this clock (under 50 reads of ~2 µs, so
+        // read when the next one opens) was followed by a preempted spin.
+        let short_then_preempted = Arc::new(AtomicBool::new(false));
+        let seen = short_then_preempted.clone();
+        let (kv, ki) = on_thread("preempted", move || {
             // No 50 µs timer slack: the naps take a few µs.
             // SAFETY: prctl(PR_SET_TIMERSLACK) sets this thread's slack only.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1) };
             for _ in 0..20 {
+                let t = Instant::now();
                 short_nap();
+                let short = t.elapsed() < Duration::from_micros(40);
+                let before = kernel_switches(tid()).1;
                 run_for(Duration::from_millis(10));
+                if short && kernel_switches(tid()).1 > before {
+                    seen.store(true, Relaxed);
+                }
             }
         });
         let (v1, i1, _, e1) = site_switches("short_nap");
@@ -257,9 +267,18 @@ fn a_thread_preempted_between_episodes_keeps_exact_voluntary_counts_and_says_wha
         assert!(v <= kv && i <= ki);
         // Preempted at least twice outside the naps (the thread spun between them):
         // those naps' figures were read after another switch, so estimated, and still
-        // every voluntary switch is a nap's.
+        // every voluntary switch is a nap's. Unless the naps ran 50 reads long (a
+        // loaded machine wakes a nap late; seen: all 20 preempted spins after such naps),
+        // when each was read at its own close, exact: then try again.
         if ki >= i + 2 && v == kv && kv >= 10 {
-            assert!(estimated >= 1, "preempted between naps, nothing estimated");
+            if estimated == 0 {
+                assert!(
+                    !short_then_preempted.load(Relaxed),
+                    "preempted after a short nap, nothing estimated"
+                );
+                eprintln!("  nothing estimated: every preempted spin followed a long nap, read at its close");
+                continue;
+            }
             shown = true;
             break;
         }
@@ -369,18 +388,27 @@ fn first_nap() {
 
 #[test]
 fn a_threads_set_up_is_the_profilers_own_time_not_its_first_sites() {
-    // The first wait call of a new thread sets the thread up (its counters open).
-    let (tid, window) = std::thread::Builder::new()
+    // The first wait call of a new thread sets the thread up (its counters open). The
+    // report is taken while the thread lives: at its exit the profiler reads the
+    // thread's figures once more, outside the caller's clock (seen under load: the
+    // two together 1.5 µs over a 430 µs window).
+    let (measured, measured_rx) = channel();
+    let (release, released) = channel::<()>();
+    let first = std::thread::Builder::new()
         .name("first".into())
-        .spawn(|| {
+        .spawn(move || {
             let t = Instant::now();
             first_nap();
-            (tid(), t.elapsed().as_nanos() as u64)
+            measured
+                .send((tid(), t.elapsed().as_nanos() as u64))
+                .unwrap();
+            released.recv().ok();
         })
-        .unwrap()
-        .join()
         .unwrap();
+    let (tid, window) = measured_rx.recv().unwrap();
     let profile = yieldprof::snapshot();
+    release.send(()).unwrap();
+    first.join().unwrap();
     let thread = profile
         .threads()
         .into_iter()
@@ -388,8 +416,9 @@ fn a_threads_set_up_is_the_profilers_own_time_not_its_first_sites() {
         .unwrap();
     let site = profile.site("first_nap").unwrap();
     eprintln!(
-        "first call {window} ns by the caller's clock: episode {} ns, profiler {} ns",
-        site.wall_ns, thread.profiler_ns
+        "first call {window} ns by the caller's clock: episode {} ns (its [profiler] {} ns), \
+         thread's profiler {} ns",
+        site.wall_ns, site.profiler_ns, thread.profiler_ns
     );
     assert!(thread.profiler_ns > 0, "the set-up took no time");
     // Set-up and episode are apart: together within what the caller measured (1 µs

@@ -9,13 +9,17 @@ use yieldprof::report::{Costs, Rule};
 
 const EXCHANGES: u64 = 2_000;
 
-fn voluntary_switches() -> u64 {
+/// This thread's (voluntary, involuntary) switches so far.
+fn switches() -> (u64, u64) {
     let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-        .map(|v| v.trim().parse().unwrap())
-        .unwrap()
+    let field = |name: &str| -> u64 {
+        let line = status.lines().find_map(|l| l.strip_prefix(name)).unwrap();
+        line.trim().parse().unwrap()
+    };
+    (
+        field("voluntary_ctxt_switches:"),
+        field("nonvoluntary_ctxt_switches:"),
+    )
 }
 
 /// One exchange: hand `v` over, then wait for the answer.
@@ -25,9 +29,9 @@ fn exchange(tx: &SyncSender<u64>, rx: &Receiver<u64>, v: u64) -> u64 {
     rx.recv().unwrap()
 }
 
-/// Runs the ping-pong; returns the profile and the voluntary switches /proc counted on
-/// the thread that ran the `exchange` site while it exchanged.
-fn ping_pong() -> (yieldprof::Profile, u64) {
+/// Runs the ping-pong; returns the profile and the voluntary and all switches /proc
+/// counted on the thread that ran the `exchange` site while it exchanged.
+fn ping_pong() -> (yieldprof::Profile, u64, u64) {
     let (to_b, from_a) = sync_channel(0);
     let (to_a, from_b) = sync_channel(0);
     let session = yieldprof::Session::start();
@@ -37,15 +41,16 @@ fn ping_pong() -> (yieldprof::Profile, u64) {
             to_a.send(v + 1).unwrap();
         }
     });
-    let before = voluntary_switches();
+    let before = switches();
     let mut v = 0;
     for _ in 0..EXCHANGES {
         v = exchange(&to_b, &from_b, v);
     }
-    let mine = voluntary_switches() - before;
+    let after = switches();
+    let (voluntary, all) = (after.0 - before.0, after.0 + after.1 - before.0 - before.1);
     b.join().unwrap();
     assert_eq!(v, EXCHANGES, "every exchange came back");
-    (session.finish(), mine)
+    (session.finish(), voluntary, all)
 }
 
 #[test]
@@ -55,7 +60,7 @@ fn a_rendezvous_ping_pong_is_named_a_handoff() {
     // while std's channel still spins is no switch): run until /proc shows the
     // exchanges switched, at most 3 times.
     for attempt in 1..=3 {
-        let (profile, switched) = ping_pong();
+        let (profile, switched, all) = ping_pong();
         let site = profile.site("findings_handoff::exchange").unwrap();
         assert_eq!(site.episodes, EXCHANGES);
         let found: Vec<_> = profile
@@ -105,7 +110,12 @@ fn a_rendezvous_ping_pong_is_named_a_handoff() {
             .unwrap()
             .parse()
             .unwrap();
-        assert!(counted <= switched + 2, "{counted} > /proc {switched}: {f}");
+        // The switch count is exact; the voluntary part of one read late is apportioned
+        // (seen under load: 2003 where /proc counted 2000 voluntary of 2000 + a few).
+        assert!(
+            counted <= all + 2,
+            "{counted} > /proc's {all} switches: {f}"
+        );
         assert!(f.fix.contains("buffered channel"), "{f}");
         println!("/proc: {switched} voluntary switches; {f}");
         return;

@@ -397,6 +397,12 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// One decimal, or two significant digits below 1 (a starved round: 0.031×, not 0.0×).
+fn ratio_text(r: f64) -> String {
+    let decimals = 1 + (-r.log10().floor()).clamp(0.0, 9.0) as usize;
+    format!("{r:.decimals$}")
+}
+
 /// The summary's "False sharing" section, from its heading to the next blank line.
 fn sharing_section(summary: &str) -> String {
     let lines = summary
@@ -576,11 +582,12 @@ fn demo(run_for: Duration, rounds: usize) -> Result<(), String> {
         .iter()
         .fold((f64::MAX, 0.0f64), |(l, h), &r| (l.min(r), h.max(r)));
     println!(
-        "\npacked/padded: {:.1}× (rounds {low:.1}–{high:.1})",
-        median(&mut ratios)
+        "\npacked/padded: {}× (rounds {}–{})",
+        ratio_text(median(&mut ratios)),
+        ratio_text(low),
+        ratio_text(high)
     );
-    // Unpinned on one CPU, the two threads queue behind each other: that says nothing of
-    // other processes.
+    // Unpinned on one CPU the two threads queue behind each other: not other processes.
     if queued > 0.05 && cpus != "none" {
         println!(
             "note: other processes kept a ring thread waiting for a CPU up to {:.0}% of a run;\n  \

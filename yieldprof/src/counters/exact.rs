@@ -173,6 +173,14 @@ impl Mark {
         self.switches.wrapping_sub(self.ahead)
     }
 
+    /// The thread's off-CPU clock (`CLOCK_MONOTONIC` minus its CPU time, ns) at the
+    /// mark, where it was read there: it stands still while the thread runs, so a
+    /// reader of the thread's clocks later has the off-CPU time since
+    /// ([`off_clock_of`]). `None` for a mark taken unread or without a page.
+    pub(crate) fn off_clock(&self) -> Option<u64> {
+        (self.is_read() && self.mono_ns != 0).then_some(self.off_ns)
+    }
+
     /// The thread's run-queue wait (schedstat `run_delay`) at the mark; 0 without
     /// schedstat.
     pub(crate) fn queued_ns(&self) -> u64 {
@@ -439,15 +447,28 @@ pub(crate) fn off_clock_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(cpu)
 }
 
+/// The off-CPU clock of thread `tid` of this process, read from any of its threads
+/// (its CPU clock is the one `pthread_getcpuclockid` names: `CPUCLOCK_SCHED` of the
+/// thread); `None` once it is gone.
+pub(crate) fn off_clock_of(tid: i32) -> Option<u64> {
+    let id = (!(tid as libc::clockid_t) << 3) | 6;
+    let cpu = try_clock_ns(id)?;
+    Some(clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(cpu))
+}
+
 /// `clock` now, ns.
 pub(super) fn clock_ns(clock: libc::clockid_t) -> u64 {
+    try_clock_ns(clock).unwrap_or(0)
+}
+
+fn try_clock_ns(clock: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    let ok = unsafe { libc::clock_gettime(clock, &mut ts) } == 0;
+    ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 /// The calling thread's schedstat file, kept open for [`read_sources`], where it reads.

@@ -71,7 +71,7 @@ pub(crate) use breakpoint::{breakpoint_reason, force_open_error, Hit, Target, Wa
 pub(crate) use calibrate::{kernel_ns_per_switch, pin};
 pub use events::*;
 pub use exact::SplitMethod;
-pub(crate) use exact::{parse_run_delay, Delta, Exact, Mark, Split};
+pub(crate) use exact::{off_clock_of, parse_run_delay, Delta, Exact, Mark, Split};
 pub(crate) use fds::*;
 pub(crate) use kernel::Switches;
 pub(crate) use local::*;

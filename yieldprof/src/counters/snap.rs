@@ -267,6 +267,18 @@ impl NodeSnap {
         to_ns(&mut self.queued_split_ns);
     }
 
+    /// A frame on the node still open at the copy was off the CPU for `off_ns` of its
+    /// `ticks` so far (read from the thread's clocks by the copier): counted with the
+    /// closed ones, where every episode's split is measured. Whether it was.
+    pub(crate) fn add_open(&mut self, off_ns: u64, ticks: u64) -> bool {
+        if !self.calls_split {
+            return false;
+        }
+        self.off_ns += off_ns;
+        self.split_ns += ticks;
+        true
+    }
+
     /// Zeroes its switch counts (voluntary, involuntary, context switches).
     pub(crate) fn forget_switches(&mut self) {
         for e in [

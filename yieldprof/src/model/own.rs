@@ -70,10 +70,10 @@ impl ThreadProfile {
     ) -> Vec<Option<OwnTime>> {
         let child_wall = self.child_wall();
         let child_off = self.child_off();
-        // The part of each node's children still open at the copy.
+        // The part of each node's children still open at the copy, unmeasured.
         let mut child_open = vec![0u64; self.nodes.len()];
         for n in self.nodes.iter().skip(1) {
-            child_open[n.parent as usize] += n.open_ns;
+            child_open[n.parent as usize] += n.open_unsplit_ns();
         }
         self.nodes
             .iter()
@@ -82,16 +82,17 @@ impl ThreadProfile {
                 if i == 0 || frames[n.frame as usize].kind != FrameKind::Wait {
                     return None;
                 }
-                // An episode still open at the copy has no switch figures yet: its own
-                // part is `[unexplained]` (or `[spin]`), the rest split as measured.
+                // An episode still open at the copy whose off-CPU time was not read
+                // there has no switch figures yet: its own part is `[unexplained]` (or
+                // `[spin]`), the rest split as measured.
                 let all = n.rest_ns(child_wall[i]);
-                let open = n.open_ns.saturating_sub(child_open[i]).min(all);
+                let open = n.open_unsplit_ns().saturating_sub(child_open[i]).min(all);
                 let rest = all - open;
                 let spins = n
                     .slots
                     .iter()
                     .any(|s| s.calls > 0 && calls[s.call as usize].kind == Kind::Spin);
-                let off = n.counts.off_cpu_ns(n.closed_ns()).map(|off| {
+                let off = n.counts.off_cpu_ns(n.split_ns()).map(|off| {
                     let outside = if n.counts.calls_split {
                         let in_calls: u64 = n.slots.iter().map(|s| s.off_ns).sum();
                         off.saturating_sub(child_off[i] + in_calls)
@@ -100,7 +101,7 @@ impl ThreadProfile {
                         // part of the frame's that the calls and nested frames could
                         // not hold was its own. So the rest, named on the CPU, never
                         // exceeds the frame's on-CPU time.
-                        off.saturating_sub(n.closed_ns().saturating_sub(rest))
+                        off.saturating_sub(n.split_ns().saturating_sub(rest))
                     };
                     outside.min(rest)
                 });
@@ -144,7 +145,7 @@ impl ThreadProfile {
     fn child_off(&self) -> Vec<u64> {
         let mut child_off = vec![0u64; self.nodes.len()];
         for n in self.nodes.iter().skip(1) {
-            child_off[n.parent as usize] += n.counts.off_cpu_ns(n.closed_ns()).unwrap_or(0);
+            child_off[n.parent as usize] += n.counts.off_cpu_ns(n.split_ns()).unwrap_or(0);
         }
         child_off
     }
@@ -164,7 +165,7 @@ impl ThreadProfile {
                 if i == 0 || frames[n.frame as usize].kind != FrameKind::Work {
                     return 0;
                 }
-                let Some(off) = n.counts.off_cpu_ns(n.closed_ns()) else {
+                let Some(off) = n.counts.off_cpu_ns(n.split_ns()) else {
                     return 0;
                 };
                 let in_calls: u64 = n.slots.iter().map(|s| s.off_ns).sum();

@@ -18,6 +18,9 @@ pub(crate) struct NodeStats {
     /// Of `wall_ns`, the part of a frame still open when the thread was copied (counted
     /// up to that moment).
     pub(crate) open_ns: u64,
+    /// Of `open_ns`, the part whose off-CPU time is in `counts` (read from the thread's
+    /// clocks at the copy, `record::copy`): a wait frame's or a job's with a mark.
+    pub(crate) open_split_ns: u64,
     /// Async episodes: time between polls, outside `wall_ns` (see `record::episode`).
     pub(crate) suspended_ns: u64,
     /// yieldprof's own time inside `wall_ns` while this node was current: set-up,
@@ -67,6 +70,17 @@ impl NodeStats {
     /// Wall time of its closed frames: what its switch figures cover.
     pub(crate) fn closed_ns(&self) -> u64 {
         self.wall_ns.saturating_sub(self.open_ns)
+    }
+
+    /// Wall time its switch figures cover: its closed frames, and the open one where
+    /// its off-CPU time was read at the copy.
+    pub(crate) fn split_ns(&self) -> u64 {
+        self.closed_ns() + self.open_split_ns.min(self.open_ns)
+    }
+
+    /// Of `open_ns`, the part without switch figures (its off-CPU time not read).
+    pub(crate) fn open_unsplit_ns(&self) -> u64 {
+        self.open_ns - self.open_split_ns.min(self.open_ns)
     }
 
     /// Time in timed calls (yield, sleep, park) made directly in this frame.
@@ -170,6 +184,7 @@ impl ThreadProfile {
             m.episodes += n.episodes;
             m.wall_ns += n.wall_ns;
             m.open_ns += n.open_ns;
+            m.open_split_ns += n.open_split_ns;
             m.suspended_ns += n.suspended_ns;
             m.profiler_ns += n.profiler_ns;
             m.durations.add(&n.durations);
@@ -250,6 +265,7 @@ impl ThreadProfile {
         for n in &mut self.nodes {
             n.wall_ns = scale.ns(n.wall_ns);
             n.open_ns = scale.ns(n.open_ns);
+            n.open_split_ns = scale.ns(n.open_split_ns);
             n.suspended_ns = scale.ns(n.suspended_ns);
             n.profiler_ns = scale.ns(n.profiler_ns);
             n.durations.scale_to_ns(scale);
@@ -357,15 +373,17 @@ impl NodeStats {
                 None => s.clone(),
             })
             .collect();
+        // Still open now: counted up to this copy, whatever the earlier one had.
+        let open_ns = self
+            .open_ns
+            .min(self.wall_ns.saturating_sub(earlier.wall_ns));
         NodeStats {
             frame: self.frame,
             parent: self.parent,
             episodes: self.episodes.saturating_sub(earlier.episodes),
             wall_ns: self.wall_ns.saturating_sub(earlier.wall_ns),
-            // Still open now: counted up to this copy, whatever the earlier one had.
-            open_ns: self
-                .open_ns
-                .min(self.wall_ns.saturating_sub(earlier.wall_ns)),
+            open_ns,
+            open_split_ns: self.open_split_ns.min(open_ns),
             suspended_ns: self.suspended_ns.saturating_sub(earlier.suspended_ns),
             profiler_ns: self.profiler_ns.saturating_sub(earlier.profiler_ns),
             durations: self.durations.minus(&earlier.durations),

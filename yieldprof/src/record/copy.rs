@@ -4,7 +4,7 @@ use super::thread::*;
 use crate::base::clock;
 use crate::base::ring::Episode;
 use crate::base::site::{self, CallSite, Kind, OVERFLOW_CALL};
-use crate::counters::{Switches, ThreadSnap};
+use crate::counters::{off_clock_of, Switches, ThreadSnap};
 use crate::model::timeline::Timeline;
 use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
 use crate::record::fold::spin_site;
@@ -21,14 +21,17 @@ impl ThreadData {
     /// stored them: fresh at its exit and on the caller, refreshed first).
     pub(crate) fn snapshot(&self, exited: bool, read_switches: bool) -> ThreadProfile {
         let read_switches = read_switches && self.counters.counts_switches();
-        let switches = read_switches.then(|| Switches::of(self.tid)).flatten();
         // Records pushed from here on may show below as frames still open.
         let written = self.records.written();
         // An exited thread's copy, made later, ends where its life did.
-        let now = match self.ended.load(Relaxed) {
+        let ended = self.ended.load(Relaxed);
+        let now = match ended {
             0 => clock::now(),
             ended => ended,
         };
+        // The thread's off-CPU clock now, read once where a frame open on it has a
+        // mark to count from: a live thread only.
+        let mut off_now = None;
         let n_nodes = self.nodes.len();
         let mut nodes: Vec<NodeStats> = (0..n_nodes)
             .map(|i| {
@@ -40,16 +43,32 @@ impl ThreadData {
                 } else {
                     now.saturating_sub(since)
                 };
+                let mut counts = self.counters.node(&n.counts, wall);
+                // Its open frame's off-CPU time so far: its switch figures come at its
+                // close, and a job's would read as business until then.
+                let base = n.open_off.load(Relaxed);
+                let open_off = (open_ns > 0 && base != 0 && ended == 0)
+                    .then(|| *off_now.get_or_insert_with(|| off_clock_of(self.tid)))
+                    .flatten()
+                    .map(|off| {
+                        off.saturating_sub(base)
+                            .min(clock::Scale::current().ns(open_ns))
+                    });
+                let open_split_ns = match open_off {
+                    Some(off) if counts.add_open(off, open_ns) => open_ns,
+                    _ => 0,
+                };
                 NodeStats {
                     frame: n.frame.load(Relaxed),
                     parent: n.parent.load(Relaxed),
                     episodes: n.episodes.load(Relaxed),
                     wall_ns: wall + open_ns,
                     open_ns,
+                    open_split_ns,
                     suspended_ns: n.suspended_ns.load(Relaxed),
                     profiler_ns: n.profiler_ticks.load(Relaxed),
                     durations: n.durations.load(),
-                    counts: self.counters.node(&n.counts, wall),
+                    counts,
                     slots: Vec::new(),
                 }
             })
@@ -77,6 +96,9 @@ impl ThreadData {
                 off_ns: lost.off_ns.load(Relaxed),
             });
         }
+        // After the nodes: a switch the thread stores between the two reads is then in
+        // its totals too (read first, the totals could be below its waits' part).
+        let switches = read_switches.then(|| Switches::of(self.tid)).flatten();
         nodes[ROOT as usize].wall_ns = now.saturating_sub(self.start_ns.load(Relaxed));
         nodes[ROOT as usize].episodes = 1;
         nodes[ROOT as usize].counts = self.counters.root(nodes[ROOT as usize].wall_ns, switches);

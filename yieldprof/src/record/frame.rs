@@ -69,7 +69,7 @@ pub(crate) fn open(
         Some((start, _)) => start,
         None => clock::now(),
     };
-    l.data.node(node).opened(start);
+    l.data.node(node).opened_at(start, mark.off_clock());
     // A wait frame tallies its own calls; a business frame's count in the wait frame
     // around it.
     let tally = if wait {

@@ -79,6 +79,7 @@ impl ThreadData {
         n.open.store(open, Relaxed);
         if open == 0 {
             n.open_since.store(0, Relaxed);
+            n.open_off.store(0, Relaxed);
         }
         if current != node {
             return current;
@@ -96,9 +97,17 @@ impl Node {
     /// stays open (the first of several open at once).
     #[inline(always)]
     pub(crate) fn opened(&self, start: u64) {
+        self.opened_at(start, None);
+    }
+
+    /// As [`Node::opened`], for a frame whose switch mark had the thread's off-CPU
+    /// clock at `off` (`Mark::off_clock`).
+    #[inline(always)]
+    pub(crate) fn opened_at(&self, start: u64, off: Option<u64>) {
         let n = &self.open;
         n.store(n.load(Relaxed).wrapping_add(1), Relaxed);
         if self.open_since.load(Relaxed) == 0 {
+            self.open_off.store(off.unwrap_or(0), Relaxed);
             self.open_since.store(start, Relaxed);
         }
     }

@@ -45,6 +45,10 @@ pub(crate) struct Node {
     /// The tick the first of the frames open on it now opened; 0 while none is open.
     /// A report counts an open episode up to the report from it (`record::copy`).
     pub(super) open_since: AtomicU64,
+    /// The thread's off-CPU clock at that frame's switch mark (`Mark::off_clock`), ns;
+    /// 0 where it has none: a report reads the thread's clock to give the open part
+    /// its off-CPU time (`record::copy`).
+    pub(super) open_off: AtomicU64,
     pub(crate) episodes: AtomicU64,
     pub(crate) wall_ns: AtomicU64,
     /// Async episodes only: time between their polls (first poll to completion, minus
