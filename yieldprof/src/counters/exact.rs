@@ -187,6 +187,12 @@ impl Mark {
         self.queued_ns
     }
 
+    /// The thread's voluntary plus involuntary switches over its life (getrusage's)
+    /// when the mark was read.
+    pub(crate) fn rusage_switches(&self) -> u64 {
+        u64::from(self.voluntary) + u64::from(self.involuntary)
+    }
+
     /// The thread's totals since `base` (its first mark).
     pub(crate) fn since(&self, base: &Mark) -> Delta {
         base.until(self)

@@ -236,7 +236,7 @@ impl LocalCounters {
         };
         let begin = &begin;
         if begin.reading.off_ns.is_some() && r.off_ns.is_none() {
-            self.finish_deferred(shared, node, &mut r);
+            self.finish_deferred(shared, node, &begin.reading, &mut r);
         }
         // At least 1 ns, so a sampled episode always shows as counted time.
         let wall = end.saturating_sub(start).max(1);
@@ -297,15 +297,30 @@ impl LocalCounters {
 
     /// A sampled episode begun on getrusage before the counters opened ends on
     /// getrusage too (its switches and CPU time stay exact); its run-queue wait is
-    /// known only from the page's opening on, and is so labelled (estimated).
+    /// read from the page's opening on. That is all of it where the thread was not
+    /// switched between the episode's start and the opening (run-queue wait accrues
+    /// only at a switch back in); else the part before is unknown, and the episode is
+    /// counted as estimated.
     #[cold]
     #[inline(never)]
-    fn finish_deferred(&self, shared: &ThreadCounters, node: &NodeCounts, r: &mut Reading) {
+    fn finish_deferred(
+        &self,
+        shared: &ThreadCounters,
+        node: &NodeCounts,
+        begin: &Reading,
+        r: &mut Reading,
+    ) {
         read_rusage(r);
         if let Some(x) = self.exact.get().filter(|x| x.method().schedstat) {
             let queued = self.mark_now(shared).queued_ns();
             bump(&node.queued_ns, queued.saturating_sub(x.base.queued_ns()));
-            bump(&node.estimated, 1);
+            let (v, i) = (
+                CounterEvent::VoluntarySwitches.index(),
+                CounterEvent::InvoluntarySwitches.index(),
+            );
+            if begin.values[v] + begin.values[i] != x.base.rusage_switches() {
+                bump(&node.estimated, 1);
+            }
         }
     }
 
