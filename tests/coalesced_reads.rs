@@ -8,9 +8,10 @@
 //! The loop's thread blocks only in the site (a channel ping-pong), so when the kernel
 //! counts every switch of the thread inside the site (no preemption between
 //! episodes), the thread's whole off-CPU and queued time is the site's. An attempt
-//! preempted outside the site, or after the loop before its last figures were read
-//! (they are then apportioned, estimated), is run again, a few times at most, then
-//! reported inconclusive. (Own test binary: the site is read process-wide.)
+//! preempted at all (a preemption in the profiler's time around an episode counts with
+//! it, its time outside it), or after the loop before its last figures were read (they
+//! are then apportioned, estimated), is run again, a few times at most, then reported
+//! inconclusive. (Own test binary: the site is read process-wide.)
 
 mod clocks;
 mod kernel;
@@ -177,6 +178,13 @@ fn a_hot_loop_reads_its_switch_figures_rarely_and_they_equal_the_kernels() {
         assert!(v <= kv && i <= ki, "more switches than the kernel counted");
         if !(v == kv && i == ki && kv > 0) {
             // Preempted (or blocked) outside the site: its figures are not the thread's.
+            continue;
+        }
+        if ki > 0 {
+            // A preemption can land in the profiler's own time next to an episode (after
+            // its close tick, before the page's count is read): counted with the episode,
+            // its off-CPU time is outside the episode's wall, and so not the site's (16.8
+            // ms once under 4 busy loops). Only the blocks in `recv` are surely inside.
             continue;
         }
         if s.time.estimated_episodes > 0 {
