@@ -215,8 +215,15 @@ fn a_hot_loop_reads_its_switch_figures_rarely_and_they_equal_the_kernels() {
         );
         if let (Some(q), Some(kq)) = (queued, kqueued) {
             // schedstat's run delay moves only when the thread is switched in, and
-            // every switch was in the site: the same sum.
-            assert_eq!(q, kq, "site queued {q} ns, schedstat's {kq} ns");
+            // every switch was in the site: the same sum, but for one clip. An
+            // episode's off-CPU time (and the queued part of it) is held within its
+            // wall, ticks made ns with a ratio within ~1e-5 of the truth: one queued
+            // nearly all its time can lose that much (21 ns once under 4 busy loops).
+            let clip = s.wall_ns / 100_000 + reads;
+            assert!(
+                q.abs_diff(kq) <= clip,
+                "site queued {q} ns, schedstat's {kq} ns (clip {clip} ns)"
+            );
         }
         return;
     }
