@@ -175,7 +175,12 @@ fn a_hot_loop_reads_its_switch_figures_rarely_and_they_equal_the_kernels() {
             s.episodes, s.time.estimated_episodes
         );
         assert_eq!(s.episodes, EPISODES);
-        assert!(v <= kv && i <= ki, "more switches than the kernel counted");
+        // Each episode's switch count is exact; its voluntary/involuntary split is
+        // apportioned (voluntary first) where it was read after a later switch.
+        assert!(v + i <= kv + ki, "more switches than the kernel counted");
+        if s.time.estimated_episodes == 0 {
+            assert!(v <= kv && i <= ki, "more switches than the kernel counted");
+        }
         if !(v == kv && i == ki && kv > 0) {
             // Preempted (or blocked) outside the site: its figures are not the thread's.
             continue;
