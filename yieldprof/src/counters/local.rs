@@ -207,6 +207,13 @@ impl LocalCounters {
         open.len() as u32 - 1
     }
 
+    /// The off-CPU clock read at the start of sampled episode `sample`, where it was
+    /// read on getrusage (no page: deferred counters).
+    pub(crate) fn begun_off_clock(&self, sample: u32) -> Option<u64> {
+        let open = self.open_samples.borrow();
+        open.get(sample as usize).and_then(|b| b.reading.off_ns)
+    }
+
     /// A wait episode that was not sampled closed after `elapsed` ns.
     #[inline(always)]
     pub(crate) fn earn(&self, elapsed: u64) {

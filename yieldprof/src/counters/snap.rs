@@ -192,6 +192,11 @@ impl ThreadCounters {
             };
             n.queued_split_ns = if method.schedstat { n.split_ns } else { 0 };
             n.calls_split = method.every_episode;
+            n.every_split = method.every_episode
+                || matches!(
+                    setup.source,
+                    CounterSource::Getrusage(Reason::Deferred { .. })
+                );
         }
         n
     }
@@ -254,6 +259,9 @@ pub(crate) struct NodeSnap {
     pub(super) estimated: u64,
     /// Whether its timed calls measured their own off-CPU time too.
     pub(crate) calls_split: bool,
+    /// Whether every episode's split is measured: the page's, or getrusage's on each
+    /// while the thread's counters are deferred.
+    every_split: bool,
 }
 
 impl NodeSnap {
@@ -271,7 +279,7 @@ impl NodeSnap {
     /// `ticks` so far (read from the thread's clocks by the copier): counted with the
     /// closed ones, where every episode's split is measured. Whether it was.
     pub(crate) fn add_open(&mut self, off_ns: u64, ticks: u64) -> bool {
-        if !self.calls_split {
+        if !self.every_split {
             return false;
         }
         self.off_ns += off_ns;
@@ -315,6 +323,7 @@ impl NodeSnap {
         n.queued_split_ns = f(self.queued_split_ns, other.queued_split_ns);
         n.estimated = f(self.estimated, other.estimated);
         n.calls_split = self.calls_split || other.calls_split;
+        n.every_split = self.every_split || other.every_split;
         n
     }
 

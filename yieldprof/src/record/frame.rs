@@ -69,7 +69,13 @@ pub(crate) fn open(
         Some((start, _)) => start,
         None => clock::now(),
     };
-    l.data.node(node).opened_at(start, mark.off_clock());
+    // Deferred counters take no page mark: the sampled start's off-CPU clock serves,
+    // so a frame open at a report (a pool's job) still gets its off-CPU time so far.
+    let off = match mark.off_clock() {
+        None if sample != NO_SAMPLE => l.counters.begun_off_clock(sample),
+        off => off,
+    };
+    l.data.node(node).opened_at(start, off);
     // A wait frame tallies its own calls; a business frame's count in the wait frame
     // around it.
     let tally = if wait {
