@@ -261,7 +261,7 @@ pub(crate) struct NodeSnap {
     pub(crate) calls_split: bool,
     /// Whether every episode's split is measured: the page's, or getrusage's on each
     /// while the thread's counters are deferred.
-    every_split: bool,
+    pub(super) every_split: bool,
 }
 
 impl NodeSnap {
