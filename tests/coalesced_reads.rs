@@ -8,7 +8,9 @@
 //! The loop's thread blocks only in the site (a channel ping-pong), so when the kernel
 //! counts every switch of the thread inside the site (no preemption between
 //! episodes), the thread's whole off-CPU and queued time is the site's. An attempt
-//! preempted outside the site is run again, a few times at most, then reported
+//! preempted at all (a preemption in the profiler's time around an episode counts with
+//! it, its time outside it), or after the loop before its last figures were read (they
+//! are then apportioned, estimated), is run again, a few times at most, then reported
 //! inconclusive. (Own test binary: the site is read process-wide.)
 
 mod clocks;
@@ -33,9 +35,24 @@ struct Kernel {
     queued_ns: Option<u64>,
 }
 
+/// Read again (a few times at most) where the thread was switched between its reads:
+/// a switch after the status file's counts would be in schedstat's figures only.
 fn kernel_now() -> Kernel {
     // SAFETY: gettid has no preconditions.
-    let (voluntary, involuntary) = kernel::switches(unsafe { libc::gettid() });
+    let tid = unsafe { libc::gettid() };
+    let mut k = kernel_read(tid);
+    for _ in 0..4 {
+        let again = kernel::switches(tid);
+        if again == (k.voluntary, k.involuntary) {
+            break;
+        }
+        k = kernel_read(tid);
+    }
+    k
+}
+
+fn kernel_read(tid: i32) -> Kernel {
+    let (voluntary, involuntary) = kernel::switches(tid);
     let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").ok();
     let stat = |i: usize| -> Option<u64> {
         schedstat
@@ -67,9 +84,14 @@ fn hot_recv(rx: &Receiver<u64>) -> u64 {
     rx.recv().unwrap()
 }
 
+/// More waits than a thread reads on getrusage before its perf counters open (16 by
+/// default, `Options::counters_after`): the loop below runs on the page, every episode's
+/// queued time read.
 #[yieldprof::instrument_wait]
 fn warm_up() {
-    std::thread::sleep(Duration::from_micros(10));
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_micros(10));
+    }
 }
 
 /// Keeps the calling thread on CPU `cpu` (of those there are), so that a handoff's
@@ -153,9 +175,27 @@ fn a_hot_loop_reads_its_switch_figures_rarely_and_they_equal_the_kernels() {
             s.episodes, s.time.estimated_episodes
         );
         assert_eq!(s.episodes, EPISODES);
-        assert!(v <= kv && i <= ki, "more switches than the kernel counted");
+        // Each episode's switch count is exact; its voluntary/involuntary split is
+        // apportioned (voluntary first) where it was read after a later switch.
+        assert!(v + i <= kv + ki, "more switches than the kernel counted");
+        if s.time.estimated_episodes == 0 {
+            assert!(v <= kv && i <= ki, "more switches than the kernel counted");
+        }
         if !(v == kv && i == ki && kv > 0) {
             // Preempted (or blocked) outside the site: its figures are not the thread's.
+            continue;
+        }
+        if ki > 0 {
+            // A preemption can land in the profiler's own time next to an episode (after
+            // its close tick, before the page's count is read): counted with the episode,
+            // its off-CPU time is outside the episode's wall, and so not the site's (16.8
+            // ms once under 4 busy loops). Only the blocks in `recv` are surely inside.
+            continue;
+        }
+        if s.time.estimated_episodes > 0 {
+            // Switched after the loop (after the kernel's figures were read, so not in
+            // them) before its last episodes' figures were read: those were apportioned
+            // over a window longer than the kernel's.
             continue;
         }
         // Besides one read per 64 merged episodes, the loop reads at least every 10 ms
@@ -180,8 +220,15 @@ fn a_hot_loop_reads_its_switch_figures_rarely_and_they_equal_the_kernels() {
         );
         if let (Some(q), Some(kq)) = (queued, kqueued) {
             // schedstat's run delay moves only when the thread is switched in, and
-            // every switch was in the site: the same sum.
-            assert_eq!(q, kq, "site queued {q} ns, schedstat's {kq} ns");
+            // every switch was in the site: the same sum, but for one clip. An
+            // episode's off-CPU time (and the queued part of it) is held within its
+            // wall, ticks made ns with a ratio within ~1e-5 of the truth: one queued
+            // nearly all its time can lose that much (21 ns once under 4 busy loops).
+            let clip = s.wall_ns / 100_000 + reads;
+            assert!(
+                q.abs_diff(kq) <= clip,
+                "site queued {q} ns, schedstat's {kq} ns (clip {clip} ns)"
+            );
         }
         return;
     }

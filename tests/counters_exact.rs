@@ -7,6 +7,10 @@
 //!
 //! Where perf is unavailable the page is too: the test says so and checks the
 //! labelled getrusage fallback instead.
+//!
+//! A thread reads getrusage on its first 16 waits (`Options::counters_after`) and opens
+//! its page after: the warm-up makes those waits, so the naps are all on the page (an
+//! episode that spans the opening: `tests/counters_opening_span.rs`).
 
 use yieldprof::counters::{capabilities, Count, CounterEvent, CounterSource};
 
@@ -18,8 +22,17 @@ use kernel::switches as kernel_switches;
 
 const NAPS: u32 = 2000;
 
+/// More waits than a thread reads on getrusage before its page opens (16 by default).
+const WARM_UP: u32 = 20;
+
+/// Timed calls count toward the opening (an empty episode does not: it never
+/// materialises); Rust's `sleep(0)` returns without a syscall.
 #[yieldprof::instrument_wait]
-fn warm_up() {}
+fn warm_up() {
+    for _ in 0..WARM_UP {
+        std::thread::sleep(std::time::Duration::ZERO);
+    }
+}
 
 #[yieldprof::instrument_wait]
 fn nap() {
@@ -165,7 +178,8 @@ fn two_thousand_switches_are_counted_exactly_on_every_episode() {
     if let (Some(q), Some(truth_q)) = (outer.time.queued_ns.value(), truth.run_delay_ns) {
         assert!(
             q.abs_diff(truth_q) as f64 <= 0.1 * truth_q as f64 + 1_000_000.0,
-            "queued {q} ns, schedstat {truth_q} ns"
+            "queued {q} ns, schedstat {truth_q} ns: {:?}",
+            outer.time
         );
         // The naps sleep: each is blocked for at least the 1 µs it asks for. (How it
         // compares with the queued time depends on the machine's load: on a loaded

@@ -29,6 +29,8 @@ fn six_hundred_threads_stay_within_the_fd_budget_and_all_report_switches() {
     let out = std::env::temp_dir().join(format!("yieldprof-fd-budget-{}", std::process::id()));
     let guard = yieldprof::Options::from_env()
         .fd_budget(BUDGET)
+        // Each thread's perf counters open at its first wait: the budget is the subject.
+        .counters_after(0)
         .out_dir(&out)
         .name("fd_budget")
         .init();

@@ -11,6 +11,9 @@ pub(crate) const DEFAULT_MAX_NODES: u32 = 4096;
 pub(crate) const DEFAULT_TIMELINE: u32 = 4096;
 /// Default perf-event fd budget of the process.
 pub(crate) const DEFAULT_FD_BUDGET: usize = 512;
+/// Wait episodes a thread reads on getrusage before its perf counters open
+/// (`counters::episodes_before_open`).
+pub(crate) const DEFAULT_COUNTERS_AFTER: u32 = 16;
 /// Threads a written report lists one by one by default; the rest are merged into one
 /// `[N other threads]` entry. At ~2.4 KB of JSON a thread, ~0.6 MB.
 pub(crate) const DEFAULT_REPORT_THREADS: usize = 256;

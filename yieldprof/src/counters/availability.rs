@@ -46,6 +46,12 @@ pub enum Reason {
     /// The hardware group never got on the PMU with this event in it: the CPU has
     /// fewer counters than the group needs.
     PmuFull,
+    /// The thread's perf counters open after its first wait episodes (read on
+    /// getrusage, exact switches): it had fewer.
+    Deferred {
+        /// Episodes read on getrusage before the counters open.
+        episodes: u32,
+    },
     /// Counters are turned off.
     Off,
     /// Every debug register of the thread is taken (a debugger or another tool holds
@@ -75,7 +81,9 @@ impl Reason {
             Reason::NoSyscall => Some(libc::ENOSYS),
             Reason::Busy => Some(libc::EBUSY),
             Reason::NoDebugRegister => Some(libc::ENOSPC),
-            Reason::FdBudget { .. } | Reason::Off | Reason::PmuFull => None,
+            Reason::FdBudget { .. } | Reason::Deferred { .. } | Reason::Off | Reason::PmuFull => {
+                None
+            }
         }
     }
 
@@ -154,6 +162,9 @@ impl fmt::Display for Reason {
             Reason::FdBudget { budget } => format!("fd budget reached ({budget} fds)"),
             Reason::Busy => "PMU in exclusive use by another tool (EBUSY)".into(),
             Reason::PmuFull => "too few PMU counters for the whole group".into(),
+            Reason::Deferred { episodes } => {
+                format!("short thread: perf opens after {episodes} waits")
+            }
             Reason::Off => "counters turned off (YIELDPROF_COUNTERS_EVERY=off)".into(),
             Reason::NoDebugRegister => {
                 "no free debug register (ENOSPC): a debugger holds them".into()

@@ -157,6 +157,12 @@ impl Mark {
         }
     }
 
+    /// Whether this is the mark of a thread without a page (taken before its
+    /// counters opened late): no later page mark can be measured from it.
+    pub(crate) fn is_pageless(&self) -> bool {
+        self.mono_ns == 0
+    }
+
     /// Whether the figures were read at the mark's switch count.
     pub(crate) fn is_read(&self) -> bool {
         self.ahead == 0
@@ -179,6 +185,12 @@ impl Mark {
     /// schedstat.
     pub(crate) fn queued_ns(&self) -> u64 {
         self.queued_ns
+    }
+
+    /// The thread's voluntary plus involuntary switches over its life (getrusage's)
+    /// when the mark was read.
+    pub(crate) fn rusage_switches(&self) -> u64 {
+        u64::from(self.voluntary) + u64::from(self.involuntary)
     }
 
     /// The thread's totals since `base` (its first mark).

@@ -1,81 +1,22 @@
-//! The calling thread's counters: the sampling policy and the reads around an episode.
+//! The calling thread's counters: when they open, and the reads around an episode.
 
 use super::*;
 use crate::base::arena::bump;
 use crate::base::clock;
 use std::cell::{Cell, OnceCell, RefCell};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
-/// The sampling policy as credit arithmetic: each closed wait episode earns
-/// `elapsed × per_ns + per_episode`, each sample costs `cost × debit_per_ns +
-/// debit_per_sample`, and an episode is sampled when the credit is not negative.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Policy {
-    per_ns: i64,
-    per_episode: i64,
-    debit_per_ns: i64,
-    debit_per_sample: i64,
-    cap: i64,
-}
-
-/// Credit is kept in ns × 100 × 100: percent with two decimals, no division.
-pub(super) const AUTO_UNIT: i64 = 10_000;
-/// Auto saves up at most this much counter time (ns): a long sleep does not buy a
-/// burst of reads on the short episodes after it.
-pub(super) const AUTO_CAP_NS: i64 = 100_000;
-
-impl Policy {
-    pub(super) fn of(s: CounterSampling) -> Policy {
-        match s.normal() {
-            CounterSampling::Off => Policy {
-                per_ns: 0,
-                per_episode: 0,
-                debit_per_ns: 0,
-                debit_per_sample: 0,
-                cap: -1,
-            },
-            CounterSampling::Every(n) => Policy {
-                per_ns: 0,
-                per_episode: 1,
-                debit_per_ns: 0,
-                debit_per_sample: i64::from(n),
-                cap: 0,
-            },
-            CounterSampling::Auto => Policy {
-                per_ns: i64::from(AUTO_BUDGET_PERCENT) * 100,
-                per_episode: 0,
-                debit_per_ns: AUTO_UNIT,
-                debit_per_sample: 0,
-                cap: AUTO_CAP_NS * AUTO_UNIT,
-            },
-        }
-    }
-
-    pub(super) fn start(self) -> i64 {
-        // Off never samples; the others sample the thread's first episode.
-        self.cap.min(0)
-    }
-
-    pub(super) fn earn(self, credit: i64, elapsed_ns: u64) -> i64 {
-        // 2^40 ns is 18 minutes: no overflow, and the cap is far below anyway.
-        let elapsed = elapsed_ns.min(1 << 40) as i64;
-        credit
-            .saturating_add(elapsed * self.per_ns + self.per_episode)
-            .min(self.cap)
-    }
-
-    pub(super) fn spend(self, credit: i64, cost_ns: u64) -> i64 {
-        let cost = cost_ns.min(1 << 40) as i64;
-        credit.saturating_sub(cost * self.debit_per_ns + self.debit_per_sample)
-    }
-}
+/// A thread without a page reads its run-queue total at exit where it was preempted
+/// this many times: what the `[oversubscribed]` finding needs (a short thread preempted
+/// once or twice exits without the read, its total n/a).
+const PREEMPTED_READS_QUEUE: u64 = 10;
 
 thread_local! {
     /// Marks threads whose counters are open, so a report can refresh the calling
     /// thread's totals without registering it.
-    static OPEN: Cell<bool> = const { Cell::new(false) };
+    pub(super) static OPEN: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Whether this thread has counters to refresh.
@@ -83,226 +24,75 @@ pub(crate) fn open_here() -> bool {
     OPEN.with(Cell::get)
 }
 
-/// A perf group planned when the thread's counters opened, opened at its second
-/// sampled episode: its events and the fds reserved for it.
-struct Pending {
-    events: Vec<CounterEvent>,
-    fds: Reservation,
-}
-
 /// A thread's own counter state: only the owner touches it.
 ///
-/// A thread's first episode opens only what it needs to count every episode's
-/// switches: the context-switch counter with its user page, the migration counter
-/// (read when a switch was seen) and the schedstat file. Its perf groups (page faults, hardware events) open
-/// at its second sampled episode, so setup costs are spread over two episodes; the
-/// group events' thread totals then start later than the thread and are shown scaled
+/// Under the default sampling (`Auto`) a thread first reads getrusage and its CPU
+/// clock at both ends of each of its wait episodes until [`episodes_before_open`]
+/// waits (episodes or timed calls) have opened (exact switches and split per
+/// episode, ~2.3 µs each, no fd; calls get no figures of their own meanwhile): most short-lived threads
+/// wait once or twice and never pay the ~36 µs of perf set-up, its fds or its
+/// unmap at exit (docs/cost.md, "Short threads"). Then, at the mark of the next wait (an
+/// episode still open ends on getrusage, as it began: `finish_deferred`), it
+/// opens only what it needs to count every episode's switches: the context-switch
+/// counter with its user page, the migration counter (read when a switch was seen)
+/// and the schedstat file. Its perf groups (page faults, hardware events) open at its
+/// next sampled episode, so setup costs are spread over two episodes; the group
+/// events' thread totals then start later than the thread and are shown scaled
 /// (`ThreadCounters::root`).
 pub(crate) struct LocalCounters {
-    credit: Cell<i64>,
+    pub(super) credit: Cell<i64>,
     // Readings of the sampled episodes still open, innermost last. Kept here rather
     // than in each guard so that a guard stays a few words: every episode moves one.
-    open_samples: RefCell<Vec<Begin>>,
-    policy: Policy,
-    on: bool,
+    pub(super) open_samples: RefCell<Vec<Begin>>,
+    pub(super) policy: Policy,
+    pub(super) on: bool,
+    pub(super) phase: Cell<Phase>,
     // When the counters opened: the groups' lateness is measured from it.
-    opened: Instant,
-    // Whether a sampled episode has begun: the next one opens the pending groups.
-    sampled_once: Cell<bool>,
+    pub(super) opened: Cell<Instant>,
+    // Whether a sampled episode has begun since they opened: the next one opens the
+    // pending groups.
+    pub(super) sampled_once: Cell<bool>,
     // Fields drop in order: the pages unmap before their fds close, and fds close
     // before their reservation is given back.
-    exact: Option<Exact>,
+    pub(super) exact: OnceCell<Exact>,
     // The counters behind `exact`'s pages.
-    exact_fds: Vec<OwnedFd>,
+    pub(super) exact_fds: OnceCell<Vec<OwnedFd>>,
     // Events counted on every episode through `exact`, by bit.
-    exact_mask: u16,
-    groups: [OnceCell<PerfGroup>; GROUPS],
-    pending: [Cell<Option<Pending>>; GROUPS],
-    exact_reserved: Option<Reservation>,
+    pub(super) exact_mask: Cell<u16>,
+    pub(super) groups: [OnceCell<PerfGroup>; GROUPS],
+    pub(super) pending: [Cell<Option<Pending>>; GROUPS],
+    pub(super) exact_reserved: OnceCell<Reservation>,
 }
 
 impl LocalCounters {
-    /// Opens this thread's counters, within the fd budget. `before`: the thread's
-    /// switches when its registration began, read on it.
-    pub(crate) fn open(shared: &ThreadCounters, before: Option<Switches>) -> LocalCounters {
-        let sampling = sampling();
-        let policy = Policy::of(sampling);
-        let mut local = LocalCounters {
-            credit: Cell::new(policy.start()),
-            open_samples: RefCell::new(Vec::new()),
-            policy,
-            on: sampling != CounterSampling::Off,
-            opened: Instant::now(),
-            sampled_once: Cell::new(false),
-            exact: None,
-            exact_fds: Vec::new(),
-            exact_mask: 0,
-            groups: [OnceCell::new(), OnceCell::new()],
-            pending: [Cell::new(None), Cell::new(None)],
-            exact_reserved: None,
-        };
-        if !local.on {
-            let _ = shared.setup.set(Setup {
-                source: CounterSource::Off,
-                mask: 0,
-                exact: 0,
-                split: None,
-            });
-            return local;
-        }
-        let p = probed();
-        let budget = fd_budget();
-        let mut why = None;
-        let mut mask = 0u16;
-        for e in events_of(EventSource::Getrusage, |e| {
-            p.status[e.index()].is_available()
-        }) {
-            mask |= e.bit();
-        }
-        for (k, source) in [EventSource::PerfSoftware, EventSource::PerfHardware]
-            .into_iter()
-            .enumerate()
-        {
-            let mut events = thread_plan(&p.status, source, sampling);
-            if events.is_empty() {
-                if source == EventSource::PerfSoftware {
-                    why = p.status[CounterEvent::ContextSwitches.index()].reason();
-                }
-                continue;
-            }
-            let need = match source {
-                EventSource::PerfSoftware => thread_software_fds(&events, p.schedstat),
-                _ => group_fds(events.len()),
-            };
-            let Some(mut fds) = FDS.reserve(need, budget) else {
-                why = why.or(Some(Reason::FdBudget { budget }));
-                continue;
-            };
-            if source == EventSource::PerfSoftware {
-                match local.open_exact(&events, p.schedstat, &mut fds) {
-                    Ok(counted) => events.retain(|e| !counted.contains(e)),
-                    Err(err) => {
-                        why = why.or(Some(reason_of(&err, p.paranoid, source)));
-                        continue;
-                    }
-                }
-            }
-            if !events.is_empty() {
-                local.pending[k].set(Some(Pending { events, fds }));
-            }
-        }
-        let source = if local.exact.is_some() || local.pending[0].get_mut().is_some() {
-            THREADS_ON_PERF.fetch_add(1, Relaxed);
-            CounterSource::Perf
-        } else {
-            THREADS_ON_GETRUSAGE.fetch_add(1, Relaxed);
-            CounterSource::Getrusage(why.unwrap_or(Reason::Off))
-        };
-        mask |= local.exact_mask;
-        let split = match &local.exact {
-            Some(x) => x.method(),
-            None => SplitMethod {
-                every_episode: false,
-                page_time: false,
-                schedstat: false,
-                migrations: false,
-            },
-        };
-        let _ = shared.setup.set(Setup {
-            source,
-            mask,
-            exact: local.exact_mask,
-            split: Some(split),
-        });
-        // The thread's run-queue wait so far: the page's first mark read it already.
-        let queued = match &local.exact {
-            Some(x) if split.schedstat => Some(x.base.queued_ns()),
-            _ if p.schedstat => exact::run_delay_now(),
-            _ => None,
-        };
-        if let Some(q) = queued {
-            let _ = shared.run_queue_start.set(q);
-        }
-        if let Some(b) = before {
-            let _ = shared.before.set(b);
-        }
-        // Switch totals are the thread's whole life's (getrusage's); perf counters start
-        // at 0 now.
-        let r = local.read();
-        local.publish(shared, &r);
-        OPEN.with(|o| o.set(true));
-        local
-    }
-
-    /// Opens the context-switch counter and, where available, the migration counter,
-    /// each alone, and maps the first's user page, so switches are counted on every
-    /// episode; keeps the thread's schedstat file open where the machine has one.
-    /// Takes their fds out of `fds`; returns the events counted this way, none when
-    /// the page could not be mapped (the group then counts them on sampled episodes).
-    fn open_exact(
-        &mut self,
-        events: &[CounterEvent],
-        schedstat: bool,
-        fds: &mut Reservation,
-    ) -> std::io::Result<Vec<CounterEvent>> {
-        if !events.contains(&CounterEvent::ContextSwitches) {
-            return Ok(Vec::new());
-        }
-        let switches = open_alone(CounterEvent::ContextSwitches)?;
-        let migrations = events
-            .contains(&CounterEvent::CpuMigrations)
-            .then(|| open_alone(CounterEvent::CpuMigrations).ok())
-            .flatten();
-        let schedstat = schedstat.then(exact::open_schedstat_unread).flatten();
-        let reserved = 1 + usize::from(migrations.is_some()) + usize::from(schedstat.is_some());
-        let Ok(x) = Exact::open(
-            switches.as_raw_fd(),
-            migrations.as_ref().map(AsRawFd::as_raw_fd),
-            schedstat,
-        ) else {
-            return Ok(Vec::new());
-        };
-        let mut counted = vec![CounterEvent::ContextSwitches];
-        self.exact_mask = CounterEvent::VoluntarySwitches.bit()
-            | CounterEvent::InvoluntarySwitches.bit()
-            | CounterEvent::ContextSwitches.bit();
-        if x.counts_migrations() {
-            self.exact_mask |= CounterEvent::CpuMigrations.bit();
-            counted.push(CounterEvent::CpuMigrations);
-        }
-        self.exact = Some(x);
-        self.exact_fds = [Some(switches), migrations].into_iter().flatten().collect();
-        self.exact_reserved = Some(fds.split(reserved));
-        Ok(counted)
-    }
-
-    /// Opens the groups planned at setup: the thread's second sampled episode, so
-    /// that its first pays only for the switch counters.
-    #[cold]
-    #[inline(never)]
-    fn open_pending(&self, shared: &ThreadCounters) {
-        for (k, pending) in self.pending.iter().enumerate() {
-            let Some(Pending { events, mut fds }) = pending.take() else {
-                continue;
-            };
-            // What the group needs; the rest (a schedstat file that did not open) goes back.
-            let reserved = fds.split(group_fds(events.len()));
-            drop(fds);
-            // Rare (the fds were reserved): on failure its events stay uncounted, n/a.
-            if let Ok(g) = PerfGroup::open(&events, reserved) {
-                let late = u64::try_from(self.opened.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                shared.opened_late(k, g.events(), late);
-                let _ = self.groups[k].set(g);
-            }
-        }
-    }
-
     /// The thread's switch figures now (see [`Mark`]): the last ones while the
     /// page's switch count has not moved, which costs ~1 ns. A default mark where
     /// there is no page.
+    ///
+    /// Taken where an episode or call opens, each counted against the deferred
+    /// episodes: at the last of them, the counters open first, so this mark and every later one are the page's. An
+    /// episode still open from before (a worker's life-long wait) ends on the source
+    /// it began on (`finish_deferred`); a call's pageless mark is skipped
+    /// (`Mark::is_pageless` in `record::deferred`).
     #[inline(always)]
     pub(crate) fn mark(&self, shared: &ThreadCounters) -> Mark {
-        match &self.exact {
+        if self.exact.get().is_none() {
+            match self.phase.get() {
+                Phase::Open => {}
+                Phase::Deferred(n) if n > 1 => self.phase.set(Phase::Deferred(n - 1)),
+                Phase::Deferred(_) => {
+                    self.phase.set(Phase::Open);
+                    self.open_counters(shared, true);
+                }
+            }
+        }
+        self.mark_now(shared)
+    }
+
+    /// The thread's switch figures now, opening nothing.
+    #[inline(always)]
+    fn mark_now(&self, shared: &ThreadCounters) -> Mark {
+        match self.exact.get() {
             Some(x) => match x.mark() {
                 (m, false) => m,
                 (m, true) => {
@@ -314,54 +104,60 @@ impl LocalCounters {
         }
     }
 
-    /// Whether the thread was switched since its last mark: the next [`mark`] reads.
+    /// Whether the thread was switched since its last mark (or its counters open at
+    /// the next one): the next [`mark`] reads.
     ///
     /// [`mark`]: LocalCounters::mark
     #[inline(always)]
     pub(crate) fn moved(&self) -> bool {
-        self.exact.as_ref().is_some_and(Exact::moved)
+        match self.exact.get() {
+            Some(x) => x.moved(),
+            // The next mark opens the counters: taken on the read path, which
+            // charges its time to the profiler (`record::deferred`).
+            None => self.phase.get() == Phase::Deferred(1),
+        }
     }
 
     /// The page's switch count now (~1 ns, no syscall); `None` without a page.
     #[inline(always)]
     pub(crate) fn switches(&self) -> Option<u32> {
-        self.exact.as_ref().map(Exact::switches)
+        self.exact.get().map(Exact::switches)
     }
 
     /// The last [`Mark`] read, whatever the switch count now; `None` without a page.
     #[inline(always)]
     pub(crate) fn last(&self) -> Option<Mark> {
-        self.exact.as_ref().map(Exact::last)
+        self.exact.get().map(Exact::last)
     }
 
     /// The thread's voluntary/involuntary split now, at the page's switch count now
     /// (getrusage, ~0.4 µs); `None` without a page or when a switch landed in the read.
     pub(crate) fn split_now(&self) -> Option<Split> {
-        self.exact.as_ref().and_then(Exact::split_now)
+        self.exact.get().and_then(Exact::split_now)
     }
 
     /// What one [`LocalCounters::split_now`] costs on this thread, in ticks (the fewest
     /// seen); `u64::MAX` without a page.
     pub(crate) fn split_ticks(&self) -> u64 {
-        self.exact.as_ref().map_or(u64::MAX, Exact::split_ticks)
+        self.exact.get().map_or(u64::MAX, Exact::split_ticks)
     }
 
     /// How many times the sources of a [`Mark`] were read on this thread.
     pub(crate) fn reads(&self) -> u64 {
-        self.exact.as_ref().map_or(0, Exact::reads)
+        self.exact.get().map_or(0, Exact::reads)
     }
 
     /// What re-reading every source of a [`Mark`] costs on this thread, in ticks
     /// (the fewest seen); `u64::MAX` before the first re-read or without a page.
     pub(crate) fn read_ticks(&self) -> u64 {
-        self.exact.as_ref().map_or(u64::MAX, Exact::read_ticks)
+        self.exact.get().map_or(u64::MAX, Exact::read_ticks)
     }
 
     /// Adds what a wait episode saw between its marks to its node (`read_at_end`:
     /// else apportioned).
     #[inline]
     pub(crate) fn add(&self, node: &NodeCounts, d: &Delta, read_at_end: bool) {
-        node.add(d, self.exact_mask, read_at_end);
+        node.add(d, self.exact_mask.get(), read_at_end);
     }
 
     /// The thread totals of the events counted through the page: switches over the
@@ -369,7 +165,7 @@ impl LocalCounters {
     /// mark.
     #[cold]
     fn publish_exact(&self, shared: &ThreadCounters, m: &Mark) {
-        let Some(x) = &self.exact else {
+        let Some(x) = self.exact.get() else {
             return;
         };
         let whole = m.since(&Mark::ZERO);
@@ -378,7 +174,7 @@ impl LocalCounters {
             involuntary: whole.involuntary,
         });
         let migrations = CounterEvent::CpuMigrations;
-        if self.exact_mask & migrations.bit() != 0 {
+        if self.exact_mask.get() & migrations.bit() != 0 {
             shared.totals[migrations.index()].store(m.since(&x.base).migrations, Relaxed);
         }
     }
@@ -386,7 +182,13 @@ impl LocalCounters {
     /// Whether the episode opening now has its counters read: one load and compare.
     #[inline(always)]
     pub(crate) fn wants_sample(&self) -> bool {
-        self.credit.get() >= 0
+        self.credit.get() >= 0 || self.deferred()
+    }
+
+    /// Whether the counters are still deferred: no page, every episode read on getrusage.
+    #[inline(always)]
+    pub(crate) fn deferred(&self) -> bool {
+        self.phase.get() != Phase::Open
     }
 
     /// Reads every source at a sampled episode's start; the returned index goes
@@ -405,6 +207,13 @@ impl LocalCounters {
         open.len() as u32 - 1
     }
 
+    /// The off-CPU clock read at the start of sampled episode `sample`, where it was
+    /// read on getrusage (no page: deferred counters).
+    pub(crate) fn begun_off_clock(&self, sample: u32) -> Option<u64> {
+        let open = self.open_samples.borrow();
+        open.get(sample as usize).and_then(|b| b.reading.off_ns)
+    }
+
     /// A wait episode that was not sampled closed after `elapsed` ns.
     #[inline(always)]
     pub(crate) fn earn(&self, elapsed: u64) {
@@ -413,7 +222,8 @@ impl LocalCounters {
     }
 
     /// A sampled episode on `node` ran from `start` to `end`: adds its deltas to the
-    /// node, refreshes the thread totals and pays for the reads.
+    /// node, refreshes the thread totals and pays for the reads. Its context switches
+    /// where it was read on getrusage at both ends (no page), else `None`.
     #[inline(never)]
     pub(crate) fn finish(
         &self,
@@ -422,31 +232,39 @@ impl LocalCounters {
         sample: u32,
         start: u64,
         end: u64,
-    ) {
-        let r = self.read();
+    ) -> Option<u64> {
+        let mut r = self.read();
         let begin = {
             let mut open = self.open_samples.borrow_mut();
-            let Some(&begin) = open.get(sample as usize) else {
-                return;
-            };
+            let &begin = open.get(sample as usize)?;
             // Also drops readings of inner episodes whose guards were leaked.
             open.truncate(sample as usize);
             begin
         };
         let begin = &begin;
+        if begin.reading.off_ns.is_some() && r.off_ns.is_none() {
+            self.finish_deferred(shared, node, &begin.reading, &mut r);
+        }
         // At least 1 ns, so a sampled episode always shows as counted time.
         let wall = end.saturating_sub(start).max(1);
         let b = &begin.reading;
+        let mut switches = None;
         if let (Some(b_off), Some(r_off)) = (b.off_ns, r.off_ns) {
+            let mut all = 0;
             for e in [
                 CounterEvent::VoluntarySwitches,
                 CounterEvent::InvoluntarySwitches,
             ] {
                 let i = e.index();
-                bump(&node.values[i], r.values[i].saturating_sub(b.values[i]));
+                let delta = r.values[i].saturating_sub(b.values[i]);
+                bump(&node.values[i], delta);
+                all += delta;
             }
+            // The same switches, for a node the page counts after a late open.
+            bump(&node.values[CounterEvent::ContextSwitches.index()], all);
             bump(&node.off_ns, r_off.saturating_sub(b_off));
             bump(&node.src_ns[EventSource::Getrusage.index()], wall);
+            switches = Some(all);
         }
         for (k, g) in self.groups.iter().enumerate() {
             let (Some(g), Some(t0), Some(t1)) = (g.get(), b.times[k], r.times[k]) else {
@@ -460,7 +278,7 @@ impl LocalCounters {
             };
             for &e in g.events() {
                 let i = e.index();
-                if self.exact_mask & e.bit() != 0 {
+                if self.exact_mask.get() & e.bit() != 0 {
                     continue;
                 }
                 let delta = r.values[i].saturating_sub(b.values[i]);
@@ -481,18 +299,49 @@ impl LocalCounters {
         let credit = self.policy.spend(self.credit.get(), cost);
         self.credit
             .set(self.policy.earn(credit, end.saturating_sub(start)));
+        switches
+    }
+
+    /// A sampled episode begun on getrusage before the counters opened ends on
+    /// getrusage too (its switches and CPU time stay exact); its run-queue wait is
+    /// read from the page's opening on. That is all of it where the thread was not
+    /// switched between the episode's start and the opening (run-queue wait accrues
+    /// only at a switch back in); else the part before is unknown, and the episode is
+    /// counted as estimated.
+    #[cold]
+    #[inline(never)]
+    fn finish_deferred(
+        &self,
+        shared: &ThreadCounters,
+        node: &NodeCounts,
+        begin: &Reading,
+        r: &mut Reading,
+    ) {
+        read_rusage(r);
+        if let Some(x) = self.exact.get().filter(|x| x.method().schedstat) {
+            let queued = self.mark_now(shared).queued_ns();
+            bump(&node.queued_ns, queued.saturating_sub(x.base.queued_ns()));
+            let (v, i) = (
+                CounterEvent::VoluntarySwitches.index(),
+                CounterEvent::InvoluntarySwitches.index(),
+            );
+            if begin.values[v] + begin.values[i] != x.base.rusage_switches() {
+                bump(&node.estimated, 1);
+            }
+        }
     }
 
     /// Brings the thread totals up to now (a report on this thread, thread exit): its
-    /// switches read whole, whatever its marks saw.
-    pub(crate) fn refresh(&self, shared: &ThreadCounters) {
-        if self.on {
-            self.mark(shared);
-            self.publish(shared, &self.read());
-            if let Some(s) = Switches::own() {
-                shared.store_switches(s);
-            }
+    /// switches read whole, whatever its marks saw; those switches.
+    pub(crate) fn refresh(&self, shared: &ThreadCounters) -> Option<Switches> {
+        if !self.on {
+            return None;
         }
+        self.mark_now(shared);
+        self.publish(shared, &self.read());
+        let s = Switches::own()?;
+        shared.store_switches(s);
+        Some(s)
     }
 
     /// At the thread's exit: [`LocalCounters::refresh`], and its run-queue wait kept
@@ -501,30 +350,34 @@ impl LocalCounters {
     /// open `/proc/self/task/<tid>/schedstat` by path (~10 µs, measured on the
     /// build VM in a pool's start).
     pub(crate) fn close(&self, shared: &ThreadCounters) {
-        self.refresh(shared);
-        if self.exact.as_ref().is_some_and(|x| x.method().schedstat) {
-            // 0: the file's read failed (the copy then reads it by path).
-            let queued = self.mark(shared).queued_ns();
+        let switches = self.refresh(shared);
+        if self.exact.get().is_some_and(|x| x.method().schedstat) {
+            // 0: the file's read failed (the total is then n/a).
+            let queued = self.mark_now(shared).queued_ns();
             if queued > 0 {
                 let _ = shared.run_queue_end.set(queued);
+            }
+        } else if shared.run_queue_start.get().is_some()
+            && switches.is_some_and(|s| s.involuntary >= PREEMPTED_READS_QUEUE)
+        {
+            // No page (deferred): read once (~8 µs, against the slices it lost), so a
+            // thread that never waits still has the figure `[oversubscribed]` needs.
+            if let Some(q) = exact::run_delay_now() {
+                let _ = shared.run_queue_end.set(q);
             }
         }
     }
 
     /// Every source sampled episodes read: the perf groups, and getrusage with the
     /// off-CPU clock where there is no page to see switches on every episode.
-    fn read(&self) -> Reading {
+    pub(super) fn read(&self) -> Reading {
         let mut r = Reading {
             values: [0; N],
             times: [None; GROUPS],
             off_ns: None,
         };
-        let mut ru = zeroed_rusage();
-        // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD reads this thread.
-        if self.exact.is_none() && unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0 {
-            r.values[CounterEvent::VoluntarySwitches.index()] = ru.ru_nvcsw as u64;
-            r.values[CounterEvent::InvoluntarySwitches.index()] = ru.ru_nivcsw as u64;
-            r.off_ns = Some(exact::off_clock_ns());
+        if self.exact.get().is_none() {
+            read_rusage(&mut r);
         }
         for (k, g) in self.groups.iter().enumerate() {
             if let Some(g) = g.get() {
@@ -536,20 +389,27 @@ impl LocalCounters {
 
     /// Stores the thread totals: getrusage's over the thread's life, perf since its
     /// groups opened (scaled like `perf stat` when multiplexed).
-    fn publish(&self, shared: &ThreadCounters, r: &Reading) {
+    pub(super) fn publish(&self, shared: &ThreadCounters, r: &Reading) {
         if r.off_ns.is_some() {
-            for e in [
-                CounterEvent::VoluntarySwitches,
-                CounterEvent::InvoluntarySwitches,
-            ] {
-                shared.totals[e.index()].store(r.values[e.index()], Relaxed);
-            }
+            let (v, i) = (
+                CounterEvent::VoluntarySwitches.index(),
+                CounterEvent::InvoluntarySwitches.index(),
+            );
+            shared.totals[v].store(r.values[v], Relaxed);
+            shared.totals[i].store(r.values[i], Relaxed);
+            // Shown only where every episode is read (deferred): their sum, exact.
+            let all = r.values[v] + r.values[i];
+            shared.totals[CounterEvent::ContextSwitches.index()].store(all, Relaxed);
         }
         for (k, g) in self.groups.iter().enumerate() {
             let (Some(g), Some((enabled, running))) = (g.get(), r.times[k]) else {
                 continue;
             };
-            for &e in g.events().iter().filter(|e| self.exact_mask & e.bit() == 0) {
+            for &e in g
+                .events()
+                .iter()
+                .filter(|e| self.exact_mask.get() & e.bit() == 0)
+            {
                 if let Some((v, scaled)) = scale(r.values[e.index()], enabled, running) {
                     shared.totals[e.index()].store(v, Relaxed);
                     if scaled {
@@ -558,6 +418,18 @@ impl LocalCounters {
                 }
             }
         }
+    }
+}
+
+/// Adds the thread's voluntary and involuntary switches (getrusage) and its off-CPU
+/// clock to `r`, where getrusage answers.
+fn read_rusage(r: &mut Reading) {
+    let mut ru = zeroed_rusage();
+    // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD reads this thread.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0 {
+        r.values[CounterEvent::VoluntarySwitches.index()] = ru.ru_nvcsw as u64;
+        r.values[CounterEvent::InvoluntarySwitches.index()] = ru.ru_nivcsw as u64;
+        r.off_ns = Some(exact::off_clock_ns());
     }
 }
 

@@ -24,6 +24,8 @@ pub(crate) struct Setup {
 #[derive(Default)]
 pub(crate) struct ThreadCounters {
     pub(super) setup: OnceLock<Setup>,
+    /// Its set-up once its counters opened after deferred episodes; read before `setup`.
+    pub(super) reopened: OnceLock<Setup>,
     pub(super) totals: [AtomicU64; N],
     pub(super) overhead_ns: AtomicU64,
     pub(super) sampled: AtomicU64,
@@ -44,6 +46,11 @@ pub(crate) struct ThreadCounters {
 }
 
 impl ThreadCounters {
+    /// How the thread counts now: its set-up, or the one its counters opened later with.
+    fn setup_now(&self) -> Option<&Setup> {
+        self.reopened.get().or(self.setup.get())
+    }
+
     /// Owner only: group `k` opened `late` ns after setup, counting `events`.
     pub(super) fn opened_late(&self, k: usize, events: &[CounterEvent], late: u64) {
         self.late_ns[k].store(late, Relaxed);
@@ -52,18 +59,20 @@ impl ThreadCounters {
     }
 
     /// The run-queue wait of thread `tid` since its counters opened (to its exit, once
-    /// it stored it); `None` with counters off or where the kernel does not say.
-    pub(crate) fn run_queue_since_open(&self, tid: i32) -> Option<u64> {
+    /// it stored it); `None` with counters off or where the kernel does not say, or
+    /// where the thread `exited` without storing it (its file is gone: no path read).
+    pub(crate) fn run_queue_since_open(&self, tid: i32, exited: bool) -> Option<u64> {
         let start = *self.run_queue_start.get()?;
         let now = match self.run_queue_end.get() {
             Some(&end) => Some(end),
+            None if exited => None,
             None => run_queue_ns(tid),
         };
         now.map(|now| now.saturating_sub(start))
     }
 
     fn mask(&self) -> u16 {
-        self.setup.get().map_or(0, |s| s.mask) | self.late_mask.load(Relaxed)
+        self.setup_now().map_or(0, |s| s.mask) | self.late_mask.load(Relaxed)
     }
 
     /// Whether the thread's switches are counted (its totals are then its whole life's).
@@ -75,7 +84,7 @@ impl ThreadCounters {
     /// for the events this thread counts: the context-switch count too where it is
     /// the page's (a perf group's starts late and stays its own).
     fn switch_totals(&self, s: Switches) -> impl Iterator<Item = (CounterEvent, u64)> {
-        let (mask, exact) = (self.mask(), self.setup.get().map_or(0, |x| x.exact));
+        let (mask, exact) = (self.mask(), self.setup_now().map_or(0, |x| x.exact));
         [
             (CounterEvent::VoluntarySwitches, s.voluntary),
             (CounterEvent::InvoluntarySwitches, s.involuntary),
@@ -97,12 +106,12 @@ impl ThreadCounters {
     /// Whether every wait episode's context switches are counted (the exact page).
     pub(crate) fn switches_exact(&self) -> bool {
         let bit = CounterEvent::ContextSwitches.bit();
-        self.setup.get().is_some_and(|s| s.exact & bit != 0)
+        self.setup_now().is_some_and(|s| s.exact & bit != 0)
     }
 
     /// How the thread's time split is measured; `None` when it is not.
     pub(crate) fn split_method(&self) -> Option<SplitMethod> {
-        self.setup.get().and_then(|s| s.split)
+        self.setup_now().and_then(|s| s.split)
     }
 
     /// The root node's counts: the thread totals over its whole `wall`, except the
@@ -135,7 +144,7 @@ impl ThreadCounters {
     /// A copy of what the thread-level view needs.
     pub(crate) fn snapshot(&self) -> ThreadSnap {
         ThreadSnap {
-            source: self.setup.get().map_or(CounterSource::Off, |s| s.source),
+            source: self.setup_now().map_or(CounterSource::Off, |s| s.source),
             overhead_ns: self.overhead_ns.load(Relaxed),
             run_queue_ns: None,
             split: self.split_method(),
@@ -152,7 +161,7 @@ impl ThreadCounters {
     /// time: what the events counted on every episode cover. Only wait frames measure
     /// their episodes; for other nodes the figures stay unread.
     pub(crate) fn node(&self, c: &NodeCounts, wall: u64) -> NodeSnap {
-        let Some(setup) = self.setup.get() else {
+        let Some(setup) = self.setup_now() else {
             return NodeSnap::default();
         };
         let mask = self.mask();
@@ -183,6 +192,11 @@ impl ThreadCounters {
             };
             n.queued_split_ns = if method.schedstat { n.split_ns } else { 0 };
             n.calls_split = method.every_episode;
+            n.every_split = method.every_episode
+                || matches!(
+                    setup.source,
+                    CounterSource::Getrusage(Reason::Deferred { .. })
+                );
         }
         n
     }
@@ -245,6 +259,9 @@ pub(crate) struct NodeSnap {
     pub(super) estimated: u64,
     /// Whether its timed calls measured their own off-CPU time too.
     pub(crate) calls_split: bool,
+    /// Whether every episode's split is measured: the page's, or getrusage's on each
+    /// while the thread's counters are deferred.
+    pub(super) every_split: bool,
 }
 
 impl NodeSnap {
@@ -262,7 +279,7 @@ impl NodeSnap {
     /// `ticks` so far (read from the thread's clocks by the copier): counted with the
     /// closed ones, where every episode's split is measured. Whether it was.
     pub(crate) fn add_open(&mut self, off_ns: u64, ticks: u64) -> bool {
-        if !self.calls_split {
+        if !self.every_split {
             return false;
         }
         self.off_ns += off_ns;
@@ -306,6 +323,7 @@ impl NodeSnap {
         n.queued_split_ns = f(self.queued_split_ns, other.queued_split_ns);
         n.estimated = f(self.estimated, other.estimated);
         n.calls_split = self.calls_split || other.calls_split;
+        n.every_split = self.every_split || other.every_split;
         n
     }
 

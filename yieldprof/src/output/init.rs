@@ -126,6 +126,7 @@ impl Options {
         config::set_timeline(self.timeline);
         counters::set_sampling(self.counters);
         counters::set_fd_budget(self.fd_budget);
+        counters::set_episodes_before_open(self.counters_after);
         // The clock's mode (a read of /proc/cpuinfo) is chosen here rather than by the
         // first thread to record, which a pool's workers would each pay at their start.
         crate::base::clock::now();

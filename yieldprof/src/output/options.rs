@@ -70,6 +70,9 @@ pub struct Options {
     pub counters: CounterSampling,
     /// Most perf-event fds the process may hold; threads past it use getrusage only.
     pub fd_budget: usize,
+    /// Waits (episodes and timed calls) a new thread reads on getrusage before its
+    /// perf counters open (`Auto` sampling only; 0: at its first episode). Default 16.
+    pub counters_after: u32,
     /// Continuous mode: a delta snapshot every so often ([`Options::snapshot_every`]).
     pub snapshot_every: Option<std::time::Duration>,
     /// Snapshots kept ([`Options::keep_snapshots`]).
@@ -99,6 +102,7 @@ impl Options {
             report_threads: env.report_threads,
             counters: env.counters,
             fd_budget: env.fd_budget,
+            counters_after: config::DEFAULT_COUNTERS_AFTER,
             snapshot_every: env.snapshot_every,
             keep_snapshots: env.keep_snapshots,
             write_at_exit: env.write_at_exit,
@@ -121,6 +125,7 @@ impl Options {
             report_threads: Some(config::DEFAULT_REPORT_THREADS),
             counters: CounterSampling::default(),
             fd_budget: config::DEFAULT_FD_BUDGET,
+            counters_after: config::DEFAULT_COUNTERS_AFTER,
             snapshot_every: None,
             keep_snapshots: config::DEFAULT_KEEP_SNAPSHOTS,
             write_at_exit: false,
@@ -206,6 +211,14 @@ impl Options {
     /// `RLIMIT_NOFILE`); threads that find it spent count with getrusage only.
     pub fn fd_budget(mut self, fds: usize) -> Self {
         self.fd_budget = fds;
+        self
+    }
+
+    /// Sets how many waits (episodes and timed calls) a thread registered afterwards reads on getrusage
+    /// (exact switches, no fd) before it opens its perf counters, under `Auto`
+    /// sampling: a short-lived thread then never pays their set-up (0: open at once).
+    pub fn counters_after(mut self, episodes: u32) -> Self {
+        self.counters_after = episodes;
         self
     }
 }

@@ -155,7 +155,9 @@ impl Local {
         let Some(end) = self.counters.switches() else {
             return;
         };
-        if end == start.switches {
+        // Opened before the counters did (`LocalCounters::mark`): its figures were the
+        // sampled reads' or none, never the page's whole count.
+        if end == start.switches || start.is_pageless() {
             return;
         }
         let mut read = 0;

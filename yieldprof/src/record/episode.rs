@@ -260,6 +260,13 @@ impl CallGuard {
                 Kind::Lock => lazy::pending(),
                 _ => None,
             };
+            if deferred.is_some() {
+                // Its episode would begin after the block: read on the page, not late.
+                let t0 = clock::now();
+                if l.counters.open_deferred(&l.data.counters) {
+                    l.charge(clock::now().saturating_sub(t0));
+                }
+            }
             // Else this is the first wait of the pending episodes around it, if any:
             // they start with it.
             let begun = match deferred {

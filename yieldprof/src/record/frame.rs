@@ -40,6 +40,9 @@ pub(crate) fn open(
     // off-CPU time is the pool's scheduling, not business, so it takes a switch mark
     // too (~2 ns while the thread was not switched since the last read).
     let job = !wait && l.open.in_wait();
+    // While the thread's counters are deferred there is no page to mark: a job is read
+    // on getrusage like the episode around it, and does not count down to their opening.
+    let deferred_job = job && l.counters.deferred();
     // Before the frame is current: a read here is outside its time (its clock starts
     // after), so the profiler's time it takes is the parent's.
     let mark = match begin {
@@ -47,11 +50,11 @@ pub(crate) fn open(
         None if wait => l.mark(|| Some(EndedOf::Frame(node))),
         // Never continued unread: open frames that continue one are wait frames
         // (`OpenFrames::continues`), so a job that opens after a switch reads.
-        _ if job => l.mark(|| None),
+        _ if job && !deferred_job => l.mark(|| None),
         _ => Mark::ZERO,
     };
     l.current.set(node);
-    let sample = if wait && l.counters.wants_sample() {
+    let sample = if (wait && l.counters.wants_sample()) || deferred_job {
         let t0 = clock::now();
         let sample = l.counters.begin(&l.data.counters);
         // The profiler's time: inside this frame where it started before (pending
@@ -66,7 +69,13 @@ pub(crate) fn open(
         Some((start, _)) => start,
         None => clock::now(),
     };
-    l.data.node(node).opened_at(start, mark.off_clock());
+    // Deferred counters take no page mark: the sampled start's off-CPU clock serves,
+    // so a frame open at a report (a pool's job) still gets its off-CPU time so far.
+    let off = match mark.off_clock() {
+        None if sample != NO_SAMPLE => l.counters.begun_off_clock(sample),
+        off => off,
+    };
+    l.data.node(node).opened_at(start, off);
     // A wait frame tallies its own calls; a business frame's count in the wait frame
     // around it.
     let tally = if wait {
@@ -104,6 +113,19 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
     let o = l.open.pop(slot)?;
     let elapsed = end.saturating_sub(o.start);
     let n = l.data.node(o.node);
+    let mut read = 0;
+    // Its switches where read on getrusage (deferred counters): the page's count may
+    // start inside it, or not at all.
+    let mut sampled_switches = None;
+    if o.sample != NO_SAMPLE {
+        let t0 = clock::now();
+        sampled_switches = l
+            .counters
+            .finish(&l.data.counters, &n.counts, o.sample, o.start, end);
+        read = clock::now().saturating_sub(t0);
+    } else if o.wait {
+        l.counters.earn(elapsed);
+    }
     if o.job {
         l.data.timeline.push(&Episode {
             start: o.start,
@@ -112,7 +134,14 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
             ..Episode::default()
         });
     } else if o.wait {
-        let end = l.counters.switches().unwrap_or(o.mark.switches);
+        let switches = match sampled_switches {
+            Some(s) => u32::try_from(s).unwrap_or(u32::MAX),
+            None => l
+                .counters
+                .switches()
+                .unwrap_or(o.mark.switches)
+                .wrapping_sub(o.mark.switches),
+        };
         // Every poll of an `async fn` episode is one stretch of the timeline.
         let mine = l.tally.get();
         l.tally.set(o.tally.plus(mine));
@@ -122,7 +151,7 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
             frame: n.frame.load(Relaxed),
             kinds: mine.kinds,
             calls: mine.calls,
-            switches: end.wrapping_sub(o.mark.switches),
+            switches,
         });
     }
     l.claim_ticks(o.claimed.ticks, elapsed);
@@ -132,15 +161,6 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
     }
     l.data.closing.begin(o.node, n, elapsed);
     bump(&n.wall_ns, elapsed);
-    let mut read = 0;
-    if o.sample != NO_SAMPLE {
-        let t0 = clock::now();
-        l.counters
-            .finish(&l.data.counters, &n.counts, o.sample, o.start, end);
-        read = clock::now().saturating_sub(t0);
-    } else if o.wait {
-        l.counters.earn(elapsed);
-    }
     l.current
         .set(l.data.closed(n, o.node, o.prev, l.current.get()));
     l.data.closing.end();

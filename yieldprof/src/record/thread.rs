@@ -539,7 +539,7 @@ pub(crate) fn all_threads() -> Vec<ThreadProfile> {
     if counters::open_here() {
         with(|l| {
             l.settle(false);
-            l.counters.refresh(&l.data.counters)
+            l.counters.refresh(&l.data.counters);
         });
     }
     let (live, mut out, base) = {
