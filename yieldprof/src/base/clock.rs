@@ -25,8 +25,6 @@ static RATIO: ForkOnce<f64> = ForkOnce::new();
 /// The reference for the ratio must span at least this long to be accurate to ~1e-5.
 const MIN_CALIBRATION_NS: u64 = 10_000_000;
 
-// Out of line: inlined, its call and spills sat in every hot path that reads the clock.
-#[inline(never)]
 fn mono_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
