@@ -2,10 +2,13 @@
 //! with one record that its thread folds into the tree in batches of 64. A report from
 //! another thread still counts every episode the thread closed, folded or not: its
 //! episodes, spins, durations and timeline entries equal the counts the test arranged,
-//! while the thread is alive with records waiting, and after it exits.
+//! while the thread is alive with records waiting, and after it exits; one still open
+//! counts as open up to the report.
 
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::mpsc::{channel, Receiver, Sender};
+use std::time::{Duration, Instant};
 
 /// Spins per episode, each one counted.
 const SPINS: u64 = 3;
@@ -147,4 +150,59 @@ fn episodes_opened_on_the_hot_path_keep_their_counts_when_something_else_happens
     assert_eq!(kinds("outer_spin"), (N, N, 0, N));
     // Only the calls made directly in it: the inner episode's spins are its own.
     assert_eq!(kinds("inner_spin"), (N, N * SPINS, 0, N));
+}
+
+static STARTED: AtomicBool = AtomicBool::new(false);
+static RELEASE: AtomicBool = AtomicBool::new(false);
+
+/// Spins until `release`, saying in `started` that it spins: open on the hot path (its
+/// first spin) for as long as the test holds it.
+#[yieldprof::instrument_wait]
+fn held_spin(started: &AtomicBool, release: &AtomicBool) {
+    loop {
+        std::hint::spin_loop();
+        started.store(true, SeqCst);
+        if release.load(SeqCst) {
+            break;
+        }
+    }
+}
+
+#[test]
+fn a_report_counts_an_episode_open_on_the_hot_path_up_to_the_report() {
+    let worker = std::thread::spawn(|| {
+        // Its first episodes add the site's node and set up the thread's counters: the
+        // held one opens on the hot path unless the thread was switched just before.
+        let (warm, released) = (AtomicBool::new(false), AtomicBool::new(true));
+        for _ in 0..100 {
+            held_spin(&warm, &released);
+        }
+        let begun = Instant::now();
+        held_spin(&STARTED, &RELEASE);
+        begun
+    });
+    while !STARTED.load(SeqCst) {
+        std::thread::yield_now();
+    }
+    // The episode is open from before `open` (its first spin) to after the report.
+    let open = Instant::now();
+    std::thread::sleep(Duration::from_millis(20));
+    let before = open.elapsed().as_nanos() as u64;
+    let p = yieldprof::snapshot();
+    let s = p.site("held_spin").expect("the site");
+    RELEASE.store(true, SeqCst);
+    let begun = worker.join().unwrap();
+    let most = begun.elapsed().as_nanos() as u64;
+    eprintln!("open {} ns, at least {before}, at most {most}", s.open_ns);
+    // The clock's ns are within 1e-5 of the test's once calibrated: 1 % leaves room.
+    assert!(
+        s.open_ns >= before - before / 100,
+        "{} < {before}",
+        s.open_ns
+    );
+    assert!(s.open_ns <= most + most / 100, "{} > {most}", s.open_ns);
+    assert_eq!(s.episodes, 100, "the held one not closed yet");
+    let after = yieldprof::snapshot();
+    let s = after.site("held_spin").expect("the site");
+    assert_eq!((s.episodes, s.open_ns), (101, 0), "closed");
 }

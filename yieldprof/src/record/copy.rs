@@ -72,6 +72,15 @@ impl ThreadData {
                 }
             })
             .collect();
+        // The episode open on the hot path, as a frame open on its node: after
+        // `written`, so one whose record is counted below was closed before.
+        if let Some((node, start)) = self.records.open() {
+            if let Some(n) = nodes.get_mut(node as usize) {
+                let open_ns = now.saturating_sub(start);
+                n.wall_ns += open_ns;
+                n.open_ns += open_ns;
+            }
+        }
         for i in 0..n_nodes {
             // Links, not `len`, say which slots a reader may touch: see `Link`.
             let mut s = self.node(i).first_slot.read();

@@ -144,14 +144,19 @@ impl Local {
             return;
         }
         z.fast.set(NO_FAST);
-        let node = z.fast_node.get();
+        let (node, start) = (z.fast_node.get(), z.fast_start.get());
+        // Its open count and the current node, as `frame::open` makes them; no longer
+        // counted open in the records first, so no report counts it twice.
+        self.data.records.closed();
+        self.data.node(node).opened(start);
+        let prev = self.current.replace(node);
         // No read of the figures since it opened (any would have come here first), and
         // none was due then: the last mark is its mark.
         let mark = self.counters.last().unwrap_or(Mark::ZERO);
         let slot = self.open.push(Opened {
             node,
-            prev: z.fast_prev.get(),
-            start: z.fast_start.get(),
+            prev,
+            start,
             wait: true,
             count: true,
             job: false,

@@ -27,7 +27,7 @@ use crate::record::open::{
     lazy, site_of, Lazy, LAZY, LAZY_DEPTH, NESTED, NODE_CACHE, NO_FAST, UNWAITED_CACHE,
 };
 use crate::record::records::Record;
-use crate::record::thread::{self, Local, Node, OVERFLOW};
+use crate::record::thread::{self, Local, OVERFLOW};
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{compiler_fence, AtomicU64};
@@ -155,20 +155,17 @@ fn open_fast(l: &Local, z: &Lazy) -> bool {
     {
         return false;
     }
-    let prev = l.current.get();
-    let Some((node, n)) = cached_child(l, z, prev, key) else {
+    let Some(node) = cached_child(l, z, l.current.get(), key) else {
         return false;
     };
-    l.current.set(node);
     let start = clock::now();
-    n.opened(start);
+    // Not its node's open count: a report counts it open from here.
+    l.data.records.opened(node, start);
     // Not moved: the page's count is the last mark's.
     z.fast_switches
         .set(c.last().map_or(0, |m: Mark| m.switches));
     z.fast_start.set(start);
     z.fast_node.set(node);
-    z.fast_node_at.set(n as *const Node as usize);
-    z.fast_prev.set(prev);
     z.fast.set(at);
     z.behind.set(true);
     z.live.set(at + 1);
@@ -179,22 +176,19 @@ fn open_fast(l: &Local, z: &Lazy) -> bool {
 /// in the tree on a miss; `None` where it has none yet (the slow path adds it, or
 /// counts the entry as past the node cap) or `prev` is `[overflow]`.
 #[inline(always)]
-fn cached_child<'l>(l: &'l Local, z: &Lazy, prev: u32, key: usize) -> Option<(u32, &'l Node)> {
+fn cached_child(l: &Local, z: &Lazy, prev: u32, key: usize) -> Option<u32> {
     let site = site_of(key);
     let cell = &z.nodes[site.number() as usize % NODE_CACHE];
-    let (p, k, node, at) = cell.get();
-    if p == prev && k == key && at != 0 {
-        // SAFETY: the address of node `node` of this thread's `ThreadData`, which `l`
-        // holds: nodes never move, and the cache is cleared before it may go.
-        return Some((node, unsafe { &*(at as *const Node) }));
+    let (p, k, node) = cell.get();
+    if p == prev && k == key {
+        return Some(node);
     }
     if prev == OVERFLOW {
         return None;
     }
     let node = l.data.find_child(prev, key)?;
-    let n = l.data.node(node);
-    cell.set((prev, key, node, n as *const Node as usize));
-    Some((node, n))
+    cell.set((prev, key, node));
+    Some(node)
 }
 
 /// The spins of a direct spin site counted in the live episode at `at`, kept with it
@@ -292,18 +286,14 @@ fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
         if d.records.full() {
             l.fold_records();
         }
-        let node = z.fast_node.get();
-        // SAFETY: as in `cached_child`, which gave it.
-        let n = unsafe { &*(z.fast_node_at.get() as *const Node) };
-        // Closed on its node before its record is out: a report that counts the record
-        // sees the frame closed, never both (`record::copy`).
-        let current = d.closed(n, node, z.fast_prev.get(), l.current.get());
-        l.current.set(current);
+        // Closed before its record is out: a report that counts the record never
+        // counts it open too (`record::copy`).
+        d.records.closed();
         let duration = end.saturating_sub(z.fast_start.get());
         d.records.push(&Record {
             start: z.fast_start.get(),
             duration,
-            node,
+            node: z.fast_node.get(),
             spins,
             spin_site,
         });

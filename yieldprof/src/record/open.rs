@@ -217,21 +217,19 @@ pub(crate) struct Lazy {
     /// The entry opened on the fast path (`record::lazy`), `NO_FAST` if none: its
     /// frame is its node's open count and the thread's current node, nothing more.
     pub(crate) fast: Cell<u32>,
-    /// Its start tick, the page's switch count then, its node and the node current
-    /// before it.
+    /// Its start tick, the page's switch count then and its node. The thread's
+    /// current node stays the one around it: anything else that reaches the thread's
+    /// state makes it a frame first (`record::fold`), and that frame becomes current.
     pub(crate) fast_start: Cell<u64>,
     pub(crate) fast_switches: Cell<u32>,
     pub(crate) fast_node: Cell<u32>,
-    pub(crate) fast_node_at: Cell<usize>,
-    pub(crate) fast_prev: Cell<u32>,
     /// Whether the tree is behind the hot path: a fast entry open, or records not
     /// folded (`Local::catch_up`, which every other entry into the thread runs first).
     pub(crate) behind: Cell<bool>,
-    /// `(parent node, site address, child node, its address)`, direct-mapped by site
-    /// number: the fast path's node without a walk of the tree. Nodes never move (an
-    /// arena's segments are allocated once), and the cache is cleared before the
-    /// thread's `ThreadData` may go.
-    pub(crate) nodes: [Cell<(u32, usize, u32, usize)>; NODE_CACHE],
+    /// `(parent node, site address, child node)`, direct-mapped by site number (a site
+    /// address of 0: empty): the fast path's node without a walk of the tree. Cleared
+    /// before the thread's `ThreadData` may go.
+    pub(crate) nodes: [Cell<(u32, usize, u32)>; NODE_CACHE],
 }
 
 /// No entry is open on the fast path.
@@ -252,10 +250,8 @@ thread_local! {
             fast_start: Cell::new(0),
             fast_switches: Cell::new(0),
             fast_node: Cell::new(0),
-            fast_node_at: Cell::new(0),
-            fast_prev: Cell::new(0),
             behind: Cell::new(false),
-            nodes: [const { Cell::new((0, 0, 0, 0)) }; NODE_CACHE],
+            nodes: [const { Cell::new((0, 0, 0)) }; NODE_CACHE],
         }
     };
 }
@@ -276,7 +272,7 @@ pub(crate) fn lazy() -> &'static Lazy {
 pub(crate) fn forget_unwaited_cache() {
     LAZY.with(|z| {
         z.unwaited.iter().for_each(|c| c.set((0, 0)));
-        z.nodes.iter().for_each(|c| c.set((0, 0, 0, 0)));
+        z.nodes.iter().for_each(|c| c.set((0, 0, 0)));
     });
 }
 

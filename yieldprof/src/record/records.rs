@@ -9,7 +9,7 @@
 //! reached the tree copy, or whose cell may have been rewritten, is left out (that copy
 //! misses it; the next one has it in the tree), as the ring in `base::ring` does.
 
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 /// Records kept before a fold: a fold then costs its fixed part once per this many
 /// episodes, and a report sees them all whatever the fold's timing.
@@ -45,6 +45,10 @@ pub(crate) struct Records {
     written: AtomicU64,
     /// Records ever folded or being folded: a fold stores it before touching the tree.
     folding: AtomicU64,
+    /// The episode open on the hot path: its start tick (0: none) and node. A report
+    /// counts it open up to the copy, as it counts an open frame on its node.
+    open_start: AtomicU64,
+    open_node: AtomicU32,
 }
 
 impl Default for Records {
@@ -53,6 +57,8 @@ impl Default for Records {
             cells: std::array::from_fn(|_| Cell::default()),
             written: AtomicU64::new(0),
             folding: AtomicU64::new(0),
+            open_start: AtomicU64::new(0),
+            open_node: AtomicU32::new(0),
         }
     }
 }
@@ -81,6 +87,31 @@ impl Records {
         );
         c.spin_site.store(r.spin_site as u64, Ordering::Relaxed);
         self.written.store(i + 1, Ordering::Release);
+    }
+
+    /// Owner only: an episode on `node` opened on the hot path at tick `start`.
+    #[inline(always)]
+    pub(crate) fn opened(&self, node: u32, start: u64) {
+        self.open_node.store(node, Ordering::Relaxed);
+        // A reader that sees the start sees its node.
+        self.open_start.store(start.max(1), Ordering::Release);
+    }
+
+    /// Owner only: the open episode closed (before its record is pushed: a reader
+    /// that counts the record then never counts it open too), or became a frame.
+    #[inline(always)]
+    pub(crate) fn closed(&self) {
+        self.open_start.store(0, Ordering::Relaxed);
+    }
+
+    /// Any thread, after [`Records::written`]: the episode open on the hot path, its
+    /// node and start tick; `None` when none is, or it changed during the read.
+    pub(crate) fn open(&self) -> Option<(u32, u64)> {
+        let start = self.open_start.load(Ordering::Acquire);
+        // Acquire: the start's re-read below comes after it. A later open's node
+        // stored in between makes that re-read differ.
+        let node = self.open_node.load(Ordering::Acquire);
+        (start != 0 && self.open_start.load(Ordering::Relaxed) == start).then_some((node, start))
     }
 
     /// Owner only: hands every record not folded yet to `fold`, oldest first, after
