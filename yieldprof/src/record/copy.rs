@@ -36,7 +36,7 @@ impl ThreadData {
         let mut nodes: Vec<NodeStats> = (0..n_nodes)
             .map(|i| {
                 let n = self.node(i);
-                let (wall, since) = self.closing.read(i, n);
+                let (wall, since) = self.closing.read(i, &n.wall_ns, &n.open_since);
                 let open_ns = if since == 0 {
                     0
                 } else {

@@ -159,7 +159,7 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
         bump(&n.episodes, 1);
         l.data.record_duration_of(n, elapsed);
     }
-    l.data.closing.begin(o.node, n, elapsed);
+    l.data.closing.begin(o.node, &n.wall_ns, elapsed);
     bump(&n.wall_ns, elapsed);
     l.current
         .set(l.data.closed(n, o.node, o.prev, l.current.get()));

@@ -8,6 +8,8 @@
 // Without the `enabled` feature the hot path is a set of no-ops with the same names.
 pub(crate) mod asked;
 #[cfg(feature = "enabled")]
+mod closing;
+#[cfg(feature = "enabled")]
 mod copy;
 #[cfg(feature = "enabled")]
 pub(crate) mod deferred;
