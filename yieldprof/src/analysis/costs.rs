@@ -307,7 +307,7 @@ impl Profile {
         let measured_ns = threads.iter().map(|t| t.profiler_ns).sum();
         let switches: u64 = threads
             .iter()
-            .filter(|t| t.split_method.is_some_and(|m| m.every_episode))
+            .filter(|t| t.split_method.is_some_and(|m| m.every_episode && !m.rseq))
             .map(|t| {
                 let all = t.counters.switches().value().unwrap_or(0);
                 let before = t.counters_before_recording.switches().value().unwrap_or(0);

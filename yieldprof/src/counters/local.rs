@@ -89,6 +89,28 @@ impl LocalCounters {
         self.mark_now(shared)
     }
 
+    /// The mark an open takes where nothing unread waits for a read: through rseq
+    /// its count and split only (`Exact::current`), else as [`LocalCounters::mark`].
+    #[inline(always)]
+    pub(crate) fn current(&self, shared: &ThreadCounters) -> Mark {
+        match self.exact.get() {
+            Some(x) if x.counted() => match x.current() {
+                (m, false) => m,
+                (m, true) => {
+                    self.publish_exact(shared, &m);
+                    m
+                }
+            },
+            _ => self.mark(shared),
+        }
+    }
+
+    /// Whether switches are counted by getrusage after rseq saw one: a mark's count
+    /// and split are then exact without the thread's clocks and schedstat.
+    pub(crate) fn counted(&self) -> bool {
+        self.exact.get().is_some_and(Exact::counted)
+    }
+
     /// The thread's switch figures now, opening nothing.
     #[inline(always)]
     fn mark_now(&self, shared: &ThreadCounters) -> Mark {

@@ -59,8 +59,10 @@ mod machine;
 mod opening;
 mod perf;
 mod policy;
+mod rseq;
 mod sampling;
 mod snap;
+mod sources;
 #[cfg(test)]
 mod tests;
 mod userpage;

@@ -55,7 +55,7 @@ impl Local {
     #[inline(always)]
     pub(crate) fn mark(&self, to: impl FnOnce() -> Option<EndedOf>) -> Mark {
         if !self.counters.moved() && self.unread.ended.borrow().is_empty() {
-            return self.counters.mark(&self.data.counters);
+            return self.counters.current(&self.data.counters);
         }
         self.mark_slow(to)
     }
@@ -66,9 +66,30 @@ impl Local {
         if let Some(m) = self.coalesced(to) {
             return m;
         }
+        if self.counters.counted() && !self.read_due() {
+            // Through rseq: the count and split now (getrusage, where the thread was
+            // switched), exact; the clocks and schedstat wait for the next read, and
+            // the episodes between share what they saw (estimated).
+            let t0 = clock::now();
+            let m = self.counters.current(&self.data.counters);
+            self.charge(clock::now().saturating_sub(t0).max(1));
+            return m;
+        }
         let (m, ticks) = self.read_mark(false);
         self.charge(ticks);
         m
+    }
+
+    /// Whether the episodes that ended unread are due a read: `MERGED_BEFORE_READ`
+    /// of them merged, or `READ_LAG_NS` since the last read.
+    fn read_due(&self) -> bool {
+        let u = &self.unread;
+        if u.ended.borrow().is_empty() {
+            return false;
+        }
+        let lag = clock::now().saturating_sub(u.read_tick.get());
+        u.merged.get() >= MERGED_BEFORE_READ
+            || Scale::known().map_or(lag, |s| s.ns(lag)) >= READ_LAG_NS
     }
 
     /// A mark taken unread (`Mark::unread_at`), where every episode that ended unread
@@ -93,10 +114,14 @@ impl Local {
             return None;
         }
         let to = to()?;
-        ended
-            .iter()
-            .any(|e| e.to == to)
-            .then(|| last.unread_at(now))
+        if !ended.iter().any(|e| e.to == to) {
+            return None;
+        }
+        drop(ended);
+        Some(match self.counters.counted() {
+            true => self.counters.current(&self.data.counters),
+            false => last.unread_at(now),
+        })
     }
 
     /// Reads the figures now and gives the episodes that ended unread theirs
@@ -164,7 +189,10 @@ impl Local {
         // The split is the one figure a later switch could not be told from (a
         // voluntary switch in the thread's own code, a join, would otherwise be guessed
         // into a preempted episode): read now, where it is ≤ 2 % of the frame.
+        // Through rseq the split is getrusage's at the count just read: free.
+        let counted = self.counters.counted();
         let split = match to {
+            EndedOf::Frame(_) if counted => self.counters.split_now(),
             EndedOf::Frame(_) if ticks / READ_AT_END >= self.counters.split_ticks() => {
                 let t0 = clock::now();
                 let split = self.counters.split_now();
@@ -219,8 +247,9 @@ impl Local {
             self.charge(read);
         }
         // One marked unread that continues none: its split is apportioned from the
-        // last read (estimated), best read at once.
-        if full || long || lone {
+        // last read (estimated), best read at once; through rseq its split is exact
+        // and its times wait for the next read.
+        if full || long || (lone && !counted) {
             self.settle(full);
         }
     }
