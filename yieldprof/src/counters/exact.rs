@@ -146,7 +146,9 @@ impl Mark {
             switches: mine,
             migrations: all.migrations.min(mine),
             off_ns,
-            queued_ns: share(all.queued_ns).min(off_ns),
+            // The window's queued share of its off-CPU time: an episode given more
+            // off-CPU time than its share of switches gets its queued part too.
+            queued_ns: proportion(all.queued_ns, off_ns, all.off_ns).min(off_ns),
         };
         (d, false)
     }
@@ -533,6 +535,12 @@ impl Exact {
         }
         m
     }
+}
+
+/// `v × num / den`, 0 where `den` is.
+fn proportion(v: u64, num: u64, den: u64) -> u64 {
+    let p = u128::from(v) * u128::from(num) / u128::from(den.max(1));
+    u64::try_from(p).unwrap_or(u64::MAX)
 }
 
 /// getrusage (unless `split`, read at the same switch count, is given), the CPU clock

@@ -220,8 +220,14 @@ impl LocalCounters {
         if self.sampled_once.replace(true) {
             self.open_pending(shared);
         }
+        // An outermost wait read on getrusage checks what rseq tells (`counters/rseq`).
+        let watched = self.deferred() && self.open_samples.borrow().is_empty();
+        if watched {
+            super::rseq::watch();
+        }
         let begin = Begin {
             t0: clock::now(),
+            watched,
             reading: self.read(),
         };
         let mut open = self.open_samples.borrow_mut();
@@ -280,6 +286,9 @@ impl LocalCounters {
             bump(&node.off_ns, r_off.saturating_sub(b_off));
             bump(&node.src_ns[EventSource::Getrusage.index()], wall);
             switches = Some(all);
+            if begin.watched {
+                super::rseq::judge(all > 0);
+            }
         }
         for (k, g) in self.groups.iter().enumerate() {
             let (Some(g), Some(t0), Some(t1)) = (g.get(), b.times[k], r.times[k]) else {

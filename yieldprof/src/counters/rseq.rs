@@ -11,10 +11,12 @@
 //!
 //! It is a bit, not a count: the count and its voluntary/involuntary split come from
 //! getrusage after a switch (`Exact::switches`). The clearing is how the kernel
-//! behaves, not a documented promise, so [`usable`] checks it once per process
-//! (a nap must clear it, and getrusage must see the switch); where it does not hold,
-//! the perf page is used as before.
+//! behaves, not a documented promise, so it is checked on a thread's first waits,
+//! which are read on getrusage anyway (`LocalCounters::begin`/`finish`): the first
+//! one getrusage saw switched must have cleared the bit ([`usable`]). Until one has,
+//! or where one did not, the perf page is used as before.
 
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 /// `struct rseq_cs` (include/uapi/linux/rseq.h): 32 bytes, 32-aligned.
@@ -46,8 +48,12 @@ static SECTION: OnceLock<Option<CriticalSection>> = OnceLock::new();
 /// where glibc registered no area (an older glibc, `glibc.pthread.rseq=0`).
 static OFFSET: OnceLock<Option<isize>> = OnceLock::new();
 
-/// Whether arming works here, checked once per process.
-static USABLE: OnceLock<bool> = OnceLock::new();
+/// What this process has seen: `UNKNOWN` until a watched wait was switched, then
+/// `YES` where that cleared the bit, `NO` where it did not.
+static VERDICT: AtomicU8 = AtomicU8::new(UNKNOWN);
+const UNKNOWN: u8 = 0;
+const YES: u8 = 1;
+const NO: u8 = 2;
 
 /// One thread's armed bit.
 pub(crate) struct Rseq {
@@ -94,29 +100,35 @@ impl Rseq {
     }
 }
 
-/// Whether rseq arming tells switches here: checked once, on the calling thread, with
-/// a nap (~60 µs, a voluntary switch) that must clear it.
+/// Whether a switch seen by getrusage has cleared the bit in this process.
 pub(crate) fn usable() -> bool {
-    *USABLE.get_or_init(|| {
-        let Some(r) = Rseq::unchecked() else {
-            return false;
-        };
-        let before = voluntary();
-        r.arm();
-        // SAFETY: usleep has no memory preconditions.
-        unsafe { libc::usleep(1) };
-        let cleared = !r.armed();
-        let switched = voluntary() != before;
-        // A leftover armed pointer is harmless: the next switch clears it.
-        cleared && switched
-    })
+    VERDICT.load(Relaxed) == YES
 }
 
-fn voluntary() -> i64 {
-    let mut ru = super::zeroed_rusage();
-    // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD reads this thread.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    ru.ru_nvcsw
+/// Arms the calling thread's bit while nothing is known: at the start of a wait read
+/// on getrusage, before that read. A leftover armed pointer is harmless: the next
+/// switch clears it.
+pub(crate) fn watch() {
+    if VERDICT.load(Relaxed) != UNKNOWN {
+        return;
+    }
+    match Rseq::unchecked() {
+        Some(r) => r.arm(),
+        None => VERDICT.store(NO, Relaxed),
+    }
+}
+
+/// The end of that wait, after its getrusage: `switched`, whether getrusage saw the
+/// thread switched since [`watch`]. The first switched one decides.
+pub(crate) fn judge(switched: bool) {
+    if !switched || VERDICT.load(Relaxed) != UNKNOWN {
+        return;
+    }
+    let verdict = match Rseq::unchecked() {
+        Some(r) if !r.armed() => YES,
+        _ => NO,
+    };
+    let _ = VERDICT.compare_exchange(UNKNOWN, verdict, Relaxed, Relaxed);
 }
 
 /// glibc's `__rseq_offset`, where `__rseq_size` says an area is registered; looked up
