@@ -108,7 +108,10 @@ fn switched_between_episodes_each_sites_switches_stay_exact_and_its_times_add_up
     for attempt in 1..=ATTEMPTS {
         let (before, k0, k1) = ping_pong();
         let d = yieldprof::snapshot().since(&before);
-        let rseq = d.threads().iter().any(|t| t.split_method.is_some_and(|m| m.rseq));
+        let rseq = d
+            .threads()
+            .iter()
+            .any(|t| t.split_method.is_some_and(|m| m.rseq));
         if !rseq {
             eprintln!("inconclusive: rseq does not tell switches here (the page counts)");
             return;
@@ -117,8 +120,8 @@ fn switched_between_episodes_each_sites_switches_stay_exact_and_its_times_add_up
         let (kv, ki) = (k1.0 - k0.0, k1.1 - k0.1);
         let (koff, kq) = (k1.2 - k0.2, k1.3 - k0.3);
         let v = exact(take.counters.voluntary_switches) + exact(back.counters.voluntary_switches);
-        let i = exact(take.counters.involuntary_switches)
-            + exact(back.counters.involuntary_switches);
+        let i =
+            exact(take.counters.involuntary_switches) + exact(back.counters.involuntary_switches);
         let off = take.time.off_cpu_ns.value().unwrap() + back.time.off_cpu_ns.value().unwrap();
         let q = take.time.queued_ns.value().unwrap_or(0) + back.time.queued_ns.value().unwrap_or(0);
         let estimated = take.time.estimated_episodes + back.time.estimated_episodes;
@@ -136,7 +139,10 @@ fn switched_between_episodes_each_sites_switches_stay_exact_and_its_times_add_up
         }
         assert!(estimated <= take.episodes + back.episodes);
         let near = |a: u64, b: u64| a.abs_diff(b) <= (b / 20).max(500_000);
-        assert!(near(off, koff), "sites off-CPU {off} ns, the thread's {koff} ns");
+        assert!(
+            near(off, koff),
+            "sites off-CPU {off} ns, the thread's {koff} ns"
+        );
         assert!(near(q, kq), "sites queued {q} ns, schedstat's {kq} ns");
         return;
     }

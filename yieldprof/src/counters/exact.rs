@@ -289,6 +289,9 @@ pub(crate) struct Exact {
     split: Cell<Option<Split>>,
     /// The fewest ticks a getrusage has taken on this thread (`Exact::split_now`).
     split_ticks: Cell<u64>,
+    /// Ticks all getrusage counts (rseq) have taken on this thread, for timings
+    /// that charge them to the frame they were taken in (`record::deferred`).
+    count_ticks: Cell<u64>,
     pub(crate) base: Mark,
 }
 
@@ -303,7 +306,12 @@ impl Exact {
     ) -> io::Result<Exact> {
         let switches = UserPage::map(switches)?;
         let page_time = switches.read().cap_user_time();
-        Ok(Exact::with(Count::Page(switches), page_time, migrations, schedstat))
+        Ok(Exact::with(
+            Count::Page(switches),
+            page_time,
+            migrations,
+            schedstat,
+        ))
     }
 
     /// As [`Exact::open`], with no perf event: switches seen through rseq, counted by
@@ -330,6 +338,7 @@ impl Exact {
             reads: Cell::new(0),
             split: Cell::new(None),
             split_ticks: Cell::new(u64::MAX),
+            count_ticks: Cell::new(0),
             base: Mark::ZERO,
         };
         if let Count::Rseq { at, .. } = &x.switches {
@@ -386,6 +395,7 @@ impl Exact {
         let ok = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0;
         let took = clock::now().saturating_sub(t0);
         self.split_ticks.set(self.split_ticks.get().min(took));
+        self.count_ticks.set(self.count_ticks.get() + took);
         let (voluntary, involuntary) = (ru.ru_nvcsw as u32, ru.ru_nivcsw as u32);
         let at = voluntary.wrapping_add(involuntary);
         self.split.set(ok.then_some(Split {
@@ -438,6 +448,12 @@ impl Exact {
         });
         self.split.set(split);
         split
+    }
+
+    /// The ticks all getrusage counts have taken on this thread: a timing of the
+    /// profiler's work charges the difference exactly, not sampled.
+    pub(crate) fn count_ticks(&self) -> u64 {
+        self.count_ticks.get()
     }
 
     /// How many times every source was read on this thread.
@@ -520,8 +536,8 @@ impl Exact {
                 Count::Page(p) if self.page_time => {
                     let r = p.read();
                     tsc()
-                    .and_then(|t| r.times_at(t, true))
-                    .map(|(enabled, _)| enabled)
+                        .and_then(|t| r.times_at(t, true))
+                        .map(|(enabled, _)| enabled)
                 }
                 _ => None,
             };

@@ -164,6 +164,12 @@ impl LocalCounters {
         self.exact.get().map_or(u64::MAX, Exact::split_ticks)
     }
 
+    /// Ticks the getrusage counts (rseq) have taken on this thread
+    /// (`Exact::count_ticks`).
+    pub(crate) fn count_ticks(&self) -> u64 {
+        self.exact.get().map_or(0, Exact::count_ticks)
+    }
+
     /// How many times the sources of a [`Mark`] were read on this thread.
     pub(crate) fn reads(&self) -> u64 {
         self.exact.get().map_or(0, Exact::reads)

@@ -70,7 +70,7 @@ mod values;
 
 pub use availability::*;
 pub(crate) use breakpoint::{breakpoint_reason, force_open_error, Hit, Target, Watchpoints, SLOTS};
-pub(crate) use calibrate::{kernel_ns_per_switch, pin};
+pub(crate) use calibrate::{kernel_ns_per_switch, pin, rseq_ns_per_switch};
 pub use events::*;
 pub use exact::SplitMethod;
 pub(crate) use exact::{off_clock_of, parse_run_delay, Delta, Exact, Mark, Split};

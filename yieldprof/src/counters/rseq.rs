@@ -168,7 +168,9 @@ fn section() -> Option<CriticalSection> {
 fn thread_pointer() -> Option<*mut u8> {
     let tp: *mut u8;
     // SAFETY: on x86_64 Linux `fs:0` holds the thread pointer (the TCB's self pointer).
-    unsafe { std::arch::asm!("mov {}, qword ptr fs:0", out(reg) tp, options(nostack, readonly, preserves_flags)) };
+    unsafe {
+        std::arch::asm!("mov {}, qword ptr fs:0", out(reg) tp, options(nostack, readonly, preserves_flags))
+    };
     Some(tp)
 }
 
@@ -176,7 +178,9 @@ fn thread_pointer() -> Option<*mut u8> {
 fn thread_pointer() -> Option<*mut u8> {
     let tp: *mut u8;
     // SAFETY: reads the thread pointer register.
-    unsafe { std::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nostack, nomem, preserves_flags)) };
+    unsafe {
+        std::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nostack, nomem, preserves_flags))
+    };
     Some(tp)
 }
 

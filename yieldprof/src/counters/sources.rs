@@ -64,4 +64,3 @@ pub(crate) fn run_delay_of(fd: RawFd) -> Option<u64> {
 pub(crate) fn parse_run_delay(schedstat: &str) -> Option<u64> {
     schedstat.split_whitespace().nth(1)?.parse().ok()
 }
-
