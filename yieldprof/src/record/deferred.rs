@@ -66,18 +66,33 @@ impl Local {
         self.mark_slow(to)
     }
 
+    /// As [`Local::mark`], read: a job's, whose off-CPU time so far is the pool's in a
+    /// report taken while it is open (`OpenFrames`), which needs the thread's clocks
+    /// at its mark; through rseq the last mark may hold only the count.
+    pub(crate) fn mark_read(&self) -> Mark {
+        let m = self.mark(|| None);
+        if m.off_clock().is_some() || !self.counters.counted() {
+            return m;
+        }
+        let (m, ticks) = self.read_mark(false);
+        self.charge(ticks);
+        m
+    }
+
     /// Out of line: taken at most once per switched episode.
     #[inline(never)]
     fn mark_slow(&self, to: impl FnOnce() -> Option<EndedOf>) -> Mark {
         // A getrusage count (rseq) since the last charge (the check that led here)
         // is the profiler's: charged here, in the frame around the opener.
         let charged = self.unread.count_charged.get();
+        let to = to();
         let m = match self.coalesced(to) {
             Some(m) => m,
             // Through rseq: the count and split now (getrusage, where the thread was
             // switched), exact; the clocks and schedstat wait for the next read, and
-            // the episodes between share what they saw (estimated).
-            None if self.counters.counted() && !self.read_due() => {
+            // the episodes between share what they saw (estimated). An opener with no
+            // target (a job, a call's first) reads, as `Local::mark_read` does.
+            None if to.is_some() && self.counters.counted() && !self.read_due() => {
                 self.counters.current(&self.data.counters)
             }
             None => {
@@ -110,7 +125,7 @@ impl Local {
     /// (`ended` merges them), and only the figures at their two far ends are needed,
     /// so a hot loop of episodes reads once per `MERGED_BEFORE_READ` of them or
     /// `READ_LAG_NS`. A different target reads now, as before.
-    fn coalesced(&self, to: impl FnOnce() -> Option<EndedOf>) -> Option<Mark> {
+    fn coalesced(&self, to: Option<EndedOf>) -> Option<Mark> {
         let now = self.counters.switches()?;
         let last = self.counters.last()?;
         let u = &self.unread;
@@ -125,7 +140,7 @@ impl Local {
         if Scale::known().map_or(lag, |s| s.ns(lag)) >= READ_LAG_NS {
             return None;
         }
-        let to = to()?;
+        let to = to?;
         if !ended.iter().any(|e| e.to == to) {
             return None;
         }
