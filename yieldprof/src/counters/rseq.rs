@@ -15,6 +15,10 @@
 //! which are read on getrusage anyway (`LocalCounters::begin`/`finish`): the first
 //! one getrusage saw switched must have cleared the bit ([`usable`]). Until one has,
 //! or where one did not, the perf page is used as before.
+//!
+//! The section a thread points at is a static of this library: a yieldprof loaded
+//! with `dlopen` and then unloaded would leave threads pointing at unmapped memory,
+//! which the kernel answers with SIGSEGV at their next switch (not handled here).
 
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use std::sync::OnceLock;
