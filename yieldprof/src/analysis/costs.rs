@@ -259,12 +259,13 @@ pub struct ProfilerTime {
     pub measured_ns: u64,
     /// `switches` × `kernel_ns_per_switch`: an estimate, not a measurement.
     pub estimated_ns: u64,
-    /// Switches of the threads that held a context-switch counter, since they began
-    /// recording.
+    /// Switches of the threads that saw each of their switches (a context-switch
+    /// counter, or the rseq bit by default), since they began recording.
     pub switches: u64,
-    /// The counter's kernel work per switch of one thread, as calibrated here (two
-    /// threads passing a token on one CPU, with and without it); `None` where nothing
-    /// needed it or it could not be calibrated (no counter, no pinning).
+    /// The kernel's work per switch of one thread for what it held, as calibrated here
+    /// (two threads passing a token on one CPU, with and without it; the mean over
+    /// both sources where threads held each); `None` where nothing needed it or it
+    /// could not be calibrated (no counter, no pinning).
     pub kernel_ns_per_switch: Option<f64>,
 }
 
@@ -284,7 +285,7 @@ impl fmt::Display for ProfilerTime {
             Some(per) if self.switches > 0 => write!(
                 f,
                 " + {} estimated ({} switches × {} of kernel work for each thread's \
-                 switch counter, calibrated in this process)",
+                 switch source, calibrated in this process)",
                 duration(self.estimated_ns),
                 self.switches,
                 duration(per.round() as u64)
@@ -305,22 +306,39 @@ impl Profile {
     pub fn profiler_time(&self) -> ProfilerTime {
         let threads = self.threads();
         let measured_ns = threads.iter().map(|t| t.profiler_ns).sum();
-        let switches: u64 = threads
-            .iter()
-            .filter(|t| t.split_method.is_some_and(|m| m.every_episode))
-            .map(|t| {
-                let all = t.counters.switches().value().unwrap_or(0);
-                let before = t.counters_before_recording.switches().value().unwrap_or(0);
-                all.saturating_sub(before)
-            })
-            .sum();
-        static PER_SWITCH: ForkOnce<Option<f64>> = ForkOnce::new();
-        let per = (switches > 0)
-            .then(|| *PER_SWITCH.get_or_init(crate::counters::kernel_ns_per_switch))
+        let switches_of = |rseq: bool| -> u64 {
+            threads
+                .iter()
+                .filter(|t| {
+                    t.split_method
+                        .is_some_and(|m| m.every_episode && m.rseq == rseq)
+                })
+                .map(|t| {
+                    let all = t.counters.switches().value().unwrap_or(0);
+                    let before = t.counters_before_recording.switches().value().unwrap_or(0);
+                    all.saturating_sub(before)
+                })
+                .sum()
+        };
+        let (page, rseq) = (switches_of(false), switches_of(true));
+        static PAGE: ForkOnce<Option<f64>> = ForkOnce::new();
+        static RSEQ: ForkOnce<Option<f64>> = ForkOnce::new();
+        let page_ns = (page > 0)
+            .then(|| *PAGE.get_or_init(crate::counters::kernel_ns_per_switch))
             .flatten();
+        let rseq_ns = (rseq > 0)
+            .then(|| *RSEQ.get_or_init(crate::counters::rseq_ns_per_switch))
+            .flatten();
+        let switches = page + rseq;
+        let estimated = page_ns.map(|p| p * page as f64).unwrap_or(0.0)
+            + rseq_ns.map(|p| p * rseq as f64).unwrap_or(0.0);
+        let per = (page_ns.is_some() || rseq_ns.is_some()).then(|| {
+            let counted = page_ns.map_or(0, |_| page) + rseq_ns.map_or(0, |_| rseq);
+            estimated / counted.max(1) as f64
+        });
         ProfilerTime {
             measured_ns,
-            estimated_ns: per.map_or(0, |p| (p * switches as f64).round() as u64),
+            estimated_ns: estimated.round() as u64,
             switches,
             kernel_ns_per_switch: per,
         }

@@ -9,11 +9,15 @@
 //! round trip is one switch out and one in of each thread and nothing crosses CPUs,
 //! and load elsewhere changes when the threads run, not the CPU time they take, so the
 //! difference is the counter's kernel work per switch of one thread (~0.3 µs on the
-//! build VM, `docs/cost.md`). 1 000 round trips per round, 5 pairs of rounds: about
-//! 30 ms of CPU, once per process.
+//! build VM on 2026-12-04, ~1 µs on 2026-12-05, `docs/cost.md`). 1 000 round trips per
+//! round, 5 pairs of rounds: about 30 ms of CPU, once per process. The same for the
+//! rseq bit (`counters/rseq`), re-armed after each wait as a recording thread does:
+//! the kernel's check and clearing of it at each switch (the getrusage that counts
+//! the switch is timed on the threads).
 
 use super::exact::clock_ns;
 use super::perf::open_alone;
+use super::rseq::Rseq;
 use super::userpage::UserPage;
 use super::CounterEvent;
 use std::os::fd::AsRawFd;
@@ -30,26 +34,47 @@ const PAIRS: usize = 5;
 /// time: other load on the CPU only adds to a round (cache refills after someone
 /// else ran), so the least is the one it touched least.
 pub(crate) fn kernel_ns_per_switch() -> Option<f64> {
+    per_switch(Source::Page)
+}
+
+/// As [`kernel_ns_per_switch`], for a thread that sees its switches through rseq.
+pub(crate) fn rseq_ns_per_switch() -> Option<f64> {
+    per_switch(Source::Rseq)
+}
+
+/// What a round's threads hold.
+#[derive(Clone, Copy, PartialEq)]
+enum Source {
+    Nothing,
+    Page,
+    Rseq,
+}
+
+fn per_switch(source: Source) -> Option<f64> {
     // SAFETY: sched_getcpu has no preconditions.
     let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok()?;
     let (mut without, mut with) = (f64::INFINITY, f64::INFINITY);
     for _ in 0..PAIRS {
-        without = without.min(round(cpu, false)?);
-        with = with.min(round(cpu, true)?);
+        without = without.min(round(cpu, Source::Nothing)?);
+        with = with.min(round(cpu, source)?);
     }
     // Per round trip each of the two threads is switched out and in once.
     Some(((with - without) / 2.0).max(0.0))
 }
 
-/// Both threads' CPU ns per round trip of one round, each with its own counter open
-/// when `counted`; `None` where a thread could not be pinned or open its counter.
-fn round(cpu: usize, counted: bool) -> Option<f64> {
+/// Both threads' CPU ns per round trip of one round, each with its own `source`;
+/// `None` where a thread could not be pinned or open its counter.
+fn round(cpu: usize, source: Source) -> Option<f64> {
     let (to_b, b_rx) = channel::<u64>();
     let (to_a, a_rx) = channel::<u64>();
     let side = move |first: bool, rx: Receiver<u64>, tx: Sender<u64>| {
         // The counter is opened before the clock starts and closed after it stops.
-        let kept = counted.then(counter);
-        let ready = pin(cpu) && kept.as_ref().map_or(true, Option::is_some);
+        let kept = (source == Source::Page).then(counter);
+        let bit = (source == Source::Rseq).then(Rseq::here);
+        let ready = pin(cpu)
+            && kept.as_ref().map_or(true, Option::is_some)
+            && bit.as_ref().map_or(true, Option::is_some);
+        let bit = bit.flatten();
         let t0 = cpu_ns();
         for i in 0..TRIPS {
             if first {
@@ -58,6 +83,9 @@ fn round(cpu: usize, counted: bool) -> Option<f64> {
             } else {
                 let v = rx.recv().unwrap_or(0);
                 let _ = tx.send(v);
+            }
+            if let Some(b) = &bit {
+                b.arm();
             }
         }
         let spent = cpu_ns().saturating_sub(t0);

@@ -13,7 +13,9 @@
 //! episode's end but at the thread's next mark (`record::deferred`): the figures stay
 //! as they were until its next switch.
 
-use super::userpage::{tsc, UserPage};
+use super::rseq::Rseq;
+pub(crate) use super::sources::*;
+use super::userpage::{pages_gone, tsc, UserPage};
 use crate::base::clock;
 use std::cell::Cell;
 use std::fs::File;
@@ -30,6 +32,9 @@ pub(crate) struct Mark {
     /// How many switches the figures below are older than `switches`: 0 for a read
     /// mark, else the mark was taken unread (`Mark::unread_at`).
     ahead: u32,
+    /// Whether `voluntary` and `involuntary` are at `switches` though the rest is
+    /// `ahead` (`Exact::current` through rseq: getrusage's count and split).
+    counted: bool,
     voluntary: u32,
     involuntary: u32,
     migrations: u32,
@@ -67,6 +72,7 @@ impl Mark {
     pub(crate) const ZERO: Mark = Mark {
         switches: 0,
         ahead: 0,
+        counted: false,
         voluntary: 0,
         involuntary: 0,
         migrations: 0,
@@ -102,9 +108,9 @@ impl Mark {
     /// A mark taken unread (`Mark::unread_at`) is apportioned the same way, over the
     /// figures from the read its values come from.
     /// With `at_end`, the getrusage split read at the episode's close (count `end`),
-    /// the voluntary/involuntary split of a read mark is that exact difference: a later
-    /// switch (a join, a blocking write in the thread's own code) is no longer guessed
-    /// into it.
+    /// the voluntary/involuntary split of a read or counted mark is that exact
+    /// difference: a later switch (a join, a blocking write in the thread's own code)
+    /// is no longer guessed into it.
     pub(crate) fn until_count(
         &self,
         end: u32,
@@ -122,7 +128,7 @@ impl Mark {
             u64::try_from(v).unwrap_or(u64::MAX)
         };
         let voluntary = match at_end {
-            Some(s) if s.at == end && self.is_read() => {
+            Some(s) if s.at == end && (self.is_read() || self.counted) => {
                 u64::from(s.voluntary.wrapping_sub(self.voluntary)).min(mine)
             }
             _ => all.voluntary.min(mine),
@@ -140,7 +146,9 @@ impl Mark {
             switches: mine,
             migrations: all.migrations.min(mine),
             off_ns,
-            queued_ns: share(all.queued_ns).min(off_ns),
+            // The window's queued share of its off-CPU time: an episode given more
+            // off-CPU time than its share of switches gets its queued part too.
+            queued_ns: proportion(all.queued_ns, off_ns, all.off_ns).min(off_ns),
         };
         (d, false)
     }
@@ -153,6 +161,7 @@ impl Mark {
         Mark {
             switches,
             ahead: switches.wrapping_sub(self.read_at()),
+            counted: false,
             ..*self
         }
     }
@@ -216,11 +225,16 @@ pub struct SplitMethod {
     /// where sampling was asked for (`CounterSampling::Every`); the default holds one
     /// perf event per thread, as each costs the kernel time at every switch.
     pub migrations: bool,
+    /// Switches seen through rseq (`counters/rseq.rs`: one load, no perf event) and
+    /// counted by getrusage after each switch; else through the perf user page.
+    pub rseq: bool,
 }
 
 impl std::fmt::Display for SplitMethod {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let switches = if self.every_episode {
+        let switches = if self.rseq {
+            "switches seen on every episode (rseq; counted by getrusage after a switch)"
+        } else if self.every_episode {
             "switches seen on every episode (perf user page)"
         } else {
             "switches seen on sampled episodes (getrusage), scaled"
@@ -236,7 +250,12 @@ impl std::fmt::Display for SplitMethod {
             "queued n/a (no schedstat)"
         };
         write!(f, "{switches}; {cpu}; {queue}")?;
-        if self.every_episode && !self.migrations {
+        if self.rseq {
+            f.write_str(
+                "; migrations and page faults n/a: no perf event per thread by default \
+                 (YIELDPROF_COUNTERS_EVERY=N opens their counters)",
+            )?;
+        } else if self.every_episode && !self.migrations {
             f.write_str(
                 "; migrations and page faults n/a: one perf event per thread by default \
                  (YIELDPROF_COUNTERS_EVERY=N opens their counters too)",
@@ -246,9 +265,19 @@ impl std::fmt::Display for SplitMethod {
     }
 }
 
+/// Where a thread's switch count comes from.
+enum Count {
+    /// The context-switch counter's user page: ~2 ns a read, but the event costs the
+    /// kernel time at every switch of the thread.
+    Page(UserPage),
+    /// The rseq bit, and getrusage's count read after it was cleared (`at`, the
+    /// split at that count kept in `Exact::split`).
+    Rseq { bit: Rseq, at: Cell<u32> },
+}
+
 /// A thread's switch pages and the sources read when its switch count moves.
 pub(crate) struct Exact {
-    switches: UserPage,
+    switches: Count,
     /// The migration counter's page: its count is read as the switch count's, without
     /// a syscall (a `read()` of its fd cost ~0.9 µs per re-read).
     migrations: Option<UserPage>,
@@ -266,6 +295,9 @@ pub(crate) struct Exact {
     split: Cell<Option<Split>>,
     /// The fewest ticks a getrusage has taken on this thread (`Exact::split_now`).
     split_ticks: Cell<u64>,
+    /// Ticks all getrusage counts (rseq) have taken on this thread, for timings
+    /// that charge them to the frame they were taken in (`record::deferred`).
+    count_ticks: Cell<u64>,
     pub(crate) base: Mark,
 }
 
@@ -280,6 +312,28 @@ impl Exact {
     ) -> io::Result<Exact> {
         let switches = UserPage::map(switches)?;
         let page_time = switches.read().cap_user_time();
+        Ok(Exact::with(
+            Count::Page(switches),
+            page_time,
+            migrations,
+            schedstat,
+        ))
+    }
+
+    /// As [`Exact::open`], with no perf event: switches seen through rseq, counted by
+    /// getrusage; `None` where rseq does not tell switches here.
+    pub(crate) fn open_rseq(schedstat: Option<File>) -> Option<Exact> {
+        let bit = Rseq::here()?;
+        let at = Cell::new(0);
+        Some(Exact::with(Count::Rseq { bit, at }, false, None, schedstat))
+    }
+
+    fn with(
+        switches: Count,
+        page_time: bool,
+        migrations: Option<RawFd>,
+        schedstat: Option<File>,
+    ) -> Exact {
         let mut x = Exact {
             switches,
             migrations: migrations.and_then(|fd| UserPage::map(fd).ok()),
@@ -290,12 +344,16 @@ impl Exact {
             reads: Cell::new(0),
             split: Cell::new(None),
             split_ticks: Cell::new(u64::MAX),
+            count_ticks: Cell::new(0),
             base: Mark::ZERO,
         };
+        if let Count::Rseq { at, .. } = &x.switches {
+            at.set(x.recount());
+        }
         // What a split costs here is known before the first close asks for one.
         let _ = x.split_now();
         x.base = x.remark();
-        Ok(x)
+        x
     }
 
     pub(crate) fn method(&self) -> SplitMethod {
@@ -304,6 +362,7 @@ impl Exact {
             page_time: self.page_time,
             schedstat: self.schedstat.is_some(),
             migrations: self.migrations.is_some(),
+            rseq: matches!(self.switches, Count::Rseq { .. }),
         }
     }
 
@@ -311,11 +370,46 @@ impl Exact {
         self.migrations.is_some()
     }
 
-    /// The page's switch count now, ~1 ns: whether the thread was switched since a
-    /// mark is whether this differs from the mark's `switches`.
+    /// The thread's switch count now: whether it was switched since a mark is whether
+    /// this differs from the mark's `switches`. The page's, ~2 ns; or, through rseq,
+    /// the last count while the bit stays armed (~1 ns), getrusage's after a switch.
     #[inline(always)]
     pub(crate) fn switches(&self) -> u32 {
-        self.switches.offset() as u32
+        match &self.switches {
+            Count::Page(p) => p.offset() as u32,
+            Count::Rseq { bit, at } if bit.armed() || pages_gone() => at.get(),
+            Count::Rseq { at, .. } => {
+                let n = self.recount();
+                at.set(n);
+                n
+            }
+        }
+    }
+
+    /// Through rseq: arms the bit, then reads getrusage (a switch between the two is
+    /// in the count and clears the bit again, so none is missed); the count, its
+    /// split kept for a read at the same count.
+    #[cold]
+    #[inline(never)]
+    fn recount(&self) -> u32 {
+        if let Count::Rseq { bit, .. } = &self.switches {
+            bit.arm();
+        }
+        let t0 = clock::now();
+        let mut ru = super::zeroed_rusage();
+        // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD reads this thread.
+        let ok = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0;
+        let took = clock::now().saturating_sub(t0);
+        self.split_ticks.set(self.split_ticks.get().min(took));
+        self.count_ticks.set(self.count_ticks.get() + took);
+        let (voluntary, involuntary) = (ru.ru_nvcsw as u32, ru.ru_nivcsw as u32);
+        let at = voluntary.wrapping_add(involuntary);
+        self.split.set(ok.then_some(Split {
+            at,
+            voluntary,
+            involuntary,
+        }));
+        at
     }
 
     /// Whether the switch count moved since the last mark.
@@ -341,6 +435,11 @@ impl Exact {
     #[cold]
     #[inline(never)]
     pub(crate) fn split_now(&self) -> Option<Split> {
+        if let Count::Rseq { .. } = self.switches {
+            // Counted by getrusage: the split at the count now is the one read with it.
+            let at = self.switches();
+            return self.split.get().filter(|s| s.at == at);
+        }
         let t0 = clock::now();
         let at = self.switches();
         let mut ru = super::zeroed_rusage();
@@ -357,6 +456,12 @@ impl Exact {
         split
     }
 
+    /// The ticks all getrusage counts have taken on this thread: a timing of the
+    /// profiler's work charges the difference exactly, not sampled.
+    pub(crate) fn count_ticks(&self) -> u64 {
+        self.count_ticks.get()
+    }
+
     /// How many times every source was read on this thread.
     pub(crate) fn reads(&self) -> u64 {
         self.reads.get()
@@ -368,14 +473,50 @@ impl Exact {
         self.last.get()
     }
 
-    /// The thread's mark now: the last one while the switch count has not moved.
+    /// The thread's mark now, read: the last one while the switch count has not moved
+    /// and it was read.
     #[inline(always)]
     pub(crate) fn mark(&self) -> (Mark, bool) {
         let last = self.last.get();
-        if self.switches.offset() as u32 == last.switches {
+        if self.switches() == last.switches && last.is_read() {
             (last, false)
         } else {
             (self.remark(), true)
+        }
+    }
+
+    /// Whether switches are counted by getrusage (rseq), so that a mark can have an
+    /// exact count and split without the other sources ([`Exact::current`]).
+    pub(crate) fn counted(&self) -> bool {
+        matches!(self.switches, Count::Rseq { .. })
+    }
+
+    /// The mark now, for an open: through rseq, the switch count and split now
+    /// (getrusage after a switch, else none) with the times of the last read
+    /// (`ahead`), kept as the last mark; the page's, [`Exact::mark`].
+    #[inline(always)]
+    pub(crate) fn current(&self) -> (Mark, bool) {
+        if !self.counted() {
+            return self.mark();
+        }
+        let last = self.last.get();
+        let at = self.switches();
+        if at == last.switches {
+            return (last, false);
+        }
+        match self.split.get().filter(|s| s.at == at) {
+            Some(s) => {
+                let m = Mark {
+                    voluntary: s.voluntary,
+                    involuntary: s.involuntary,
+                    counted: true,
+                    ..last.unread_at(at)
+                };
+                self.last.set(m);
+                (m, false)
+            }
+            // getrusage failed, or a switch landed in it: read everything.
+            None => (self.remark(), true),
         }
     }
 
@@ -396,25 +537,32 @@ impl Exact {
     fn measure(&self) -> Mark {
         let mut m = Mark::ZERO;
         for _ in 0..4 {
-            let before = self.switches.offset() as u32;
-            let cpu = if self.page_time {
-                let r = self.switches.read();
-                tsc()
-                    .and_then(|t| r.times_at(t, true))
-                    .map(|(enabled, _)| enabled)
-            } else {
-                None
+            let before = self.switches();
+            let cpu = match &self.switches {
+                Count::Page(p) if self.page_time => {
+                    let r = p.read();
+                    tsc()
+                        .and_then(|t| r.times_at(t, true))
+                        .map(|(enabled, _)| enabled)
+                }
+                _ => None,
             };
             let split = self.split.get().filter(|s| s.at == before);
             m = read_sources(cpu, self.schedstat.as_ref().map(|f| f.as_raw_fd()), split);
             m.switches = before;
             m.migrations = self.migrations.as_ref().map_or(0, |p| p.offset() as u32);
-            if self.switches.offset() as u32 == before {
+            if self.switches() == before {
                 break;
             }
         }
         m
     }
+}
+
+/// `v × num / den`, 0 where `den` is.
+fn proportion(v: u64, num: u64, den: u64) -> u64 {
+    let p = u128::from(v) * u128::from(num) / u128::from(den.max(1));
+    u64::try_from(p).unwrap_or(u64::MAX)
 }
 
 /// getrusage (unless `split`, read at the same switch count, is given), the CPU clock
@@ -438,6 +586,7 @@ fn read_sources(cpu_ns: Option<u64>, schedstat: Option<RawFd>, split: Option<Spl
     Mark {
         switches: 0,
         ahead: 0,
+        counted: false,
         voluntary,
         involuntary,
         migrations: 0,
@@ -445,67 +594,6 @@ fn read_sources(cpu_ns: Option<u64>, schedstat: Option<RawFd>, split: Option<Spl
         mono_ns,
         queued_ns: schedstat.and_then(run_delay_of).unwrap_or(0),
     }
-}
-
-/// The calling thread's off-CPU clock: `CLOCK_MONOTONIC` minus its CPU time.
-pub(crate) fn off_clock_ns() -> u64 {
-    let cpu = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
-    clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(cpu)
-}
-
-/// The off-CPU clock of thread `tid` of this process, read from any of its threads
-/// (its CPU clock is the one `pthread_getcpuclockid` names: `CPUCLOCK_SCHED` of the
-/// thread); `None` once it is gone.
-pub(crate) fn off_clock_of(tid: i32) -> Option<u64> {
-    let id = (!(tid as libc::clockid_t) << 3) | 6;
-    let cpu = try_clock_ns(id)?;
-    Some(clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(cpu))
-}
-
-/// `clock` now, ns.
-pub(super) fn clock_ns(clock: libc::clockid_t) -> u64 {
-    try_clock_ns(clock).unwrap_or(0)
-}
-
-fn try_clock_ns(clock: libc::clockid_t) -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    let ok = unsafe { libc::clock_gettime(clock, &mut ts) } == 0;
-    ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
-}
-
-/// The calling thread's schedstat file, kept open for [`read_sources`], where it reads.
-pub(crate) fn open_schedstat() -> Option<File> {
-    let f = open_schedstat_unread()?;
-    run_delay_of(f.as_raw_fd()).map(|_| f)
-}
-
-/// As [`open_schedstat`], without the trial read, for a machine whose schedstat
-/// reads (the probe checked): the first mark reads it anyway.
-pub(crate) fn open_schedstat_unread() -> Option<File> {
-    File::open("/proc/thread-self/schedstat").ok()
-}
-
-/// The calling thread's run-queue wait now, from its schedstat file.
-pub(crate) fn run_delay_now() -> Option<u64> {
-    open_schedstat().and_then(|f| run_delay_of(f.as_raw_fd()))
-}
-
-/// `run_delay` read from an open schedstat file, from its start.
-fn run_delay_of(fd: RawFd) -> Option<u64> {
-    let mut buf = [0u8; 96];
-    // SAFETY: `buf` is valid for writes of its length; the fd is open.
-    let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-    let text = std::str::from_utf8(buf.get(..usize::try_from(n).ok()?)?).ok()?;
-    parse_run_delay(text)
-}
-
-/// The second field of a schedstat line: ns runnable but waiting for a CPU.
-pub(crate) fn parse_run_delay(schedstat: &str) -> Option<u64> {
-    schedstat.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[cfg(test)]

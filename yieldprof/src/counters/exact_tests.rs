@@ -6,6 +6,7 @@ fn a_delta_is_the_difference_of_two_marks_across_a_wrap() {
     let a = Mark {
         switches: u32::MAX - 1,
         ahead: 0,
+        counted: false,
         voluntary: u32::MAX,
         involuntary: 7,
         migrations: 1,
@@ -16,6 +17,7 @@ fn a_delta_is_the_difference_of_two_marks_across_a_wrap() {
     let b = Mark {
         switches: 3,
         ahead: 0,
+        counted: false,
         voluntary: 3,
         involuntary: 8,
         migrations: 1,
@@ -42,6 +44,7 @@ fn a_switch_after_the_episode_leaves_its_count_exact_and_its_split_apportioned()
     let start = Mark {
         switches: 10,
         ahead: 0,
+        counted: false,
         voluntary: 5,
         involuntary: 5,
         migrations: 0,
@@ -53,6 +56,7 @@ fn a_switch_after_the_episode_leaves_its_count_exact_and_its_split_apportioned()
     let now = Mark {
         switches: 12,
         ahead: 0,
+        counted: false,
         voluntary: 6,
         involuntary: 6,
         migrations: 1,
@@ -63,7 +67,9 @@ fn a_switch_after_the_episode_leaves_its_count_exact_and_its_split_apportioned()
     let (d, exact) = start.until_count(11, &now, 15_000, None);
     assert!(!exact);
     assert_eq!((d.switches, d.voluntary, d.involuntary), (1, 1, 0));
-    assert_eq!((d.off_ns, d.queued_ns, d.migrations), (15_000, 5_000, 1));
+    // Queued: the window's queued share of the episode's off-CPU time,
+    // 10 000 × 15 000 / 40 000.
+    assert_eq!((d.off_ns, d.queued_ns, d.migrations), (15_000, 3_750, 1));
     let (d, exact) = start.until_count(12, &now, u64::MAX, None);
     assert!(exact);
     assert_eq!(d, start.until(&now));
@@ -74,6 +80,7 @@ fn a_split_read_at_the_close_keeps_a_later_voluntary_switch_out_of_the_episode()
     let start = Mark {
         switches: 10,
         ahead: 0,
+        counted: false,
         voluntary: 5,
         involuntary: 5,
         migrations: 0,
@@ -111,6 +118,7 @@ fn a_short_switch_after_a_long_episode_leaves_it_its_own_off_cpu_time() {
     let start = Mark {
         switches: 10,
         ahead: 0,
+        counted: false,
         voluntary: 0,
         involuntary: 0,
         migrations: 0,

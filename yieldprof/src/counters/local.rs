@@ -89,6 +89,28 @@ impl LocalCounters {
         self.mark_now(shared)
     }
 
+    /// The mark an open takes where nothing unread waits for a read: through rseq
+    /// its count and split only (`Exact::current`), else as [`LocalCounters::mark`].
+    #[inline(always)]
+    pub(crate) fn current(&self, shared: &ThreadCounters) -> Mark {
+        match self.exact.get() {
+            Some(x) if x.counted() => match x.current() {
+                (m, false) => m,
+                (m, true) => {
+                    self.publish_exact(shared, &m);
+                    m
+                }
+            },
+            _ => self.mark(shared),
+        }
+    }
+
+    /// Whether switches are counted by getrusage after rseq saw one: a mark's count
+    /// and split are then exact without the thread's clocks and schedstat.
+    pub(crate) fn counted(&self) -> bool {
+        self.exact.get().is_some_and(Exact::counted)
+    }
+
     /// The thread's switch figures now, opening nothing.
     #[inline(always)]
     fn mark_now(&self, shared: &ThreadCounters) -> Mark {
@@ -140,6 +162,12 @@ impl LocalCounters {
     /// seen); `u64::MAX` without a page.
     pub(crate) fn split_ticks(&self) -> u64 {
         self.exact.get().map_or(u64::MAX, Exact::split_ticks)
+    }
+
+    /// Ticks the getrusage counts (rseq) have taken on this thread
+    /// (`Exact::count_ticks`).
+    pub(crate) fn count_ticks(&self) -> u64 {
+        self.exact.get().map_or(0, Exact::count_ticks)
     }
 
     /// How many times the sources of a [`Mark`] were read on this thread.
@@ -198,8 +226,14 @@ impl LocalCounters {
         if self.sampled_once.replace(true) {
             self.open_pending(shared);
         }
+        // An outermost wait read on getrusage checks what rseq tells (`counters/rseq`).
+        let watched = self.deferred() && self.open_samples.borrow().is_empty();
+        if watched {
+            super::rseq::watch();
+        }
         let begin = Begin {
             t0: clock::now(),
+            watched,
             reading: self.read(),
         };
         let mut open = self.open_samples.borrow_mut();
@@ -265,6 +299,9 @@ impl LocalCounters {
             bump(&node.off_ns, r_off.saturating_sub(b_off));
             bump(&node.src_ns[EventSource::Getrusage.index()], wall);
             switches = Some(all);
+            if begin.watched {
+                super::rseq::judge(all > 0);
+            }
         }
         for (k, g) in self.groups.iter().enumerate() {
             let (Some(g), Some(t0), Some(t1)) = (g.get(), b.times[k], r.times[k]) else {

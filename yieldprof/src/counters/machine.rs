@@ -223,9 +223,11 @@ pub(crate) fn thread_plan(
 }
 
 /// Fds a thread takes for its software `events`: the switch counter alone holds its fd
-/// and the schedstat file (a group of it, where its page does not map, two fds).
+/// and the schedstat file (a group of it, where its page does not map, two fds);
+/// switches seen through rseq (`counters/rseq`) need only the schedstat file.
 pub(super) fn thread_software_fds(events: &[CounterEvent], schedstat: bool) -> usize {
     match events {
+        [CounterEvent::ContextSwitches] if super::rseq::usable() => usize::from(schedstat),
         [CounterEvent::ContextSwitches] => (1 + usize::from(schedstat)).max(group_fds(1)),
         _ => software_fds(events.len(), schedstat),
     }

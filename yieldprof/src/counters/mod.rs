@@ -59,8 +59,10 @@ mod machine;
 mod opening;
 mod perf;
 mod policy;
+mod rseq;
 mod sampling;
 mod snap;
+mod sources;
 #[cfg(test)]
 mod tests;
 mod userpage;
@@ -68,7 +70,7 @@ mod values;
 
 pub use availability::*;
 pub(crate) use breakpoint::{breakpoint_reason, force_open_error, Hit, Target, Watchpoints, SLOTS};
-pub(crate) use calibrate::{kernel_ns_per_switch, pin};
+pub(crate) use calibrate::{kernel_ns_per_switch, pin, rseq_ns_per_switch};
 pub use events::*;
 pub use exact::SplitMethod;
 pub(crate) use exact::{off_clock_of, parse_run_delay, Delta, Exact, Mark, Split};

@@ -176,4 +176,6 @@ pub(crate) struct Reading {
 pub(crate) struct Begin {
     pub(super) t0: u64,
     pub(super) reading: Reading,
+    /// Whether the thread's rseq bit was armed before the reading (`counters/rseq`).
+    pub(super) watched: bool,
 }

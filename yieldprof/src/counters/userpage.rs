@@ -30,6 +30,11 @@ use std::sync::atomic::{compiler_fence, AtomicBool, Ordering::Relaxed, Ordering:
 /// would fault, and unmapping its address could hit another mapping.
 static GONE: AtomicBool = AtomicBool::new(false);
 
+/// Whether this is a child made by `fork()`, where switch counts stand still.
+pub(crate) fn pages_gone() -> bool {
+    GONE.load(Relaxed)
+}
+
 /// Called in a child made by `fork()`, before it runs anything else: every page
 /// reads as zero from now on and is never unmapped.
 pub(crate) fn forget_pages_after_fork() {

@@ -24,6 +24,7 @@ use crate::base::clock::{self, Scale};
 use crate::counters::Mark;
 use crate::record::open::{Claimed, Ended, EndedOf, UNREAD};
 use crate::record::thread::Local;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// An episode at least this many times as long as one read of the figures is read at
 /// its end: the read is ≤ 2 % of it. A wait frame this many times as long as one
@@ -42,9 +43,14 @@ const READ_LAG_NS: u64 = 10_000_000;
 /// One switched close in this many is timed (`Local::ended`).
 const CLOSE_SAMPLE: u32 = 16;
 
+/// One slow open in this many is timed (`Local::timed_open`).
+const OPEN_SAMPLE: u32 = 16;
+
 thread_local! {
     /// Switched closes on this thread, for `CLOSE_SAMPLE`.
     static SWITCHED_CLOSES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// Slow opens on this thread, for `OPEN_SAMPLE`.
+    static SLOW_OPENS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 impl Local {
@@ -55,20 +61,62 @@ impl Local {
     #[inline(always)]
     pub(crate) fn mark(&self, to: impl FnOnce() -> Option<EndedOf>) -> Mark {
         if !self.counters.moved() && self.unread.ended.borrow().is_empty() {
-            return self.counters.mark(&self.data.counters);
+            return self.counters.current(&self.data.counters);
         }
         self.mark_slow(to)
     }
 
-    /// Out of line: taken at most once per switched episode.
-    #[inline(never)]
-    fn mark_slow(&self, to: impl FnOnce() -> Option<EndedOf>) -> Mark {
-        if let Some(m) = self.coalesced(to) {
+    /// As [`Local::mark`], read: a job's, whose off-CPU time so far is the pool's in a
+    /// report taken while it is open (`OpenFrames`), which needs the thread's clocks
+    /// at its mark; through rseq the last mark may hold only the count.
+    pub(crate) fn mark_read(&self) -> Mark {
+        let m = self.mark(|| None);
+        if m.off_clock().is_some() || !self.counters.counted() {
             return m;
         }
         let (m, ticks) = self.read_mark(false);
         self.charge(ticks);
         m
+    }
+
+    /// Out of line: taken at most once per switched episode.
+    #[inline(never)]
+    fn mark_slow(&self, to: impl FnOnce() -> Option<EndedOf>) -> Mark {
+        // A getrusage count (rseq) since the last charge (the check that led here)
+        // is the profiler's: charged here, in the frame around the opener.
+        let charged = self.unread.count_charged.get();
+        let to = to();
+        let m = match self.coalesced(to) {
+            Some(m) => m,
+            // Through rseq: the count and split now (getrusage, where the thread was
+            // switched), exact; the clocks and schedstat wait for the next read, and
+            // the episodes between share what they saw (estimated). An opener with no
+            // target (a job, a call's first) reads, as `Local::mark_read` does.
+            None if to.is_some() && self.counters.counted() && !self.read_due() => {
+                self.counters.current(&self.data.counters)
+            }
+            None => {
+                let (m, ticks) = self.read_mark(false);
+                self.charge(ticks);
+                m
+            }
+        };
+        let counting = self.counters.count_ticks();
+        self.unread.count_charged.set(counting);
+        self.charge(counting.saturating_sub(charged));
+        m
+    }
+
+    /// Whether the episodes that ended unread are due a read: `MERGED_BEFORE_READ`
+    /// of them merged, or `READ_LAG_NS` since the last read.
+    fn read_due(&self) -> bool {
+        let u = &self.unread;
+        if u.ended.borrow().is_empty() {
+            return false;
+        }
+        let lag = clock::now().saturating_sub(u.read_tick.get());
+        u.merged.get() >= MERGED_BEFORE_READ
+            || Scale::known().map_or(lag, |s| s.ns(lag)) >= READ_LAG_NS
     }
 
     /// A mark taken unread (`Mark::unread_at`), where every episode that ended unread
@@ -77,7 +125,7 @@ impl Local {
     /// (`ended` merges them), and only the figures at their two far ends are needed,
     /// so a hot loop of episodes reads once per `MERGED_BEFORE_READ` of them or
     /// `READ_LAG_NS`. A different target reads now, as before.
-    fn coalesced(&self, to: impl FnOnce() -> Option<EndedOf>) -> Option<Mark> {
+    fn coalesced(&self, to: Option<EndedOf>) -> Option<Mark> {
         let now = self.counters.switches()?;
         let last = self.counters.last()?;
         let u = &self.unread;
@@ -92,11 +140,15 @@ impl Local {
         if Scale::known().map_or(lag, |s| s.ns(lag)) >= READ_LAG_NS {
             return None;
         }
-        let to = to()?;
-        ended
-            .iter()
-            .any(|e| e.to == to)
-            .then(|| last.unread_at(now))
+        let to = to?;
+        if !ended.iter().any(|e| e.to == to) {
+            return None;
+        }
+        drop(ended);
+        Some(match self.counters.counted() {
+            true => self.counters.current(&self.data.counters),
+            false => last.unread_at(now),
+        })
     }
 
     /// Reads the figures now and gives the episodes that ended unread theirs
@@ -104,12 +156,56 @@ impl Local {
     /// The mark read, and the ticks that took.
     fn read_mark(&self, all: bool) -> (Mark, u64) {
         let t0 = clock::now();
+        let counting = self.counters.count_ticks();
         let m = self.counters.mark(&self.data.counters);
         self.attribute(&m, all);
+        if let Some(off) = m.off_clock() {
+            self.unread.read_off.set(off);
+        }
         self.open.read_at(&m);
         self.unread.merged.set(0);
         self.unread.read_tick.set(t0);
-        (m, clock::now().saturating_sub(t0).max(1))
+        // Less a getrusage count in it: charged by `mark_slow`.
+        let counted = self.counters.count_ticks() - counting;
+        (
+            m,
+            clock::now()
+                .saturating_sub(t0)
+                .saturating_sub(counted)
+                .max(1),
+        )
+    }
+
+    /// Opens the pending episodes the slow way (`open`: after a switch, a timed call
+    /// first, several pending): its time up to their start tick, less what it charged
+    /// itself (reads), is the profiler's, in the frame around them. Timed on one in
+    /// `OPEN_SAMPLE` and charged for all, as switched closes are; a sample the thread
+    /// was switched in is dropped. What `open` gave.
+    #[inline]
+    pub(crate) fn timed_open(
+        &self,
+        open: impl FnOnce() -> Option<(u64, Mark)>,
+    ) -> Option<(u64, Mark)> {
+        let n = SLOW_OPENS.get().wrapping_add(1);
+        SLOW_OPENS.set(n);
+        if n % OPEN_SAMPLE != 0 {
+            return open();
+        }
+        let parent = self.current.get();
+        let charged = self.data.profiler_ticks.load(Relaxed);
+        let at = self.counters.switches();
+        let counting = self.counters.count_ticks();
+        let t0 = clock::now();
+        let began = open();
+        let (start, _) = began?;
+        if self.counters.switches() == at {
+            // Getrusage counts in it are charged whole (`mark_slow`).
+            let itself = self.data.profiler_ticks.load(Relaxed).wrapping_sub(charged)
+                + (self.counters.count_ticks() - counting);
+            let own = start.saturating_sub(t0).saturating_sub(itself);
+            self.charge_to(parent, own * u64::from(OPEN_SAMPLE));
+        }
+        began
     }
 
     /// `ticks` of the current frame's wall time (or the thread's) were yieldprof's
@@ -152,6 +248,7 @@ impl Local {
         ticks: u64,
         closing: u64,
     ) {
+        let counting = self.counters.count_ticks();
         let Some(end) = self.counters.switches() else {
             return;
         };
@@ -160,15 +257,23 @@ impl Local {
         if end == start.switches || start.is_pageless() {
             return;
         }
-        let mut read = 0;
+        // A getrusage count at this close (rseq) is charged whole, not sampled.
+        let counting = self.counters.count_ticks() - counting;
+        self.unread
+            .count_charged
+            .set(self.unread.count_charged.get() + counting);
+        let mut read = counting;
         // The split is the one figure a later switch could not be told from (a
         // voluntary switch in the thread's own code, a join, would otherwise be guessed
         // into a preempted episode): read now, where it is ≤ 2 % of the frame.
+        // Through rseq the split is getrusage's at the count just read: free.
+        let counted = self.counters.counted();
         let split = match to {
+            EndedOf::Frame(_) if counted => self.counters.split_now(),
             EndedOf::Frame(_) if ticks / READ_AT_END >= self.counters.split_ticks() => {
                 let t0 = clock::now();
                 let split = self.counters.split_now();
-                read = clock::now().saturating_sub(t0).max(1);
+                read += clock::now().saturating_sub(t0).max(1);
                 split
             }
             _ => None,
@@ -219,8 +324,9 @@ impl Local {
             self.charge(read);
         }
         // One marked unread that continues none: its split is apportioned from the
-        // last read (estimated), best read at once.
-        if full || long || lone {
+        // last read (estimated), best read at once; through rseq its split is exact
+        // and its times wait for the next read.
+        if full || long || (lone && !counted) {
             self.settle(full);
         }
     }
@@ -233,6 +339,14 @@ impl Local {
         let scale = Scale::rough();
         let mut unread = self.unread.ended.borrow_mut();
         let mut kept = 0;
+        // The off-CPU time since the last read is all these episodes can hold (older
+        // time was given out then): apportioned ones share what the exact ones leave,
+        // so that episodes whose switches and waits do not match (a long block, many
+        // short preemptions) are not given more than the thread was off the CPU.
+        let since = now
+            .off_clock()
+            .map_or(u64::MAX, |o| o.saturating_sub(self.unread.read_off.get()));
+        let mut given = 0u64;
         for i in 0..unread.len() {
             let e = unread[i];
             let stays = match e.to {
@@ -251,6 +365,13 @@ impl Local {
             // Read exactly, it may still pass the guard's length by the clocks' rounding,
             // or by a switch in the profiler's own time inside it.
             d.off_ns = d.off_ns.min(wall_ns);
+            // Its own part (less its calls', claimed already) counts against that.
+            let inner = self.claimed.get().off_ns.wrapping_sub(e.claimed_off);
+            let own = d.off_ns.saturating_sub(inner);
+            if !read_at_end {
+                d.off_ns -= own.saturating_sub(since.saturating_sub(given));
+            }
+            given = given.saturating_add(d.off_ns.saturating_sub(inner));
             d.queued_ns = d.queued_ns.min(d.off_ns);
             let own_off = self.claim_off(e.claimed_off, d.off_ns);
             match e.to {

@@ -271,7 +271,8 @@ impl CallGuard {
             // they start with it.
             let begun = match deferred {
                 Some(_) => None,
-                None => lazy::materialise(l),
+                // The pending frames' opening is the profiler's (`Local::timed_open`).
+                None => l.timed_open(|| lazy::materialise(l)),
             };
             // Its clock starts first, as the caller's around it: a read of the switch
             // figures here is inside, the profiler's time (`profiled`, taken after the

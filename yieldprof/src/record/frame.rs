@@ -50,7 +50,7 @@ pub(crate) fn open(
         None if wait => l.mark(|| Some(EndedOf::Frame(node))),
         // Never continued unread: open frames that continue one are wait frames
         // (`OpenFrames::continues`), so a job that opens after a switch reads.
-        _ if job && !deferred_job => l.mark(|| None),
+        _ if job && !deferred_job => l.mark_read(),
         _ => Mark::ZERO,
     };
     l.current.set(node);

@@ -133,8 +133,10 @@ pub(crate) fn began_waiting() {
 #[cold]
 #[inline(never)]
 fn open_slow(l: &Local) {
-    l.catch_up();
-    materialise(l);
+    let _ = l.timed_open(|| {
+        l.catch_up();
+        materialise(l)
+    });
 }
 
 /// Opens the one pending episode on the fast path, if it can: whether it did.

@@ -174,6 +174,11 @@ pub(crate) struct Unread {
     pub(crate) ended: RefCell<Vec<Ended>>,
     pub(crate) merged: Cell<u32>,
     pub(crate) read_tick: Cell<u64>,
+    /// The thread's off-CPU clock at the last read (`Mark::off_clock`), ns: what
+    /// the episodes read next can share is the off-CPU time since.
+    pub(crate) read_off: Cell<u64>,
+    /// `Exact::count_ticks` when getrusage counts were last charged.
+    pub(crate) count_charged: Cell<u64>,
 }
 
 impl Default for Unread {
@@ -182,6 +187,8 @@ impl Default for Unread {
             ended: RefCell::new(Vec::with_capacity(UNREAD)),
             merged: Cell::new(0),
             read_tick: Cell::new(0),
+            read_off: Cell::new(0),
+            count_charged: Cell::new(0),
         }
     }
 }
