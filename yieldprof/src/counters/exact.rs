@@ -1,17 +1,15 @@
 //! Exact switches, migrations and the on-CPU / queued / blocked split of every wait
-//! episode and timed call, from the perf user page of the thread's context-switch
-//! counter.
+//! episode and timed call: switches seen through rseq and counted by getrusage (the
+//! default), or from the perf user page of the thread's context-switch counter.
 //!
 //! Everything measured here changes only when the thread is switched out and back:
 //! its voluntary and involuntary switch counts, its migrations, its run-queue wait
 //! (schedstat `run_delay`), and its off-CPU clock, `CLOCK_MONOTONIC` minus its CPU
 //! time, which stands still while the thread runs. So a [`Mark`] of them taken at a
-//! switch stays exact until the next one, and the page's switch count (~1 ns to read,
-//! no syscall) says whether one happened. An episode reads the page at each end; only
-//! when the count moved since the last mark are the sources read again (getrusage,
-//! the thread's CPU clock or the page's time fields, schedstat: ~2 µs), and not at the
-//! episode's end but at the thread's next mark (`record::deferred`): the figures stay
-//! as they were until its next switch.
+//! switch stays exact until the next one, and rseq's bit or the page's count (~1 ns, no
+//! syscall) says whether one happened. Only after one are the sources read again, and
+//! not at the episode's end but at the thread's next mark or now and then
+//! (`record::deferred`, docs/cost.md): the figures stay as they were until its next switch.
 
 use super::rseq::Rseq;
 pub(crate) use super::sources::*;
