@@ -12,12 +12,6 @@
 //! it, its time outside it), or after the loop before its last figures were read (they
 //! are then apportioned, estimated), is run again, a few times at most, then reported
 //! inconclusive. (Own test binary: the site is read process-wide.)
-//!
-//! It runs in the exact-everything setting (`YIELDPROF_COUNTERS_EVERY`: the perf
-//! page, every figure read): by default (rseq, 2026-12-05) a loop that begins after
-//! an unread switch has its off-CPU and queued time apportioned until its first read,
-//! which this test's exact equality would not hold to; `tests/counters_rseq.rs` checks
-//! the default's figures against the kernel's within their stated precision.
 
 mod clocks;
 mod kernel;
@@ -155,8 +149,6 @@ fn value(c: Count) -> Option<u64> {
 
 #[test]
 fn a_hot_loop_reads_its_switch_figures_rarely_and_they_equal_the_kernels() {
-    // Before anything reads the settings; one sampled episode in 100 000.
-    std::env::set_var("YIELDPROF_COUNTERS_EVERY", "100000");
     if !capabilities()
         .get(CounterEvent::ContextSwitches)
         .is_available()

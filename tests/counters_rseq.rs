@@ -1,5 +1,6 @@
-//! The default switch source: no perf event per thread, switches seen through rseq
-//! (`counters/rseq.rs`) and counted by getrusage after each one. A thread pinned with
+//! The rseq switch source (`YIELDPROF_RSEQ=on`, `Options::rseq`): no perf event per
+//! thread, switches seen through rseq (`counters/rseq.rs`) and counted by getrusage
+//! after each one. A thread pinned with
 //! its partner to one CPU blocks in one site (`take`, voluntary) and is preempted by
 //! the partner it wakes in another (`hand_back`, involuntary), so it is switched
 //! between every two episodes: each site's voluntary and involuntary switches still
@@ -98,6 +99,8 @@ fn ping_pong() -> (yieldprof::Profile, Kernel, Kernel) {
 
 #[test]
 fn switched_between_episodes_each_sites_switches_stay_exact_and_its_times_add_up() {
+    // Before anything reads the settings.
+    std::env::set_var("YIELDPROF_RSEQ", "on");
     if !capabilities()
         .get(CounterEvent::ContextSwitches)
         .is_available()

@@ -62,6 +62,7 @@ pub(crate) struct Settings {
     pub(crate) snapshot_every: Option<Duration>,
     pub(crate) keep_snapshots: usize,
     pub(crate) write_at_exit: bool,
+    pub(crate) rseq: bool,
     pub(crate) watch_sample: u32,
     /// Watchpoint hits per thread and second on plain data; `None`: no watchpoints.
     pub(crate) watchpoint_rate: Option<u32>,
@@ -318,6 +319,7 @@ impl Settings {
                 SWITCH_WORDS,
                 parse_switch,
             ),
+            rseq: r.parsed("YIELDPROF_RSEQ", (false, "off"), SWITCH_WORDS, parse_switch),
             // 0 is no rate at all: the default, not full tracking (which doubles the
             // coherence traffic of the watched lines).
             watch_sample: r.parsed(

@@ -81,6 +81,7 @@ pub use machine::*;
 pub(crate) use opening::*;
 pub(crate) use perf::*;
 use policy::*;
+pub(crate) use rseq::want as want_rseq;
 pub use sampling::*;
 pub(crate) use snap::*;
 pub(crate) use userpage::forget_pages_after_fork;

@@ -271,8 +271,9 @@ impl LocalCounters {
         let mask = CounterEvent::VoluntarySwitches.bit()
             | CounterEvent::InvoluntarySwitches.bit()
             | CounterEvent::ContextSwitches.bit();
-        // By default no perf event at all: each costs the kernel ~1 µs at every switch
-        // of its thread on the build VM (2026-12-05), rseq ~50 ns (`counters/rseq.rs`).
+        // On rseq (`Options::rseq`, where it tells switches) no perf event at all: each
+        // costs the kernel ~1 µs at every switch of its thread on the build VM
+        // (2026-12-05), rseq ~50 ns (`counters/rseq.rs`).
         if sampling() == CounterSampling::Auto {
             let file = schedstat.then(exact::open_schedstat_unread).flatten();
             let reserved = usize::from(file.is_some());

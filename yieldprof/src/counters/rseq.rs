@@ -1,5 +1,6 @@
 //! Whether the calling thread was switched since it last asked, with one load and no
-//! perf event: the default source of "did I switch" (`counters::exact`).
+//! perf event: the source of "did I switch" (`counters::exact`) that `Options::rseq`
+//! (`YIELDPROF_RSEQ=on`) asks for; by default the perf page.
 //!
 //! glibc (≥ 2.35) registers an rseq area for every thread. When a thread returns to
 //! user space after it was switched out (or migrated, or signalled), the kernel looks
@@ -51,6 +52,27 @@ static SECTION: OnceLock<Option<CriticalSection>> = OnceLock::new();
 /// Where the calling thread's `rseq_cs` is, relative to its thread pointer; `None`
 /// where glibc registered no area (an older glibc, `glibc.pthread.rseq=0`).
 static OFFSET: OnceLock<Option<isize>> = OnceLock::new();
+
+/// Whether rseq is asked for (`Options::rseq`, `YIELDPROF_RSEQ`): else the page is
+/// used and the area never touched. `UNSET` until the options or the settings say.
+static WANTED: AtomicU8 = AtomicU8::new(UNSET);
+const UNSET: u8 = u8::MAX;
+
+/// Sets whether threads registered afterwards may use rseq.
+pub(crate) fn want(on: bool) {
+    WANTED.store(u8::from(on), Relaxed);
+}
+
+fn wanted() -> bool {
+    match WANTED.load(Relaxed) {
+        UNSET => {
+            let on = crate::config::settings().rseq;
+            want(on);
+            on
+        }
+        v => v == 1,
+    }
+}
 
 /// What this process has seen: `UNKNOWN` until a watched wait was switched, then
 /// `YES` where that cleared the bit, `NO` where it did not.
@@ -106,14 +128,14 @@ impl Rseq {
 
 /// Whether a switch seen by getrusage has cleared the bit in this process.
 pub(crate) fn usable() -> bool {
-    VERDICT.load(Relaxed) == YES
+    VERDICT.load(Relaxed) == YES && wanted()
 }
 
 /// Arms the calling thread's bit while nothing is known: at the start of a wait read
 /// on getrusage, before that read. A leftover armed pointer is harmless: the next
 /// switch clears it.
 pub(crate) fn watch() {
-    if VERDICT.load(Relaxed) != UNKNOWN {
+    if VERDICT.load(Relaxed) != UNKNOWN || !wanted() {
         return;
     }
     match Rseq::unchecked() {
@@ -125,7 +147,7 @@ pub(crate) fn watch() {
 /// The end of that wait, after its getrusage: `switched`, whether getrusage saw the
 /// thread switched since [`watch`]. The first switched one decides.
 pub(crate) fn judge(switched: bool) {
-    if !switched || VERDICT.load(Relaxed) != UNKNOWN {
+    if !switched || VERDICT.load(Relaxed) != UNKNOWN || !wanted() {
         return;
     }
     let verdict = match Rseq::unchecked() {

@@ -127,6 +127,7 @@ impl Options {
         counters::set_sampling(self.counters);
         counters::set_fd_budget(self.fd_budget);
         counters::set_episodes_before_open(self.counters_after);
+        counters::want_rseq(self.rseq);
         // The clock's mode (a read of /proc/cpuinfo) is chosen here rather than by the
         // first thread to record, which a pool's workers would each pay at their start.
         crate::base::clock::now();

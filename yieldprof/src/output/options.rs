@@ -32,6 +32,7 @@ pub(crate) const TRACE_EPISODES: usize = 24_576;
 /// | `YIELDPROF_SNAPSHOT_EVERY` | seconds between delta snapshots (continuous mode), 0.01 to 31 536 000 (a year); off: none | off |
 /// | `YIELDPROF_SNAPSHOT_KEEP` | snapshots kept in `<out>/snapshots/`, 1 or more | 60 |
 /// | `YIELDPROF_WRITE_AT_EXIT` | on: also write the files when the process calls `exit()` (`Options::write_at_exit`) | off |
+/// | `YIELDPROF_RSEQ` | on: threads see their switches through rseq instead of a perf event (`Options::rseq`) | off |
 /// | `YIELDPROF_WATCH_SAMPLE` | watched accesses: `1` tracks every one, `N` one in N after each thread's first 10 000 | 64 |
 /// | `YIELDPROF_WATCHPOINTS` | plain data (`sharing::watch_plain`): hardware watchpoint hits per thread and second, 1 to 5000; off: no watchpoints | 400 |
 /// | `YIELDPROF_SELF_CHECK` | on: a report that contradicts itself (`report::json::Document::inconsistencies`) is not written; the write returns the contradictions as its error (CI sets it for the tests) | off |
@@ -79,6 +80,8 @@ pub struct Options {
     pub keep_snapshots: usize,
     /// Also write when the process calls `exit()` ([`Options::write_at_exit`]).
     pub write_at_exit: bool,
+    /// Switches seen through rseq, no perf event per thread ([`Options::rseq`]).
+    pub rseq: bool,
     /// Where the live view listens ([`Options::http`]); `None`: no live view.
     pub http: Option<SocketAddr>,
     /// Whether the live view may listen on a non-loopback address ([`Options::http_any`]).
@@ -106,6 +109,7 @@ impl Options {
             snapshot_every: env.snapshot_every,
             keep_snapshots: env.keep_snapshots,
             write_at_exit: env.write_at_exit,
+            rseq: env.rseq,
             http: env.http,
             http_any: env.http_any,
         }
@@ -129,6 +133,7 @@ impl Options {
             snapshot_every: None,
             keep_snapshots: config::DEFAULT_KEEP_SNAPSHOTS,
             write_at_exit: false,
+            rseq: false,
             http: None,
             http_any: false,
         }
@@ -219,6 +224,17 @@ impl Options {
     /// sampling: a short-lived thread then never pays their set-up (0: open at once).
     pub fn counters_after(mut self, episodes: u32) -> Self {
         self.counters_after = episodes;
+        self
+    }
+
+    /// Threads registered afterwards see their switches through rseq (one load, the
+    /// count and split from getrusage after each) instead of a perf event per thread,
+    /// under `Auto` sampling: a switching episode costs about half (docs/cost.md,
+    /// "Where the +2.3 µs went"), off-CPU and queued time are read now and then and
+    /// apportioned between reads (labelled estimated), and `[profiler]` shows less of
+    /// what the profiler costs (~70 % on the build VM). `YIELDPROF_RSEQ=on`.
+    pub fn rseq(mut self, on: bool) -> Self {
+        self.rseq = on;
         self
     }
 }
