@@ -8,7 +8,8 @@
 //! threads that register meanwhile wait for it. Variants alternate trial by trial; the
 //! medians and their ratio are printed.
 
-use std::process::Command;
+mod child;
+
 use std::time::Instant;
 
 const WORKERS: usize = 4;
@@ -48,21 +49,6 @@ fn child(variant: &str) {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-fn trial(variant: &str) -> f64 {
-    let exe = std::env::current_exe().expect("own path");
-    let out = Command::new(exe)
-        .args(["child", variant])
-        .output()
-        .expect("child runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.trim().parse().expect("child prints its ns")
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == "child") {
@@ -71,8 +57,8 @@ fn main() {
     }
     let (mut raw, mut profiled) = (Vec::new(), Vec::new());
     for _ in 0..TRIALS {
-        raw.push(trial("raw"));
-        profiled.push(trial("profiled"));
+        raw.push(child::trial("raw"));
+        profiled.push(child::trial("profiled"));
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);

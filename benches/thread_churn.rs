@@ -12,7 +12,8 @@
 //! at its first episode, the set-up before the deferral). Medians per thread and the
 //! ratios are printed.
 
-use std::process::Command;
+mod child;
+
 use std::sync::mpsc;
 
 const THREADS: usize = 2000;
@@ -83,19 +84,9 @@ fn child(variant: &str) {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// CPU ns per short thread of one trial.
 fn trial(variant: &str) -> f64 {
-    let exe = std::env::current_exe().expect("own path");
-    let out = Command::new(exe)
-        .args(["child", variant])
-        .output()
-        .expect("child runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.trim().parse::<f64>().expect("child prints its ns") / THREADS as f64
+    child::trial(variant) / THREADS as f64
 }
 
 fn main() {
