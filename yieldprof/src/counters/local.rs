@@ -296,7 +296,11 @@ impl LocalCounters {
             }
             // The same switches, for a node the page counts after a late open.
             bump(&node.values[CounterEvent::ContextSwitches.index()], all);
-            bump(&node.off_ns, r_off.saturating_sub(b_off));
+            // The clocks are read outside the episode's own (`start`..`end`), and a
+            // vCPU's stolen time is off the CPU without a switch: as on the page's
+            // path (`record::deferred`), an episode holds at most its wall.
+            let wall_ns = clock::Scale::rough().map_or(wall, |s| s.ns(wall));
+            bump(&node.off_ns, r_off.saturating_sub(b_off).min(wall_ns));
             bump(&node.src_ns[EventSource::Getrusage.index()], wall);
             switches = Some(all);
             if begin.watched {

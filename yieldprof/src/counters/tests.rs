@@ -418,3 +418,28 @@ fn a_delta_of_two_copies_subtracts_every_figure() {
     let d = later.minus(&earlier);
     assert_eq!(d, snap(&[(CounterEvent::PageFaults, 5)], 500, 3));
 }
+
+/// A deferred episode reads getrusage and its off-CPU clock outside its own start and
+/// end; time off the CPU there is not the episode's. Ground truth: a 2 ms sleep
+/// between the first read and the episode's start, and an episode of two clock reads.
+#[test]
+fn a_deferred_episode_holds_at_most_its_wall_off_the_cpu() {
+    std::thread::spawn(|| {
+        let shared = ThreadCounters::default();
+        let local = LocalCounters::open(&shared, None);
+        assert!(local.deferred(), "the default sampling defers the counters");
+        let node = NodeCounts::default();
+        let sample = local.begin(&shared);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let (start, end) = (crate::base::clock::now(), crate::base::clock::now());
+        local.finish(&shared, &node, sample, start, end);
+        let wall_ns = crate::base::clock::Scale::rough().map_or(end - start, |s| s.ns(end - start));
+        let off = node.off_ns.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            off <= wall_ns.max(1),
+            "off-CPU {off} ns in an episode of {wall_ns} ns"
+        );
+    })
+    .join()
+    .unwrap();
+}
