@@ -23,6 +23,45 @@ impl ThreadData {
         let read_switches = read_switches && self.counters.counts_switches();
         // Records pushed from here on may show below as frames still open.
         let written = self.records.written();
+        // The calls before the nodes, so that each counted here lies inside their
+        // time (a sleep that ends between the two reads would pass an open frame's
+        // wall); the durations before the calls: the owner counts a call, then
+        // times it, so no kind shows more calls timed than made.
+        let site_durations = (0..self.site_durations.len())
+            .map(|i| {
+                let d = self.site_durations.get(i);
+                let kind = code_kind(d.kind.load(Relaxed));
+                ((d.frame.load(Relaxed), kind), d.durations.load())
+            })
+            .collect();
+        let n_nodes = self.nodes.len();
+        let mut slots: Vec<Vec<SlotStats>> = (0..n_nodes)
+            .map(|i| {
+                let mut v = Vec::new();
+                // Links, not `len`, say which slots a reader may touch: see `Link`.
+                let mut s = self.node(i).first_slot.read();
+                while s != OVERFLOW_SLOT {
+                    let slot = self.slot(s);
+                    v.push(SlotStats {
+                        call: slot.call.load(Relaxed),
+                        calls: slot.calls.load(Relaxed),
+                        ns: slot.ns.load(Relaxed),
+                        off_ns: slot.off_ns.load(Relaxed),
+                    });
+                    s = slot.next.read();
+                }
+                v
+            })
+            .collect();
+        let lost = self.slot(OVERFLOW_SLOT);
+        if lost.calls.load(Relaxed) > 0 {
+            slots[OVERFLOW as usize].push(SlotStats {
+                call: OVERFLOW_CALL,
+                calls: lost.calls.load(Relaxed),
+                ns: lost.ns.load(Relaxed),
+                off_ns: lost.off_ns.load(Relaxed),
+            });
+        }
         // An exited thread's copy, made later, ends where its life did.
         let ended = self.ended.load(Relaxed);
         let now = match ended {
@@ -32,9 +71,10 @@ impl ThreadData {
         // The thread's off-CPU clock now, read once where a frame open on it has a
         // mark to count from: a live thread only.
         let mut off_now = None;
-        let n_nodes = self.nodes.len();
-        let mut nodes: Vec<NodeStats> = (0..n_nodes)
-            .map(|i| {
+        let mut nodes: Vec<NodeStats> = slots
+            .into_iter()
+            .zip(0..)
+            .map(|(slots, i)| {
                 let n = self.node(i);
                 let (wall, since) = self.closing.read(i, &n.wall_ns, &n.open_since);
                 let open_ns = if since == 0 {
@@ -68,7 +108,7 @@ impl ThreadData {
                     profiler_ns: n.profiler_ticks.load(Relaxed),
                     durations: n.durations.load(),
                     counts,
-                    slots: Vec::new(),
+                    slots,
                 }
             })
             .collect();
@@ -81,42 +121,12 @@ impl ThreadData {
                 n.open_ns += open_ns;
             }
         }
-        for i in 0..n_nodes {
-            // Links, not `len`, say which slots a reader may touch: see `Link`.
-            let mut s = self.node(i).first_slot.read();
-            while s != OVERFLOW_SLOT {
-                let slot = self.slot(s);
-                nodes[i as usize].slots.push(SlotStats {
-                    call: slot.call.load(Relaxed),
-                    calls: slot.calls.load(Relaxed),
-                    ns: slot.ns.load(Relaxed),
-                    off_ns: slot.off_ns.load(Relaxed),
-                });
-                s = slot.next.read();
-            }
-        }
-        let lost = self.slot(OVERFLOW_SLOT);
-        if lost.calls.load(Relaxed) > 0 {
-            nodes[OVERFLOW as usize].slots.push(SlotStats {
-                call: OVERFLOW_CALL,
-                calls: lost.calls.load(Relaxed),
-                ns: lost.ns.load(Relaxed),
-                off_ns: lost.off_ns.load(Relaxed),
-            });
-        }
         // After the nodes: a switch the thread stores between the two reads is then in
         // its totals too (read first, the totals could be below its waits' part).
         let switches = read_switches.then(|| Switches::of(self.tid)).flatten();
         nodes[ROOT as usize].wall_ns = now.saturating_sub(self.start_ns.load(Relaxed));
         nodes[ROOT as usize].episodes = 1;
         nodes[ROOT as usize].counts = self.counters.root(nodes[ROOT as usize].wall_ns, switches);
-        let site_durations = (0..self.site_durations.len())
-            .map(|i| {
-                let d = self.site_durations.get(i);
-                let kind = code_kind(d.kind.load(Relaxed));
-                ((d.frame.load(Relaxed), kind), d.durations.load())
-            })
-            .collect();
         let (episodes, recorded) = self.timeline.read();
         let mut t = ThreadProfile {
             serial: self.serial,
