@@ -23,10 +23,35 @@ impl ThreadData {
         let read_switches = read_switches && self.counters.counts_switches();
         // Records pushed from here on may show below as frames still open.
         let written = self.records.written();
-        // The calls before the nodes, so that each counted here lies inside their
-        // time (a sleep that ends between the two reads would pass an open frame's
-        // wall); the durations before the calls: the owner counts a call, then
-        // times it, so no kind shows more calls timed than made.
+        let n_nodes = self.nodes.len();
+        // Each node's closed frames, and its frame open now: when it opened (0: none)
+        // and its off-CPU clock then.
+        let mut nodes: Vec<(NodeStats, u64, u64)> = (0..n_nodes)
+            .map(|i| {
+                let n = self.node(i);
+                let (wall, since) = self.closing.read(i, &n.wall_ns, &n.open_since);
+                let node = NodeStats {
+                    frame: n.frame.load(Relaxed),
+                    parent: n.parent.load(Relaxed),
+                    episodes: n.episodes.load(Relaxed),
+                    wall_ns: wall,
+                    open_ns: 0,
+                    open_split_ns: 0,
+                    suspended_ns: n.suspended_ns.load(Relaxed),
+                    profiler_ns: n.profiler_ticks.load(Relaxed),
+                    durations: n.durations.load(),
+                    counts: self.counters.node(&n.counts, wall),
+                    slots: Vec::new(),
+                };
+                (node, since, n.open_off.load(Relaxed))
+            })
+            .collect();
+        // The episode open on the hot path, as a frame open on its node: after
+        // `written`, so one whose record is counted below was closed before.
+        let hot_open = self.records.open();
+        // The calls after the nodes (a call is counted before its episode closes, so
+        // every closed episode's calls are in), their durations before them (a call
+        // is counted, then timed: no kind shows more calls timed than made).
         let site_durations = (0..self.site_durations.len())
             .map(|i| {
                 let d = self.site_durations.get(i);
@@ -34,35 +59,31 @@ impl ThreadData {
                 ((d.frame.load(Relaxed), kind), d.durations.load())
             })
             .collect();
-        let n_nodes = self.nodes.len();
-        let mut slots: Vec<Vec<SlotStats>> = (0..n_nodes)
-            .map(|i| {
-                let mut v = Vec::new();
-                // Links, not `len`, say which slots a reader may touch: see `Link`.
-                let mut s = self.node(i).first_slot.read();
-                while s != OVERFLOW_SLOT {
-                    let slot = self.slot(s);
-                    v.push(SlotStats {
-                        call: slot.call.load(Relaxed),
-                        calls: slot.calls.load(Relaxed),
-                        ns: slot.ns.load(Relaxed),
-                        off_ns: slot.off_ns.load(Relaxed),
-                    });
-                    s = slot.next.read();
-                }
-                v
-            })
-            .collect();
+        for i in 0..n_nodes {
+            // Links, not `len`, say which slots a reader may touch: see `Link`.
+            let mut s = self.node(i).first_slot.read();
+            while s != OVERFLOW_SLOT {
+                let slot = self.slot(s);
+                nodes[i as usize].0.slots.push(SlotStats {
+                    call: slot.call.load(Relaxed),
+                    calls: slot.calls.load(Relaxed),
+                    ns: slot.ns.load(Relaxed),
+                    off_ns: slot.off_ns.load(Relaxed),
+                });
+                s = slot.next.read();
+            }
+        }
         let lost = self.slot(OVERFLOW_SLOT);
         if lost.calls.load(Relaxed) > 0 {
-            slots[OVERFLOW as usize].push(SlotStats {
+            nodes[OVERFLOW as usize].0.slots.push(SlotStats {
                 call: OVERFLOW_CALL,
                 calls: lost.calls.load(Relaxed),
                 ns: lost.ns.load(Relaxed),
                 off_ns: lost.off_ns.load(Relaxed),
             });
         }
-        // An exited thread's copy, made later, ends where its life did.
+        // After the calls: each ended before it, so an open frame's calls fit in its
+        // time so far. An exited thread's copy, made later, ends where its life did.
         let ended = self.ended.load(Relaxed);
         let now = match ended {
             0 => clock::now(),
@@ -71,21 +92,15 @@ impl ThreadData {
         // The thread's off-CPU clock now, read once where a frame open on it has a
         // mark to count from: a live thread only.
         let mut off_now = None;
-        let mut nodes: Vec<NodeStats> = slots
+        let mut nodes: Vec<NodeStats> = nodes
             .into_iter()
-            .zip(0..)
-            .map(|(slots, i)| {
-                let n = self.node(i);
-                let (wall, since) = self.closing.read(i, &n.wall_ns, &n.open_since);
-                let open_ns = if since == 0 {
-                    0
-                } else {
-                    now.saturating_sub(since)
-                };
-                let mut counts = self.counters.node(&n.counts, wall);
+            .map(|(mut n, since, base)| {
+                if since == 0 {
+                    return n;
+                }
+                let open_ns = now.saturating_sub(since);
                 // Its open frame's off-CPU time so far: its switch figures come at its
                 // close, and a job's would read as business until then.
-                let base = n.open_off.load(Relaxed);
                 let open_off = (open_ns > 0 && base != 0 && ended == 0)
                     .then(|| *off_now.get_or_insert_with(|| off_clock_of(self.tid)))
                     .flatten()
@@ -93,28 +108,15 @@ impl ThreadData {
                         off.saturating_sub(base)
                             .min(clock::Scale::current().ns(open_ns))
                     });
-                let open_split_ns = match open_off {
-                    Some(off) if counts.add_open(off, open_ns) => open_ns,
-                    _ => 0,
-                };
-                NodeStats {
-                    frame: n.frame.load(Relaxed),
-                    parent: n.parent.load(Relaxed),
-                    episodes: n.episodes.load(Relaxed),
-                    wall_ns: wall + open_ns,
-                    open_ns,
-                    open_split_ns,
-                    suspended_ns: n.suspended_ns.load(Relaxed),
-                    profiler_ns: n.profiler_ticks.load(Relaxed),
-                    durations: n.durations.load(),
-                    counts,
-                    slots,
+                if open_off.is_some_and(|off| n.counts.add_open(off, open_ns)) {
+                    n.open_split_ns = open_ns;
                 }
+                n.wall_ns += open_ns;
+                n.open_ns = open_ns;
+                n
             })
             .collect();
-        // The episode open on the hot path, as a frame open on its node: after
-        // `written`, so one whose record is counted below was closed before.
-        if let Some((node, start)) = self.records.open() {
+        if let Some((node, start)) = hot_open {
             if let Some(n) = nodes.get_mut(node as usize) {
                 let open_ns = now.saturating_sub(start);
                 n.wall_ns += open_ns;
