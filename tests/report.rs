@@ -408,12 +408,14 @@ fn two_runs_compare_site_by_site_with_exact_counts() {
     let costs = Costs::current();
     // Each run lasts over 1 ms (`RATE_FLOOR_NS`): long enough for a rate.
     let floor = Duration::from_nanos(yieldprof::report::RATE_FLOOR_NS);
-    let (session, began) = (Session::this_thread(), std::time::Instant::now());
+    // The clock first: the session's time (from its start, however slow under load,
+    // to its finish) lies inside the test's.
+    let (began, session) = (std::time::Instant::now(), Session::this_thread());
     (0..10).for_each(|_| compared(2));
     std::thread::sleep(floor);
     let before = session.finish().json(&costs);
     let took_before = began.elapsed();
-    let (session, began) = (Session::this_thread(), std::time::Instant::now());
+    let (began, session) = (std::time::Instant::now(), Session::this_thread());
     (0..20).for_each(|_| compared(1));
     only_after();
     std::thread::sleep(floor);
