@@ -2,8 +2,8 @@
 //! real code meets it.
 
 use super::{
-    best, clock_pair, counted_yields, episodes, one_spin_episode, pair, paired_one_spin,
-    raw_one_spin, raw_yields, ROUNDS,
+    best, clock_pair, counted_yields, empty_episode, episodes, one_spin_episode, pair,
+    paired_one_spin, raw_empty, raw_one_spin, raw_yields, ROUNDS,
 };
 use std::hint::black_box;
 use std::sync::atomic::AtomicU64;
@@ -61,6 +61,18 @@ pub(crate) fn hot_rows(on_thread: &OnThread) {
     println!(
         "episode that returns without waiting (a non-inlined fn, arguments, a result): {b:.2} → {i:.2} ns: {:.2}×, +{:.2} ns",
         i / b,
+        i - b
+    );
+    // An empty fn in a loop of its own, as this row read it before 2026-12-05.
+    let (b, i) = on_thread(CounterSampling::Off, 512, &|| {
+        pair(
+            n,
+            |n| episodes(n, raw_empty),
+            |n| episodes(n, empty_episode),
+        )
+    });
+    println!(
+        "   the same, an empty fn without arguments or result: {b:.2} → {i:.2} ns, +{:.2} ns",
         i - b
     );
     let (b, i) = on_thread(CounterSampling::Every(u32::MAX), 512, &|| {

@@ -433,8 +433,9 @@ fn cache_index(key: usize) -> usize {
 
 #[inline(always)]
 fn count_unwaited(z: &Lazy, key: usize) {
-    let (k, count) = z.unwaited[cache_index(key)].get();
-    if k == key {
+    let i = cache_index(key);
+    if z.unwaited[i].get() == key {
+        let count = z.unwaited_counts[i].get();
         // SAFETY: the address of a count in this thread's `ThreadData`, which lives
         // until the thread's `Local` drops, and that clears the cache first.
         bump(unsafe { &*(count as *const AtomicU64) }, 1);
@@ -449,8 +450,14 @@ fn count_unwaited_slow(z: &Lazy, key: usize) {
     thread::enter(|l| match l.data.unwaited.entry(site_of(key)) {
         Some(u) => {
             bump(&u.count, 1);
-            let count = &u.count as *const AtomicU64 as usize;
-            z.unwaited[cache_index(key)].set((key, count));
+            // A signal handler's episode may read the entry between these stores: it
+            // never sees a site with another's count.
+            let i = cache_index(key);
+            z.unwaited[i].set(0);
+            compiler_fence(SeqCst);
+            z.unwaited_counts[i].set(&u.count as *const AtomicU64 as usize);
+            compiler_fence(SeqCst);
+            z.unwaited[i].set(key);
         }
         None => bump(&l.data.overflowed, 1),
     });
