@@ -73,14 +73,12 @@ impl Drop for FnEpisode {
 /// Leaves the episode; the guard comes in a register: passed through a pointer, its
 /// store and reload were a store-forwarding stall on every episode's path
 /// (docs/cost.md, "The unwaited episode"). `extern "C"` for its no-unwind guarantee
-/// only: Rust calls it, with a Rust type.
+/// only: Rust calls it, with a Rust type. The guard drops at its end.
 #[cfg(not(feature = "tracing"))]
 #[cfg_attr(feature = "enabled", inline(never))]
 #[cfg_attr(not(feature = "enabled"), inline(always))]
 #[allow(improper_ctypes_definitions)]
-extern "C" fn leave(guard: Guard) {
-    drop(guard);
-}
+extern "C" fn leave(_guard: Guard) {}
 
 #[cfg(feature = "tracing")]
 impl Drop for FnEpisode {
