@@ -59,7 +59,8 @@ impl WaitGuard {
 }
 
 /// Enters a wait episode (`nested`: a closure of the site's body) at `site`. Every
-/// way out that calls is a tail call, so the out-of-line entry keeps no stack frame.
+/// way out that calls is a tail call, so the out-of-line entry saves one register, not
+/// three and a stack slot.
 #[inline(always)]
 pub(crate) fn enter(site: &'static EpisodeSite, nested: bool) -> WaitGuard {
     if config::enabled_known_on() {
@@ -240,7 +241,7 @@ fn leave(at: u32, slot: u32) {
     }
     z.depth.set(at);
     // `at < LAZY_DEPTH`: an entry past it opened its frame at entry, so is live. A
-    // mask, not an index check: no panic path to give this a stack frame.
+    // mask, not an index check: no branch to a panic.
     let key = z.sites[at as usize % LAZY_DEPTH].get();
     if key & NESTED == 0 {
         count_unwaited(z, key);
