@@ -315,6 +315,17 @@ fn main() {
         std::mem::forget(_g);
         return;
     }
+    // `unwaited N`: N raw calls and N unwaited episodes of the same fn, counters off,
+    // for `valgrind --tool=callgrind` (instructions per episode, docs/cost.md).
+    if let Some(at) = args.iter().position(|a| a == "unwaited") {
+        let Some(n) = args.get(at + 1).and_then(|a| a.parse::<u64>().ok()) else {
+            panic!("usage: overhead unwaited N");
+        };
+        let _g = base.clone().counters(CounterSampling::Off).init();
+        std::thread::scope(|s| s.spawn(|| unwaited_calls(n)).join().expect("unwaited"));
+        std::mem::forget(_g);
+        return;
+    }
     // `hot`: only the hot path's rows (an episode that returns without waiting; a
     // counted and timed `yield_now`; a waited one-spin episode against a clock pair),
     // each side by side with its baseline.
@@ -347,14 +358,7 @@ fn main() {
     row("2. yield_now (per call)", b / 2e4, i / 2e4, "≤ 1.10×");
 
     let n = 2_000_000;
-    let empty = || {
-        pair(
-            n,
-            |n| episodes(n, raw_empty),
-            |n| episodes(n, empty_episode),
-        )
-    };
-    let (b, i) = on_thread(CounterSampling::Off, 512, &empty);
+    let (b, i) = on_thread(CounterSampling::Off, 512, &|| unwaited_pair(n));
     // It makes no wait call: counted, never timed (the clock starts at a first wait).
     row("3. episode that returns without waiting", b, i, "≤ +3 ns");
     let ours = i - b;
@@ -535,152 +539,14 @@ fn main() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// CPU time of this thread, ns.
-/// Runs a case on a thread of its own with the given counter settings.
-type OnThread<'a> =
-    dyn Fn(CounterSampling, usize, &(dyn Fn() -> (f64, f64) + Sync)) -> (f64, f64) + 'a;
-
-/// The `hot` rows: counters off for the unwaited episode (it reads none), exact page
-/// counters for the waited ones, each interleaved with its baseline.
-fn hot_rows(on_thread: &OnThread) {
-    let n = 2_000_000;
-    let unwaited = || {
-        pair(
-            n,
-            |n| episodes(n, raw_empty),
-            |n| episodes(n, empty_episode),
-        )
-    };
-    let (b, i) = on_thread(CounterSampling::Off, 512, &unwaited);
-    println!(
-        "episode that returns without waiting: {b:.2} → {i:.2} ns, +{:.2} ns",
-        i - b
-    );
-    let (b, i) = on_thread(CounterSampling::Every(u32::MAX), 512, &|| {
-        pair(1, |_| raw_yields(20_000), |_| counted_yields(20_000))
-    });
-    println!(
-        "yield_now, counted and timed, exact page counters: {:.2} → {:.2} ns: {:.2}×",
-        b / 2e4,
-        i / 2e4,
-        i / b
-    );
-    // A clock pair in a loop of its own, as the rows before 2026-12-04 20:00 read it.
-    let (b, i) = on_thread(CounterSampling::Every(u32::MAX), 512, &|| {
-        pair(
-            n,
-            |n| (0..n).for_each(|_| black_box(())),
-            |n| {
-                (0..n).for_each(|_| {
-                    black_box(clock_pair());
-                })
-            },
-        )
-    });
-    let floor = i - b;
-    // The same fn with a bare clock pair around its body, interleaved with the raw fn
-    // and the episode: the floor as issue 25 states it.
-    let waits = || {
-        let (mut raw, mut paired, mut inst) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
-        for _ in 0..ROUNDS {
-            raw = raw.min(best(n, |n| episodes(n, raw_one_spin)));
-            paired = paired.min(best(n, |n| episodes(n, paired_one_spin)));
-            inst = inst.min(best(n, |n| episodes(n, one_spin_episode)));
-        }
-        (paired - raw, inst - raw)
-    };
-    let (same_fn, cost) = on_thread(CounterSampling::Every(u32::MAX), 512, &waits);
-    println!(
-        "waited one-spin episode, exact page counters: +{cost:.2} ns vs a bare clock pair around the same body +{same_fn:.2} ns: {:.2}× (vs a clock pair in a loop +{floor:.2} ns: {:.2}×)",
-        cost / same_fn,
-        cost / floor
-    );
-}
+#[path = "overhead/hot.rs"]
+mod hot;
+use hot::{hot_rows, unwaited_calls, unwaited_pair};
 
 #[path = "../tests/clocks/mod.rs"]
 mod clocks;
 use clocks::cpu_ns as thread_cpu_ns;
 
-/// Resets the peak RSS to the current RSS (Linux ≥ 4.0), so the next peak is one step's.
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// `VmRSS` and `VmHWM` (the peak since the last reset) of this process, KiB.
-fn rss_and_peak_kib() -> (i64, i64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix(name)?
-                    .trim()
-                    .strip_suffix("kB")?
-                    .trim()
-                    .parse()
-                    .ok()
-            })
-            .unwrap_or(0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
-/// The 1M-episodes-of-one-stack file against tracing-flame's (`flame`, when written),
-/// and row 7: writing the report of 10k and 100k unique stacks, against its targets.
-fn million_and_stacks(out: &std::path::Path, flame: Option<&std::path::Path>) {
-    let session = yieldprof::Session::this_thread();
-    episodes(1_000_000, one_spin_episode);
-    let report = session.finish();
-    let start = Instant::now();
-    let paths = report.write(out, "million").expect("write");
-    let took = start.elapsed();
-    let ours_bytes = std::fs::metadata(&paths[0]).map_or(0, |m| m.len());
-    let theirs = flame.map_or("not run".into(), |f| {
-        format!("{} B", std::fs::metadata(f).map_or(0, |m| m.len()))
-    });
-    println!(
-        "\nOutput for 1M episodes: yieldprof .folded {ours_bytes} B (report written in {:.0} ms), \
-         tracing-flame {theirs}",
-        took.as_secs_f64() * 1e3
-    );
-
-    // Report cost for many unique stacks: the write alone, its extra peak RSS measured
-    // from a peak reset just before it. Its CPU time too: on a loaded machine the wall
-    // time also counts waiting for a CPU (and for the disk, each file being synced).
-    for (depth, label) in [(4, "10k"), (5, "100k")] {
-        let stacks = 10u64.pow(depth);
-        let (rss_empty, _) = rss_and_peak_kib();
-        let t = std::thread::spawn(move || {
-            let session = yieldprof::Session::this_thread();
-            for p in 0..stacks {
-                walk(depth, p);
-            }
-            session.finish()
-        });
-        let report = t.join().expect("walker");
-        reset_peak_rss();
-        let (rss_before, _) = rss_and_peak_kib();
-        let (start, cpu) = (Instant::now(), thread_cpu_ns());
-        let paths = report.write(out, &format!("stacks{label}")).expect("write");
-        let (took, cpu) = (start.elapsed(), thread_cpu_ns() - cpu);
-        let (_, peak) = rss_and_peak_kib();
-        let (ms, mib) = (took.as_secs_f64() * 1e3, (peak - rss_before) / 1024);
-        let lines = std::fs::read_to_string(&paths[0]).map_or(0, |s| s.lines().count());
-        let size = |p: &std::path::PathBuf| std::fs::metadata(p).map_or(0, |m| m.len());
-        let bytes: Vec<String> = paths
-            .iter()
-            .map(|p| format!("{} {} KB", p.display(), size(p) / 1000))
-            .collect();
-        let holds = |ok: bool| if ok { "holds" } else { "does not hold" };
-        println!(
-            "7. report of {label} unique stacks ({lines} folded lines, every file): {ms:.0} ms \
-             wall, {:.0} ms CPU (target ≤ 500 ms: {}), peak RSS +{mib} MiB (target ≤ 100 MiB: \
-             {}); the recorded profile itself: {} MiB",
-            cpu as f64 / 1e6,
-            holds(ms <= 500.0),
-            holds(mib <= 100),
-            (rss_before - rss_empty) / 1024
-        );
-        println!("   files: {}", bytes.join(", "));
-    }
-}
+#[path = "overhead/report.rs"]
+mod report;
+use report::million_and_stacks;

@@ -348,3 +348,79 @@ fn a_site_none_of_whose_episodes_waited_says_so_not_counters_off() {
     assert!(block.contains("time: none (no episode waited)"), "{block}");
     assert!(!block.contains("counters off"), "{block}");
 }
+
+/// 40 sites that never wait, one more (`rww_outer`) around each call: more sites than the
+/// thread's 32-entry cache of unwaited counts, so some share an entry and evict each other
+/// on every call.
+macro_rules! unwaited_sites {
+    ($($f:ident),*) => {
+        $(
+            #[yieldprof::instrument_wait]
+            #[inline(never)]
+            fn $f(x: u64) -> u64 {
+                x.wrapping_mul(3) + 1
+            }
+        )*
+        const UNWAITED_SITES: &[(&str, fn(u64) -> u64)] = &[$((stringify!($f), $f)),*];
+    };
+}
+unwaited_sites!(
+    rww_s00, rww_s01, rww_s02, rww_s03, rww_s04, rww_s05, rww_s06, rww_s07, rww_s08, rww_s09,
+    rww_s10, rww_s11, rww_s12, rww_s13, rww_s14, rww_s15, rww_s16, rww_s17, rww_s18, rww_s19,
+    rww_s20, rww_s21, rww_s22, rww_s23, rww_s24, rww_s25, rww_s26, rww_s27, rww_s28, rww_s29,
+    rww_s30, rww_s31, rww_s32, rww_s33, rww_s34, rww_s35, rww_s36, rww_s37, rww_s38, rww_s39
+);
+
+#[yieldprof::instrument_wait]
+#[inline(never)]
+fn rww_outer(f: fn(u64) -> u64, x: u64) -> u64 {
+    f(x)
+}
+
+#[test]
+fn every_unwaited_episode_is_counted_past_the_cache_on_two_threads() {
+    const ROUNDS: u64 = 1_000;
+    // Site i is called i + 1 times a round, interleaved, so each count is its own.
+    let run = || {
+        let mut sum = 0u64;
+        for r in 0..ROUNDS {
+            for (i, &(_, f)) in UNWAITED_SITES.iter().enumerate() {
+                for k in 0..=i as u64 {
+                    sum = sum.wrapping_add(if k == 0 { rww_outer(f, r) } else { f(r) });
+                }
+            }
+        }
+        std::hint::black_box(sum);
+    };
+    let threads: Vec<_> = ["rww-cache-a", "rww-cache-b"]
+        .into_iter()
+        .map(|name| {
+            std::thread::Builder::new()
+                .name(name.to_string())
+                .spawn(run)
+                .unwrap()
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    let p = yieldprof::snapshot();
+    for (i, &(name, _)) in UNWAITED_SITES.iter().enumerate() {
+        let s = p.site(name).unwrap_or_else(|| panic!("no site {name}"));
+        let calls = 2 * ROUNDS * (i as u64 + 1);
+        assert_eq!(
+            (s.episodes, s.returned_without_waiting),
+            (calls, calls),
+            "{name}"
+        );
+    }
+    let outer = p.site("rww_outer").unwrap();
+    let rounds = 2 * ROUNDS * UNWAITED_SITES.len() as u64;
+    assert_eq!(
+        (outer.episodes, outer.returned_without_waiting),
+        (rounds, rounds)
+    );
+    let n = UNWAITED_SITES.len() as u64;
+    let per_thread = ROUNDS * (n * (n + 1) / 2 + n);
+    for name in ["rww-cache-a", "rww-cache-b"] {
+        assert_eq!(thread(name).returned_without_waiting, per_thread, "{name}");
+    }
+}

@@ -51,6 +51,14 @@ pub(crate) fn enabled() -> bool {
     }
 }
 
+/// Whether probes are known to record (set, or read from the environment already):
+/// the hot path's entry checks this alone and leaves every other case out of line.
+#[cfg(feature = "enabled")]
+#[inline(always)]
+pub(crate) fn enabled_known_on() -> bool {
+    STATE.load(Ordering::Relaxed) == ON
+}
+
 #[cfg(feature = "enabled")]
 #[cold]
 fn enabled_from_env() -> bool {

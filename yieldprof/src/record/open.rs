@@ -217,10 +217,12 @@ pub(crate) struct Lazy {
     /// closes: `(call site address, count)`. Per entry, so that a signal handler's
     /// episode between the two never takes another's.
     pub(crate) spins: [Cell<(usize, u64)>; LAZY_DEPTH],
-    /// `(site, address of this thread's count of its episodes that returned without
-    /// waiting)`, direct-mapped by site address; the counts live in the thread's
-    /// `ThreadData`, which a report reads.
-    pub(crate) unwaited: [Cell<(usize, usize)>; UNWAITED_CACHE],
+    /// Sites, direct-mapped by address, and at the same index the address of this
+    /// thread's count of the site's episodes that returned without waiting; the counts
+    /// live in the thread's `ThreadData`, which a report reads. Two arrays, not one of
+    /// pairs: each is one load at a scaled index on the unwaited episode's exit.
+    pub(crate) unwaited: [Cell<usize>; UNWAITED_CACHE],
+    pub(crate) unwaited_counts: [Cell<usize>; UNWAITED_CACHE],
     /// The entry opened on the fast path (`record::lazy`), `NO_FAST` if none: its
     /// frame is its node's open count and the thread's current node, nothing more.
     pub(crate) fast: Cell<u32>,
@@ -252,7 +254,8 @@ thread_local! {
             sites: [const { Cell::new(0) }; LAZY_DEPTH],
             slots: [const { Cell::new(0) }; LAZY_DEPTH],
             spins: [const { Cell::new((0, 0)) }; LAZY_DEPTH],
-            unwaited: [const { Cell::new((0, 0)) }; UNWAITED_CACHE],
+            unwaited: [const { Cell::new(0) }; UNWAITED_CACHE],
+            unwaited_counts: [const { Cell::new(0) }; UNWAITED_CACHE],
             fast: Cell::new(NO_FAST),
             fast_start: Cell::new(0),
             fast_switches: Cell::new(0),
@@ -278,7 +281,7 @@ pub(crate) fn lazy() -> &'static Lazy {
 /// through the cache, nor its nodes.
 pub(crate) fn forget_unwaited_cache() {
     LAZY.with(|z| {
-        z.unwaited.iter().for_each(|c| c.set((0, 0)));
+        z.unwaited.iter().for_each(|c| c.set(0));
         z.nodes.iter().for_each(|c| c.set((0, 0, 0)));
     });
 }

@@ -61,19 +61,31 @@ impl Deref for FnEpisode {
     }
 }
 
+#[cfg(not(feature = "tracing"))]
+impl Drop for FnEpisode {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: taken once, in the guard's drop; the field is never used again.
+        leave(unsafe { ManuallyDrop::take(&mut self.0) });
+    }
+}
+
+/// Leaves the episode; the guard comes in a register: passed through a pointer, its
+/// store and reload were a store-forwarding stall on every episode's path
+/// (docs/cost.md, "The unwaited episode"). `extern "C"` for its no-unwind guarantee
+/// only: Rust calls it, with a Rust type. The guard drops at its end.
+#[cfg(not(feature = "tracing"))]
+#[cfg_attr(feature = "enabled", inline(never))]
+#[cfg_attr(not(feature = "enabled"), inline(always))]
+#[allow(improper_ctypes_definitions)]
+extern "C" fn leave(_guard: Guard) {}
+
+#[cfg(feature = "tracing")]
 impl Drop for FnEpisode {
     #[inline(always)]
     fn drop(&mut self) {
         leave(&mut self.0);
     }
-}
-
-#[cfg(not(feature = "tracing"))]
-#[cfg_attr(feature = "enabled", inline(never))]
-#[cfg_attr(not(feature = "enabled"), inline(always))]
-extern "C" fn leave(guard: &mut ManuallyDrop<Guard>) {
-    // SAFETY: called once, from the guard's drop; the field is never used again.
-    unsafe { ManuallyDrop::drop(guard) }
 }
 
 #[cfg(feature = "tracing")]

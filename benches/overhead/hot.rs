@@ -1,0 +1,117 @@
+//! The hot path's rows of `benches/overhead.rs` (`-- hot`), and the unwaited episode as
+//! real code meets it.
+
+use super::{
+    best, clock_pair, counted_yields, empty_episode, episodes, one_spin_episode, pair,
+    paired_one_spin, raw_empty, raw_one_spin, raw_yields, ROUNDS,
+};
+use std::hint::black_box;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+use yieldprof::counters::CounterSampling;
+
+/// An annotated fn that returns without waiting as real code meets it (a channel's
+/// `start_send` that finds room): not inlined, arguments, a load and a store, a result.
+#[inline(never)]
+fn raw_claim(slot: &AtomicU64, v: u64) -> bool {
+    let seen = slot.load(Relaxed);
+    slot.store(seen ^ v, Relaxed);
+    seen != v
+}
+
+#[yieldprof::instrument_wait]
+#[inline(never)]
+fn claim(slot: &AtomicU64, v: u64) -> bool {
+    let seen = slot.load(Relaxed);
+    slot.store(seen ^ v, Relaxed);
+    seen != v
+}
+
+/// `n` calls of `f` (a direct call: one copy of this loop per fn), each result used.
+#[inline(never)]
+fn claims(n: u64, f: impl Fn(&AtomicU64, u64) -> bool) {
+    let slot = AtomicU64::new(0);
+    let mut room = 0u64;
+    for i in 0..n {
+        room += f(black_box(&slot), i | 1) as u64;
+    }
+    black_box(room);
+}
+
+/// The unwaited episode's ns per call, raw and annotated, interleaved round by round.
+pub(crate) fn unwaited_pair(n: u64) -> (f64, f64) {
+    pair(n, |n| claims(n, raw_claim), |n| claims(n, claim))
+}
+
+/// `n` unwaited episodes and as many raw calls, for `valgrind --tool=callgrind`.
+pub(crate) fn unwaited_calls(n: u64) {
+    claims(n, raw_claim);
+    claims(n, claim);
+}
+
+/// Runs a case on a thread of its own with the given counter settings.
+pub(crate) type OnThread<'a> =
+    dyn Fn(CounterSampling, usize, &(dyn Fn() -> (f64, f64) + Sync)) -> (f64, f64) + 'a;
+
+/// The `hot` rows: counters off for the unwaited episode (it reads none), exact page
+/// counters for the waited ones, each interleaved with its baseline.
+pub(crate) fn hot_rows(on_thread: &OnThread) {
+    let n = 2_000_000;
+    let (b, i) = on_thread(CounterSampling::Off, 512, &|| unwaited_pair(n));
+    println!(
+        "episode that returns without waiting (a non-inlined fn, arguments, a result): {b:.2} → {i:.2} ns: {:.2}×, +{:.2} ns",
+        i / b,
+        i - b
+    );
+    // An empty fn in a loop of its own, as this row read it before 2026-12-05.
+    let (b, i) = on_thread(CounterSampling::Off, 512, &|| {
+        pair(
+            n,
+            |n| episodes(n, raw_empty),
+            |n| episodes(n, empty_episode),
+        )
+    });
+    println!(
+        "   the same, an empty fn without arguments or result: {b:.2} → {i:.2} ns, +{:.2} ns",
+        i - b
+    );
+    let (b, i) = on_thread(CounterSampling::Every(u32::MAX), 512, &|| {
+        pair(1, |_| raw_yields(20_000), |_| counted_yields(20_000))
+    });
+    println!(
+        "yield_now, counted and timed, exact page counters: {:.2} → {:.2} ns: {:.2}×",
+        b / 2e4,
+        i / 2e4,
+        i / b
+    );
+    // A clock pair in a loop of its own, as the rows before 2026-12-04 20:00 read it.
+    let (b, i) = on_thread(CounterSampling::Every(u32::MAX), 512, &|| {
+        pair(
+            n,
+            |n| (0..n).for_each(|_| black_box(())),
+            |n| {
+                (0..n).for_each(|_| {
+                    black_box(clock_pair());
+                })
+            },
+        )
+    });
+    let floor = i - b;
+    // The same fn with a bare clock pair around its body, interleaved with the raw fn
+    // and the episode: the floor as issue 25 states it.
+    let waits = || {
+        let (mut raw, mut paired, mut inst) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
+        for _ in 0..ROUNDS {
+            raw = raw.min(best(n, |n| episodes(n, raw_one_spin)));
+            paired = paired.min(best(n, |n| episodes(n, paired_one_spin)));
+            inst = inst.min(best(n, |n| episodes(n, one_spin_episode)));
+        }
+        (paired - raw, inst - raw)
+    };
+    let (same_fn, cost) = on_thread(CounterSampling::Every(u32::MAX), 512, &waits);
+    println!(
+        "waited one-spin episode, exact page counters: +{cost:.2} ns vs a bare clock pair around the same body +{same_fn:.2} ns: {:.2}× (vs a clock pair in a loop +{floor:.2} ns: {:.2}×)",
+        cost / same_fn,
+        cost / floor
+    );
+}
