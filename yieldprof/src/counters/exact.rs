@@ -164,6 +164,23 @@ impl Mark {
         }
     }
 
+    /// The figures as they stood where the read that took them began, the thread
+    /// switched `self.switches - at` times in it and `off_ns` off the CPU: a read does
+    /// not block, so those were preemptions (involuntary switches, time queued). They
+    /// are the caller's: its clock started before the read (rayon's caller, woken
+    /// workers on its CPU: preempted in the read at a wait call's open for 3–8 ms).
+    pub(crate) fn before_read(&self, at: u32, off_ns: u64) -> Mark {
+        let n = self.switches.wrapping_sub(at);
+        Mark {
+            switches: at,
+            involuntary: self.involuntary.saturating_sub(n),
+            off_ns: self.off_ns.saturating_sub(off_ns),
+            mono_ns: self.mono_ns.saturating_sub(off_ns),
+            queued_ns: self.queued_ns.saturating_sub(off_ns),
+            ..*self
+        }
+    }
+
     /// Whether this is the mark of a thread without a page (taken before its
     /// counters opened late): no later page mark can be measured from it.
     pub(crate) fn is_pageless(&self) -> bool {
@@ -522,9 +539,13 @@ impl Exact {
     #[inline(never)]
     fn remark(&self) -> Mark {
         let t0 = clock::now();
+        let at = self.switches();
         let m = self.measure();
         let took = clock::now().saturating_sub(t0);
-        self.read_ticks.set(self.read_ticks.get().min(took));
+        // A read switched in is no measure of what a read costs.
+        if m.switches == at {
+            self.read_ticks.set(self.read_ticks.get().min(took));
+        }
         self.reads.set(self.reads.get() + 1);
         self.last.set(m);
         m

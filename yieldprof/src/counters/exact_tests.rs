@@ -170,3 +170,49 @@ fn the_off_cpu_clock_stands_still_while_the_thread_runs() {
         assert!(d.off_ns < elapsed / 2, "{d:?} in {elapsed} ns");
     }
 }
+
+/// A read preempted twice for 3 ms in all: from a mark taken before the read, the
+/// figures taken back to the read's start see none of it, and an episode that began
+/// before the read and ends at a later mark gets it all, switches and time.
+#[test]
+fn a_read_preempted_in_it_goes_back_to_where_it_began() {
+    let ms = 1_000_000;
+    let read = Mark {
+        switches: 12,
+        ahead: 0,
+        counted: false,
+        voluntary: 4,
+        involuntary: 8,
+        migrations: 0,
+        off_ns: 10 * ms,
+        mono_ns: 50 * ms,
+        queued_ns: 7 * ms,
+    };
+    let back = read.before_read(10, 3 * ms);
+    assert_eq!(
+        (back.switches, back.voluntary, back.involuntary),
+        (10, 4, 6)
+    );
+    assert_eq!(
+        (back.off_ns, back.mono_ns, back.queued_ns),
+        (7 * ms, 47 * ms, 4 * ms)
+    );
+    let end = Mark {
+        switches: 13,
+        voluntary: 5,
+        off_ns: 15 * ms,
+        mono_ns: 60 * ms,
+        ..read
+    };
+    assert_eq!(
+        back.until(&end),
+        Delta {
+            voluntary: 1,
+            involuntary: 2,
+            switches: 3,
+            migrations: 0,
+            off_ns: 8 * ms,
+            queued_ns: 3 * ms,
+        }
+    );
+}

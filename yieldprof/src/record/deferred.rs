@@ -157,7 +157,17 @@ impl Local {
     fn read_mark(&self, all: bool) -> (Mark, u64) {
         let t0 = clock::now();
         let counting = self.counters.count_ticks();
-        let m = self.counters.mark(&self.data.counters);
+        let at = self.counters.switches();
+        let mut m = self.counters.mark(&self.data.counters);
+        // Preempted in the read: its time off the CPU is not the profiler's, and the
+        // figures go back to where the read began (`Mark::before_read`), what it cost
+        // unswitched after them.
+        let mut lost = 0;
+        if let Some(at) = at.filter(|&at| at != m.switches) {
+            let read = clock::now().saturating_sub(t0);
+            lost = read.saturating_sub(self.counters.read_ticks());
+            m = m.before_read(at, Scale::rough().map_or(0, |s| s.ns(lost)));
+        }
         self.attribute(&m, all);
         if let Some(off) = m.off_clock() {
             self.unread.read_off.set(off);
@@ -172,6 +182,7 @@ impl Local {
             clock::now()
                 .saturating_sub(t0)
                 .saturating_sub(counted)
+                .saturating_sub(lost)
                 .max(1),
         )
     }
