@@ -215,9 +215,11 @@ fn a_deferred_thread_that_never_waits_keeps_its_run_queue_total() {
             let seen = std::thread::Builder::new()
                 .name(name.clone())
                 .spawn_scoped(s, || {
-                    let fresh = own_switches() == (0, 0);
                     let (q0, t) = (run_delay().unwrap(), Instant::now());
                     yieldprof::frame!("crunch");
+                    // Not switched until it recorded (its run-queue total then counts
+                    // from 0): none of its wait fell between `q0` and its registration.
+                    let fresh = own_switches() == (0, 0);
                     // Until preempted 10 times (what the exit read needs), 2 s at most.
                     let i0 = own_switches().1;
                     while own_switches().1 < i0 + 10 && t.elapsed() < Duration::from_secs(2) {
