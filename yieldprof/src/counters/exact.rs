@@ -1,6 +1,7 @@
 //! Exact switches, migrations and the on-CPU / queued / blocked split of every wait
-//! episode and timed call: switches seen through rseq and counted by getrusage (the
-//! default), or from the perf user page of the thread's context-switch counter.
+//! episode and timed call: switches seen from the perf user page of the thread's
+//! context-switch counter (the default), or through rseq and counted by getrusage
+//! (`Options::rseq`).
 //!
 //! Everything measured here changes only when the thread is switched out and back:
 //! its voluntary and involuntary switch counts, its migrations, its run-queue wait
