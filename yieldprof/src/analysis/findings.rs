@@ -116,15 +116,11 @@ const SPIN_ON_CPU_SHARE: f64 = 0.5;
 const LONG_SPIN_YIELDS: f64 = 10.0;
 /// Yields with fewer switches per call than this gave nothing back.
 const NO_SWITCH_PER_YIELD: f64 = 0.05;
-/// A wait site whose episodes spent this share of their time on the CPU outside wait
-/// calls and nested frames (and made no spin calls) is doing something other than
-/// waiting: a pool worker's wait loop running jobs read 18–50 % (18 % with the build
-/// VM loaded, its jobs preempted), a condvar or channel wait a few %.
+/// A wait site whose episodes spent this share of their time on the CPU in stretches
+/// of 10 µs or more between their waits (`[unmarked work]`, `record::gaps`) ran work
+/// that no frame names: a pool worker's wait loop running jobs read 18–50 % (18 % with
+/// the build VM loaded, its jobs preempted), a condvar or channel wait none.
 const WORK_INSIDE_WAIT_SHARE: f64 = 0.1;
-/// ... and that much of it per wait call or episode at least: the checks a loop makes
-/// between waits, and timing the calls, take well under a microsecond each (0.4–0.5 µs
-/// per call in `tests/findings.rs`'s yield and sleep loops); a job takes far more.
-const WORK_INSIDE_WAIT_PER_CALL_NS: f64 = 10_000.0;
 
 /// A finding about a cost below this share of the threads' time (summed over
 /// threads) is not worth a change: 100 bare yields in a 0.5 s run are 0.01 %.
@@ -180,29 +176,27 @@ fn site_findings(site: &SiteStats, costs: &Costs, threads_ns: u64, out: &mut Vec
     for (at, evidence, fix) in super::blocking::blocking_in_async(site) {
         add(Rule::BlockingInAsync, at, evidence, fix);
     }
-    let on_cpu = site.own.on_cpu_ns;
-    let waits = site.episodes + site.calls.iter().map(|c| c.calls).sum::<u64>();
-    if on_cpu as f64 >= WORK_INSIDE_WAIT_SHARE * site.wall_ns as f64
-        && on_cpu as f64 >= MATERIAL_SHARE * threads_ns as f64
-        && per_call(on_cpu, waits) >= WORK_INSIDE_WAIT_PER_CALL_NS
+    let work = site.own.unmarked_work_ns;
+    if work as f64 >= WORK_INSIDE_WAIT_SHARE * site.wall_ns as f64
+        && work as f64 >= MATERIAL_SHARE * threads_ns as f64
     {
         add(
             Rule::WorkInsideWait,
             site_at(site),
             format!(
-                "{} of its episodes' {} ({:.0}%) was on the CPU outside any wait call or \
-                 nested frame, {} per wait call, {:.1}% of the threads' time: the report \
-                 counts it as waiting",
-                duration(on_cpu),
+                "{} of its episodes' {} ({:.0}%) ran on the CPU in stretches of 10 µs or \
+                 more between its waits, outside any frame, {:.1}% of the threads' time: \
+                 the report counts it as work done while waiting (`[unmarked work]`), not as \
+                 waiting",
+                duration(work),
                 duration(site.wall_ns),
-                100.0 * on_cpu as f64 / site.wall_ns.max(1) as f64,
-                duration(per_call(on_cpu, waits) as u64),
-                100.0 * on_cpu as f64 / threads_ns.max(1) as f64
+                100.0 * work as f64 / site.wall_ns.max(1) as f64,
+                100.0 * work as f64 / threads_ns.max(1) as f64
             ),
-            "if it is work done while waiting (jobs a pool worker runs), open \
-             `yieldprof::frame!(\"job\")` around each: it then shows as business under the \
-             site and leaves the wait %; if it is the wait's own polling, block instead \
-             (park, Condvar, a channel)"
+            "if it is jobs the wait runs (a pool worker's), open `yieldprof::frame!(\"job\")` \
+             around each: they show under their own name, and a job's time off the CPU is \
+             counted as the pool's scheduling; if it is the wait's own polling (checks that \
+             long), block instead (park, Condvar, a channel)"
                 .into(),
         );
     }

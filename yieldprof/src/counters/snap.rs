@@ -339,6 +339,18 @@ impl NodeSnap {
         .value()
         .map(|off| off.min(wall))
     }
+
+    /// As [`NodeSnap::off_cpu_ns`], of the time queued (runnable, waiting for a CPU).
+    pub(crate) fn queued_ns(&self, wall: u64) -> Option<u64> {
+        figure(
+            u128::from(self.queued_ns),
+            u128::from(self.queued_split_ns),
+            u128::from(wall),
+            false,
+        )
+        .value()
+        .map(|q| q.min(wall))
+    }
 }
 
 /// The thread-level part of a thread's counters.

@@ -8,7 +8,11 @@
 //! - `[off-cpu]`: measured off the CPU outside any recognised call (a blocking call
 //!   the macro cannot see: mark it with `yieldprof::wait!`);
 //! - `[unexplained]`: not measured (counters off, or switches seen only on sampled
-//!   episodes) and no spin call counted.
+//!   episodes) and no spin call counted;
+//! - `[unmarked work]`: stretches of 10 µs or more between its waits, on the CPU, in
+//!   a frame that counted no spin: jobs a pool worker runs inside its wait loop, where
+//!   no `frame!` names them (`record::gaps`). Work, not waiting: the thread's wait %
+//!   leaves it out.
 //!
 //! The split comes from the off-CPU time of the frame's episodes less that of its
 //! nested wait frames and of its timed calls, each measured on every episode and
@@ -20,6 +24,9 @@
 
 use crate::base::site::{CallInfo, FrameInfo, FrameKind, Kind};
 use crate::model::tree::ThreadProfile;
+
+/// The leaf of a wait site's work done while waiting, with no frame of its own.
+pub(crate) const UNMARKED_WORK: &str = "[unmarked work]";
 
 /// A wait frame's own time outside nested frames and timed calls, ns, by what was
 /// measured (see [`Profile::folded`](crate::Profile::folded)).
@@ -34,16 +41,20 @@ pub struct OwnTime {
     pub off_cpu_ns: u64,
     /// `[unexplained]`: not measured, no spin call counted.
     pub unexplained_ns: u64,
+    /// `[unmarked work]`: on the CPU in stretches of 10 µs or more between its waits:
+    /// work done while waiting that no business frame names. Not waiting.
+    pub unmarked_work_ns: u64,
 }
 
 impl OwnTime {
     /// The leaf frames and their times, in a fixed order.
-    pub(crate) fn leaves(&self) -> [(&'static str, u64); 4] {
+    pub(crate) fn leaves(&self) -> [(&'static str, u64); 5] {
         [
             (Kind::Spin.frame(), self.spin_ns),
             ("[on-cpu]", self.on_cpu_ns),
             ("[off-cpu]", self.off_cpu_ns),
             ("[unexplained]", self.unexplained_ns),
+            (UNMARKED_WORK, self.unmarked_work_ns),
         ]
     }
 
@@ -52,11 +63,35 @@ impl OwnTime {
         self.on_cpu_ns += o.on_cpu_ns;
         self.off_cpu_ns += o.off_cpu_ns;
         self.unexplained_ns += o.unexplained_ns;
+        self.unmarked_work_ns += o.unmarked_work_ns;
     }
 
     /// All of it.
     pub fn total_ns(&self) -> u64 {
-        self.spin_ns + self.on_cpu_ns + self.off_cpu_ns + self.unexplained_ns
+        self.spin_ns
+            + self.on_cpu_ns
+            + self.off_cpu_ns
+            + self.unexplained_ns
+            + self.unmarked_work_ns
+    }
+
+    /// The long stretches between waits become `[unmarked work]`: all of those the
+    /// thread was not switched in (`gap_ns`: on the CPU throughout), and of the others
+    /// (`switched_ns`: preempted) all but the frame's time queued (`queued_ns`, where
+    /// known: a job preempted waits in the run queue, the pool's scheduling, as in a
+    /// framed job). Not its whole own off-CPU time: that holds the time of calls whose
+    /// figures were not read yet (a live thread's last ~10 ms) and of calls' blocks
+    /// apportioned to it. Taken from `[on-cpu]`, then `[unexplained]`, then
+    /// `[off-cpu]`.
+    fn take_unmarked_work(&mut self, gap_ns: u64, switched_ns: u64, queued_ns: Option<u64>) {
+        let queued = queued_ns.unwrap_or(0).min(self.off_cpu_ns);
+        let work = (gap_ns + switched_ns.saturating_sub(queued)).min(self.total_ns());
+        let from_on = work.min(self.on_cpu_ns);
+        let from_unexplained = (work - from_on).min(self.unexplained_ns);
+        self.on_cpu_ns -= from_on;
+        self.unexplained_ns -= from_unexplained;
+        self.off_cpu_ns -= work - from_on - from_unexplained;
+        self.unmarked_work_ns = work;
     }
 }
 
@@ -135,11 +170,26 @@ impl ThreadProfile {
                     own.spin_ns += open;
                 } else {
                     own.unexplained_ns += open;
+                    own.take_unmarked_work(
+                        n.gap_ns,
+                        n.gap_switched_ns,
+                        n.counts.queued_ns(n.split_ns()),
+                    );
                 }
                 Some(own)
             })
             .collect()
     }
+    /// The `[unmarked work]` of all its wait frames: time each counts as waiting
+    /// (`ThreadProfile::wait_ns`), all of it work.
+    pub(crate) fn unmarked_work(&self, frames: &[FrameInfo], calls: &[CallInfo]) -> u64 {
+        self.own_times(frames, calls)
+            .iter()
+            .flatten()
+            .map(|o| o.unmarked_work_ns)
+            .sum()
+    }
+
     /// Off-CPU time of each node's nested frames, where measured: wait frames, and
     /// jobs (business frames opened inside a wait, which take switch marks).
     fn child_off(&self) -> Vec<u64> {

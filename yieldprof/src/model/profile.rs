@@ -196,6 +196,9 @@ pub struct ThreadStats {
     pub wait_ns: u64,
     /// The rest: `[work]`.
     pub work_ns: u64,
+    /// Of `work_ns`, work done inside wait frames where no business frame names it:
+    /// their `[unmarked work]` (long stretches between waits, on the CPU).
+    pub unmarked_work_ns: u64,
     /// Of `wait_ns`, its jobs' own time off the CPU: business frames opened inside a
     /// wait (a pool worker's jobs) that were preempted or queued, the pool's
     /// scheduling, not business (their `[off-cpu]` in the folded stacks).
@@ -420,7 +423,8 @@ impl Profile {
             .iter()
             .map(|t| {
                 let wall_ns = t.nodes[0].wall_ns;
-                let wait_ns = t.wait_ns(&self.frames).min(wall_ns);
+                let unmarked_work_ns = t.unmarked_work(&self.frames, &self.calls).min(wall_ns);
+                let wait_ns = t.wait_ns(&self.frames, unmarked_work_ns).min(wall_ns);
                 let (counters, counters_in_wait, counters_before_recording, time_in_wait) =
                     t.counters(&self.frames);
                 let yields: Vec<_> = t
@@ -440,6 +444,7 @@ impl Profile {
                     wall_ns,
                     wait_ns,
                     work_ns: wall_ns - wait_ns,
+                    unmarked_work_ns: unmarked_work_ns.min(wall_ns - wait_ns),
                     jobs_off_cpu_ns: t.jobs_off(&self.frames).iter().sum::<u64>().min(wait_ns),
                     exited: t.exited,
                     overflowed: t.overflowed,

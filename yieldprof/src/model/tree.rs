@@ -26,6 +26,11 @@ pub(crate) struct NodeStats {
     /// yieldprof's own time inside `wall_ns` while this node was current: set-up,
     /// node creation, switch figures read (`[profiler]`).
     pub(crate) profiler_ns: u64,
+    /// Of its own time, the stretches between its waits long enough to be work done
+    /// while waiting (`record::gaps`).
+    pub(crate) gap_ns: u64,
+    /// The same, of stretches the thread was switched in: their time on the CPU unknown.
+    pub(crate) gap_switched_ns: u64,
     pub(crate) durations: Histogram,
     pub(crate) counts: NodeSnap,
     pub(crate) slots: Vec<SlotStats>,
@@ -187,6 +192,8 @@ impl ThreadProfile {
             m.open_split_ns += n.open_split_ns;
             m.suspended_ns += n.suspended_ns;
             m.profiler_ns += n.profiler_ns;
+            m.gap_ns += n.gap_ns;
+            m.gap_switched_ns += n.gap_switched_ns;
             m.durations.add(&n.durations);
             m.counts = m.counts.plus(&n.counts);
             for s in &n.slots {
@@ -268,6 +275,8 @@ impl ThreadProfile {
             n.open_split_ns = scale.ns(n.open_split_ns);
             n.suspended_ns = scale.ns(n.suspended_ns);
             n.profiler_ns = scale.ns(n.profiler_ns);
+            n.gap_ns = scale.ns(n.gap_ns);
+            n.gap_switched_ns = scale.ns(n.gap_switched_ns);
             n.durations.scale_to_ns(scale);
             n.counts.scale_to_ns(scale);
             for s in &mut n.slots {
@@ -326,8 +335,9 @@ impl ThreadProfile {
     /// them: the thread's time that is not `[work]`. A business frame opened inside a
     /// wait (a job a pool worker runs while it waits for a latch) is work, not waiting,
     /// down to the waits nested in it in turn, except its own time off the CPU
-    /// ([`ThreadProfile::jobs_off`]).
-    pub(crate) fn wait_ns(&self, frames: &[FrameInfo]) -> u64 {
+    /// ([`ThreadProfile::jobs_off`]); so is the `[unmarked work]` of its wait frames
+    /// (`unmarked_work`, [`ThreadProfile::unmarked_work`]).
+    pub(crate) fn wait_ns(&self, frames: &[FrameInfo], unmarked_work: u64) -> u64 {
         // Whether each node is waiting: the innermost wait or business frame around it
         // (itself included) decides.
         let mut waiting = vec![false; self.nodes.len()];
@@ -353,7 +363,8 @@ impl ThreadProfile {
         // A wait's wall holds the business frames in it, and theirs the waits in them;
         // a job's time off the CPU is the pool's scheduling, not business.
         let jobs_off: u64 = self.jobs_off(frames).iter().sum();
-        starts.saturating_sub(ends) + in_calls + jobs_off + self.nodes[0].timed_ns()
+        (starts.saturating_sub(ends) + in_calls + jobs_off + self.nodes[0].timed_ns())
+            .saturating_sub(unmarked_work)
     }
 }
 
@@ -386,6 +397,8 @@ impl NodeStats {
             open_split_ns: self.open_split_ns.min(open_ns),
             suspended_ns: self.suspended_ns.saturating_sub(earlier.suspended_ns),
             profiler_ns: self.profiler_ns.saturating_sub(earlier.profiler_ns),
+            gap_ns: self.gap_ns.saturating_sub(earlier.gap_ns),
+            gap_switched_ns: self.gap_switched_ns.saturating_sub(earlier.gap_switched_ns),
             durations: self.durations.minus(&earlier.durations),
             counts: self.counts.minus(&earlier.counts),
             slots,

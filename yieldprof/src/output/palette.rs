@@ -9,6 +9,7 @@
 //! time olive, what was not measured grey or sand.
 
 use crate::base::site::Kind;
+use crate::model::own::UNMARKED_WORK;
 use inferno::flamegraph::color::{Color, PaletteMap};
 
 /// The profiler's own time, drawn by the recording layer as its own frame.
@@ -20,7 +21,7 @@ pub(crate) const SPUN: &str = "[spun]";
 pub(crate) const YIELDED: &str = "[yielded]";
 
 /// Each coloured frame, its colour and the colour's name in the legend, in legend order.
-const COLOURS: [(&str, [u8; 3], &str); 20] = [
+const COLOURS: [(&str, [u8; 3], &str); 21] = [
     (Kind::Spin.frame(), [0xd5, 0x5e, 0x00], "vermillion"),
     (Kind::Yield.frame(), [0xe6, 0x9f, 0x00], "orange"),
     (Kind::AsyncYield.frame(), [0xf0, 0xe4, 0x42], "yellow"),
@@ -39,6 +40,7 @@ const COLOURS: [(&str, [u8; 3], &str); 20] = [
     ("[off-cpu]", [0xbb, 0xbb, 0xbb], "grey"),
     ("[unexplained]", [0xdd, 0xcc, 0x77], "sand"),
     ("[work]", [0x00, 0x9e, 0x73], "green"),
+    (UNMARKED_WORK, [0x11, 0x77, 0x33], "dark green"),
     ("[overflow]", [0xdd, 0xdd, 0xdd], "pale grey"),
     (FALSE_SHARING, [0xcc, 0x79, 0xa7], "reddish purple"),
 ];

@@ -39,6 +39,8 @@ impl ThreadData {
                     open_split_ns: 0,
                     suspended_ns: n.suspended_ns.load(Relaxed),
                     profiler_ns: n.profiler_ticks.load(Relaxed),
+                    gap_ns: n.gap_ticks.load(Relaxed),
+                    gap_switched_ns: n.gap_switched_ticks.load(Relaxed),
                     durations: n.durations.load(),
                     counts: self.counters.node(&n.counts, wall),
                     slots: Vec::new(),

@@ -249,7 +249,8 @@ impl Local {
     /// list, so calls are still claimed before the frames around them. A switched
     /// close's own time, from `closing` on (~80 ns on the build VM: its caches are
     /// cold after the switch), is timed on one in `CLOSE_SAMPLE` of them and charged
-    /// for all: a timed close on each cost about as much again.
+    /// for all: a timed close on each cost about as much again. The page's switch count
+    /// at the close, where there is a page.
     #[inline]
     pub(crate) fn ended(
         &self,
@@ -258,15 +259,13 @@ impl Local {
         claimed_off: u64,
         ticks: u64,
         closing: u64,
-    ) {
+    ) -> Option<u32> {
         let counting = self.counters.count_ticks();
-        let Some(end) = self.counters.switches() else {
-            return;
-        };
+        let end = self.counters.switches()?;
         // Opened before the counters did (`LocalCounters::mark`): its figures were the
         // sampled reads' or none, never the page's whole count.
         if end == start.switches || start.is_pageless() {
-            return;
+            return Some(end);
         }
         // A getrusage count at this close (rseq) is charged whole, not sampled.
         let counting = self.counters.count_ticks() - counting;
@@ -340,6 +339,7 @@ impl Local {
         if full || long || (lone && !counted) {
             self.settle(full);
         }
+        Some(end)
     }
 
     /// Gives each episode that ended unread its figures from `now`, in the order they

@@ -230,6 +230,8 @@ fn record_count(key: usize, site: Site) {
         // A wait: the pending episodes around it open now.
         lazy::materialise(l);
         record(l, key, site, 0, None);
+        // A spin, or an awaited call: no stretch of work runs on from here.
+        l.gap_from(0, None);
     });
 }
 
@@ -353,13 +355,16 @@ impl CallGuard {
             // Its off-CPU time, when it switched, is read later (`record::deferred`),
             // within its length less the profiler's time in it.
             let to = EndedOf::Call(slot);
-            l.ended(
+            let at = l.ended(
                 &self.mark,
                 to,
                 self.claimed.off_ns,
                 mine,
                 self.start + elapsed,
             );
+            // The stretch before it, then the next one begins.
+            l.gap_to(l.current.get(), self.start, self.mark.page_count());
+            l.gap_from(self.start + elapsed, at);
         });
     }
 }

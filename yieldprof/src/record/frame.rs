@@ -69,6 +69,10 @@ pub(crate) fn open(
         Some((start, _)) => start,
         None => clock::now(),
     };
+    // What the parent did since its last wait, then this frame's own stretch begins.
+    let at = mark.page_count().or_else(|| l.counters.switches());
+    l.gap_to(prev, start, at);
+    l.gap_from(start, at);
     // Deferred counters take no page mark: the sampled start's off-CPU clock serves,
     // so a frame open at a report (a pool's job) still gets its off-CPU time so far.
     let off = match mark.off_clock() {
@@ -168,7 +172,7 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
         // After the frame's end: the parent's time.
         l.charge(read);
     }
-    if o.wait || o.job {
+    let at = if o.wait || o.job {
         // Its switch figures, when it switched, are read later (`record::deferred`),
         // or now, in the parent's time, if it is long; a job's give it its off-CPU time.
         l.ended(
@@ -177,8 +181,13 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
             o.claimed.off_ns,
             elapsed,
             end,
-        );
-    }
+        )
+    } else {
+        l.counters.switches()
+    };
+    // Its last stretch, then the parent's resumes.
+    l.gap_to(o.node, end, at);
+    l.gap_from(end, at);
     if o.job && l.counters.moved() {
         // A job that was switched is read now: deferred, a preemption before the next
         // read (the worker runs on between jobs) would share its off-CPU time with it

@@ -22,6 +22,8 @@ mod fold;
 #[cfg(feature = "enabled")]
 mod frame;
 #[cfg(feature = "enabled")]
+mod gaps;
+#[cfg(feature = "enabled")]
 mod lazy;
 #[cfg(feature = "enabled")]
 mod nodes;

@@ -58,6 +58,11 @@ pub(crate) struct Node {
     /// Ticks yieldprof spent in its own slow paths while this node was current
     /// (`[profiler]`: see `Local::charge`), inside its wall time.
     pub(crate) profiler_ticks: AtomicU64,
+    /// Ticks of its own time in stretches between waits long enough to be work
+    /// (`record::gaps`).
+    pub(crate) gap_ticks: AtomicU64,
+    /// The same, of stretches the thread was switched in (or not known not to be).
+    pub(crate) gap_switched_ticks: AtomicU64,
     pub(crate) counts: NodeCounts,
     pub(crate) durations: AtomicHistogram,
     /// Index of this node's frame in the thread's `site_durations`; `NO_DURATIONS` for
@@ -309,6 +314,9 @@ pub(crate) struct Local {
     pub(crate) unread: Unread,
     /// How many of this thread's skipped entries (`reentry::skipped`) are in `data`.
     published: Cell<u64>,
+    /// The tick the last wait call or nested frame ended at (0 after a spin), and the
+    /// page's switch count then (`record::gaps`).
+    pub(super) gap_from: Cell<(u64, Option<u32>)>,
 }
 
 impl Drop for Local {
@@ -369,6 +377,7 @@ fn register() -> Local {
         open: OpenFrames::default(),
         unread: Unread::default(),
         published: Cell::new(0),
+        gap_from: Cell::new((0, None)),
     }
 }
 

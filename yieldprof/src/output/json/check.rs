@@ -50,6 +50,13 @@ impl Document {
                 ),
             );
             check(
+                th.unmarked_work_ns <= th.work_ns,
+                format!(
+                    "{who}: unmarked work {} > work {}",
+                    th.unmarked_work_ns, th.work_ns
+                ),
+            );
+            check(
                 unit(th.wait_share),
                 format!("{who}: wait share {}", th.wait_share),
             );
@@ -114,7 +121,11 @@ impl Document {
                 format!("{who}: own time {} > wall {}", s.self_ns, s.wall_ns),
             );
             let own = &s.own;
-            let outside = own.spin_ns + own.on_cpu_ns + own.off_cpu_ns + own.unexplained_ns;
+            let outside = own.spin_ns
+                + own.on_cpu_ns
+                + own.off_cpu_ns
+                + own.unexplained_ns
+                + own.unmarked_work_ns;
             // The profiler's time inside the site's frames is in its own time, apart.
             check(
                 s.spin_ns == own.spin_ns && outside + s.in_calls_ns + s.profiler_ns == s.self_ns,
@@ -133,10 +144,10 @@ impl Document {
             let slack = s.wall_ns / 100 + 1_000 * s.episodes;
             if let (Some(on), Some(off)) = (any(t.on_cpu_ns), any(t.off_cpu_ns)) {
                 check(
-                    own.spin_ns + own.on_cpu_ns <= on + slack,
+                    own.spin_ns + own.on_cpu_ns + own.unmarked_work_ns <= on + slack,
                     format!(
-                        "{who}: own [spin] {} + [on-cpu] {} > on-CPU {on}",
-                        own.spin_ns, own.on_cpu_ns
+                        "{who}: own [spin] {} + [on-cpu] {} + [unmarked work] {} > on-CPU {on}",
+                        own.spin_ns, own.on_cpu_ns, own.unmarked_work_ns
                     ),
                 );
                 check(

@@ -530,13 +530,13 @@ fn build(profile: &Profile, window: Window) -> Builder {
     b
 }
 
-/// How many own leaves a frame can have: a wait frame's four
+/// How many own leaves a frame can have: a wait frame's five
 /// ([`OwnTime::leaves`](crate::report::OwnTime)), then `[work]` at [`WORK`].
-const LEAVES: usize = 6;
-const WORK: usize = 4;
+const LEAVES: usize = 7;
+const WORK: usize = 5;
 /// `[off-cpu]`'s place among [`OwnTime::leaves`](crate::report::OwnTime).
 const OFF_CPU: usize = 2;
-const PROFILER: usize = 5;
+const PROFILER: usize = 6;
 
 /// Writes `profile` as gzipped protobuf covering `window`.
 pub(crate) fn write<W: Write>(profile: &Profile, window: Window, out: W) -> io::Result<()> {
