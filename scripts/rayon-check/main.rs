@@ -1,7 +1,8 @@
 //! rayon-core with its wait loops annotated, read against truth: every leaf job
 //! spins a known time and adds it to its thread's business time; each worker's wait %
-//! in the report is compared with 1 - business / life. With the argument `bench`: two
-//! outside threads block on the pool (`install`) in turn, timed; nothing is written.
+//! in the report is compared with 1 - business / life. With `bench WORKLOAD`: one
+//! workload timed (`install`: two outside threads block on the pool in turn; else a
+//! phase below, on a fresh global pool); nothing is written.
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -112,8 +113,42 @@ fn phase(name: &str, work: impl FnOnce()) {
     p.write(&out, name).unwrap();
 }
 
+/// The workloads, as the report's phases and the bench run them.
+fn join_tree() {
+    for _ in 0..5 {
+        std::hint::black_box(rayon::join(|| tree(7), || tree(7)));
+    }
+}
+
+fn par_iter() {
+    let s: u64 = (0..2000u32)
+        .into_par_iter()
+        .map(|_| leaf(Duration::from_micros(100)))
+        .sum();
+    std::hint::black_box(s);
+}
+
+/// ~5 ms of the caller's serial work, then a parallel step of 40 leaves; 20 times. The
+/// caller's clock around the steps goes to `steps_ns`.
+fn serial_then_parallel(steps_ns: &AtomicU64) {
+    for _ in 0..20 {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(5) {
+            std::hint::black_box(0);
+        }
+        BUSY[THREADS].fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+        let step = Instant::now();
+        let s: u64 = (0..40u32)
+            .into_par_iter()
+            .map(|_| leaf(Duration::from_micros(200)))
+            .sum();
+        steps_ns.fetch_add(step.elapsed().as_nanos() as u64, Relaxed);
+        std::hint::black_box(s);
+    }
+}
+
 /// ns per `install` of a small parallel step, two outside threads calling at once.
-fn bench() {
+fn installs() -> u128 {
     const INSTALLS: usize = 2000;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(THREADS)
@@ -136,12 +171,34 @@ fn bench() {
             });
         }
     });
-    println!("{}", t.elapsed().as_nanos() / (2 * INSTALLS) as u128);
+    t.elapsed().as_nanos() / (2 * INSTALLS) as u128
+}
+
+/// `bench WORKLOAD`: its wall time, ns (per install for `install`), on a fresh pool.
+fn bench(workload: &str) {
+    if workload == "install" {
+        return println!("{}", installs());
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(THREADS)
+        .build_global()
+        .unwrap();
+    rayon::spawn(|| {});
+    std::thread::sleep(Duration::from_millis(20));
+    let t = Instant::now();
+    match workload {
+        "join-tree" => join_tree(),
+        "par-iter" => par_iter(),
+        "serial-then-parallel" => serial_then_parallel(&AtomicU64::new(0)),
+        other => panic!("no workload {other}"),
+    }
+    println!("{}", t.elapsed().as_nanos());
 }
 
 fn main() {
-    if std::env::args().nth(1).as_deref() == Some("bench") {
-        return bench();
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() == Some("bench") {
+        return bench(args.next().as_deref().unwrap_or("install"));
     }
     let _guard = yieldprof::init();
     rayon::ThreadPoolBuilder::new()
@@ -152,34 +209,11 @@ fn main() {
     // Let the workers start and fall asleep.
     rayon::spawn(|| {});
     std::thread::sleep(Duration::from_millis(50));
-    phase("join-tree", || {
-        for _ in 0..5 {
-            std::hint::black_box(rayon::join(|| tree(7), || tree(7)));
-        }
-    });
-    phase("par-iter", || {
-        let s: u64 = (0..2000u32)
-            .into_par_iter()
-            .map(|_| leaf(Duration::from_micros(100)))
-            .sum();
-        std::hint::black_box(s);
-    });
+    phase("join-tree", join_tree);
+    phase("par-iter", par_iter);
     static STEPS_NS: AtomicU64 = AtomicU64::new(0);
     phase("serial-then-parallel", || {
-        for _ in 0..20 {
-            let t = Instant::now();
-            while t.elapsed() < Duration::from_millis(5) {
-                std::hint::black_box(0);
-            }
-            BUSY[THREADS].fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
-            let step = Instant::now();
-            let s: u64 = (0..40u32)
-                .into_par_iter()
-                .map(|_| leaf(Duration::from_micros(200)))
-                .sum();
-            STEPS_NS.fetch_add(step.elapsed().as_nanos() as u64, Relaxed);
-            std::hint::black_box(s);
-        }
+        serial_then_parallel(&STEPS_NS);
         let leaves: u64 = BUSY[..THREADS].iter().map(|b| b.load(Relaxed)).sum();
         println!(
             "truth: the parallel steps' leaves {:.1} ms in {:.1} ms of steps (caller's clock): \

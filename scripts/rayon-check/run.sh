@@ -3,9 +3,10 @@
 # Copies rayon-core 1.13 from the cargo registry into DIR (outside this repository: its
 # code is not ours to commit), inserts the annotations, builds main.rs against it with
 # [patch.crates-io] and runs it; reports and flame graphs go to DIR/out.
-# Then the bench: outside threads blocking on the pool (`install`), annotated rayon-core
-# against the registry's (a second build without the patch), 7 trials each alternating.
-# Usage: scripts/rayon-check/run.sh [DIR]   (default /tmp/rayon-check)
+# Then the bench: each workload (outside threads blocking on the pool with `install`, and
+# the three phases), annotated rayon-core against the registry's (a second build without
+# the patch), 7 trials each alternating.
+# Usage: [FRAMES=0] scripts/rayon-check/run.sh [DIR]   (default /tmp/rayon-check)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -16,11 +17,15 @@ cd "$dir/rayon-core"
 # yieldprof as a dependency, then one attribute (or frame) per wait loop.
 sed -i "0,/^\[dependencies.crossbeam-deque\]/s||[dependencies.yieldprof]\npath = \"$repo/yieldprof\"\n\n&|" Cargo.toml
 sed -i 's|^    unsafe fn wait_until_cold(|    #[yieldprof::instrument_wait]\n&|' src/registry.rs
-sed -i 's|^        job.execute();|        yieldprof::frame!("rayon job");\n&|' src/registry.rs
+# FRAMES=0: the jobs left without a frame (their time is the wait's `[unmarked work]`).
+if [ "${FRAMES:-1}" != 0 ]; then
+    sed -i 's|^        job.execute();|        yieldprof::frame!("rayon job");\n&|' src/registry.rs
+fi
 sed -i 's|^    pub(super) fn no_work_found(|    #[yieldprof::instrument_wait]\n&|; s|^    fn sleep(|    #[yieldprof::instrument_wait]\n&|' src/sleep/mod.rs
 sed -i 's|^    pub(super) fn wait_and_reset(&self) {|    #[yieldprof::instrument_wait]\n&|; s|^    pub(super) fn wait(&self) {|    #[yieldprof::instrument_wait]\n&|' src/latch.rs
 n=$(grep -c 'yieldprof::' src/registry.rs src/sleep/mod.rs src/latch.rs | awk -F: '{s+=$2} END {print s}')
-[ "$n" = 6 ] || { echo "expected 6 annotations, made $n: rayon-core changed?" >&2; exit 1; }
+want=$((5 + (${FRAMES:-1} != 0)))
+[ "$n" = "$want" ] || { echo "expected $want annotations, made $n: rayon-core changed?" >&2; exit 1; }
 cd "$dir/check"
 cp "$here/main.rs" src/main.rs
 cat > Cargo.toml <<TOML
@@ -50,10 +55,12 @@ OUT="$dir/out" ./target/release/rayon-check
 cp src/main.rs "$dir/raw/src/main.rs"
 sed '/^\[patch.crates-io\]/,/^rayon-core/d' Cargo.toml > "$dir/raw/Cargo.toml"
 (cd "$dir/raw" && cargo build --release --offline)
-for _ in 1 2 3 4 5 6 7; do
-    echo "annotated $(./target/release/rayon-check bench)"
-    echo "raw $("$dir/raw/target/release/rayon-check" bench)"
-done | sort -k1,1 -k2n | awk '{v[$1]=v[$1]" "$2; n[$1]++; a[$1, n[$1]]=$2}
-    END {m1=a["annotated",4]; m2=a["raw",4];
-         printf "ns per install, 7 trials: annotated%s; raw%s\nmedians %d / %d ns: %.2fx\n",
-                v["annotated"], v["raw"], m1, m2, m1/m2}'
+for w in install join-tree par-iter serial-then-parallel; do
+    for _ in 1 2 3 4 5 6 7; do
+        echo "annotated $(./target/release/rayon-check bench $w)"
+        echo "raw $("$dir/raw/target/release/rayon-check" bench $w)"
+    done | sort -k1,1 -k2n | awk -v w="$w" '{v[$1]=v[$1]" "$2; n[$1]++; a[$1, n[$1]]=$2}
+        END {m1=a["annotated",4]; m2=a["raw",4];
+             printf "%s, ns, 7 trials: annotated%s; raw%s\nmedians %d / %d ns: %.2fx (raw/annotated %.3fx)\n",
+                    w, v["annotated"], v["raw"], m1, m2, m1/m2, m2/m1}'
+done

@@ -330,27 +330,20 @@ impl NodeSnap {
     /// The node's off-CPU time, estimated from its measured episodes where only some
     /// were, for `wall` ns of episodes; `None` where none was measured.
     pub(crate) fn off_cpu_ns(&self, wall: u64) -> Option<u64> {
-        figure(
-            u128::from(self.off_ns),
-            u128::from(self.split_ns),
-            u128::from(wall),
-            false,
-        )
-        .value()
-        .map(|off| off.min(wall))
+        scaled_to(self.off_ns, self.split_ns, wall)
     }
 
     /// As [`NodeSnap::off_cpu_ns`], of the time queued (runnable, waiting for a CPU).
     pub(crate) fn queued_ns(&self, wall: u64) -> Option<u64> {
-        figure(
-            u128::from(self.queued_ns),
-            u128::from(self.queued_split_ns),
-            u128::from(wall),
-            false,
-        )
-        .value()
-        .map(|q| q.min(wall))
+        scaled_to(self.queued_ns, self.queued_split_ns, wall)
     }
+}
+
+/// `v` measured over `split` ns of a node's `wall`, scaled to all of it.
+fn scaled_to(v: u64, split: u64, wall: u64) -> Option<u64> {
+    figure(u128::from(v), u128::from(split), u128::from(wall), false)
+        .value()
+        .map(|v| v.min(wall))
 }
 
 /// The thread-level part of a thread's counters.

@@ -77,14 +77,14 @@ impl OwnTime {
 
     /// The long stretches between waits become `[unmarked work]`: all of those the
     /// thread was not switched in (`gap_ns`: on the CPU throughout), and of the others
-    /// (`switched_ns`: preempted) all but the frame's time queued (`queued_ns`, where
-    /// known: a job preempted waits in the run queue, the pool's scheduling, as in a
-    /// framed job). Not its whole own off-CPU time: that holds the time of calls whose
-    /// figures were not read yet (a live thread's last ~10 ms) and of calls' blocks
-    /// apportioned to it. Taken from `[on-cpu]`, then `[unexplained]`, then
-    /// `[off-cpu]`.
+    /// (`switched_ns`: preempted) all but the time queued (`queued_ns`, the frame's or
+    /// else its thread's, at most the frame's own off-CPU time: a job preempted waits
+    /// in the run queue, the pool's scheduling, as in a framed job). Not the whole own
+    /// off-CPU time: that holds the time of calls whose figures were not read yet (a
+    /// live thread's last ~10 ms) and of calls' blocks apportioned to it. Taken from
+    /// `[on-cpu]`, then `[unexplained]`, then `[off-cpu]`.
     fn take_unmarked_work(&mut self, gap_ns: u64, switched_ns: u64, queued_ns: Option<u64>) {
-        let queued = queued_ns.unwrap_or(0).min(self.off_cpu_ns);
+        let queued = queued_ns.map_or(self.off_cpu_ns, |q| q.min(self.off_cpu_ns));
         let work = (gap_ns + switched_ns.saturating_sub(queued)).min(self.total_ns());
         let from_on = work.min(self.on_cpu_ns);
         let from_unexplained = (work - from_on).min(self.unexplained_ns);
@@ -173,7 +173,9 @@ impl ThreadProfile {
                     own.take_unmarked_work(
                         n.gap_ns,
                         n.gap_switched_ns,
-                        n.counts.queued_ns(n.split_ns()),
+                        n.counts
+                            .queued_ns(n.split_ns())
+                            .or(self.counters.run_queue_ns),
                     );
                 }
                 Some(own)

@@ -34,9 +34,9 @@
 //!   "totals": { "threads", "thread_ns", "wait_ns", "wait_share" },
 //!   "findings": [ { "rule", "subject", "location", "evidence", "fix" } ],
 //!   "threads": [ { "name", "tid", "exited", "wall_ns", "wait_ns", "work_ns",
-//!                  "jobs_off_cpu_ns", "unmarked_work_ns", "wait_share", "overflowed", "reentries_skipped",
-//!                  "entries_after_exit", "returned_without_waiting", "run_queue_ns",
-//!                  "counter_source",
+//!                  "jobs_off_cpu_ns", "unmarked_work_ns", "wait_share", "overflowed",
+//!                  "reentries_skipped", "entries_after_exit", "returned_without_waiting",
+//!                  "run_queue_ns", "counter_source",
 //!                  "counters": { <event>: counter, ..., "sampled": n },
 //!                  "counters_in_wait": { <event>: counter, ..., "sampled": n },
 //!                  "counters_before_recording": { <event>: counter, ... },
@@ -45,8 +45,7 @@
 //!   "sites": [ { "name", "path", "file", "line", "episodes", "returned_without_waiting",
 //!                "wall_ns", "self_ns",
 //!                "suspended_ns", "open_ns", "spin_ns", "in_calls_ns", "time": <time>,
-//!                "own": { "spin_ns", "on_cpu_ns", "off_cpu_ns", "unexplained_ns",
-//!                         "unmarked_work_ns" },
+//!                "own": { "spin_ns", "on_cpu_ns", "off_cpu_ns", "unexplained_ns", "unmarked_work_ns" },
 //!                "durations": { "min_ns", "median_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns" },
 //!                "fragmentation": { "episodes_per_s", "short_share" },
 //!                "counters": { <event>: counter, ..., "sampled": n },
@@ -279,9 +278,7 @@ pub struct Thread {
     /// from a file written before it was added.
     #[serde(default)]
     pub jobs_off_cpu_ns: u64,
-    /// Of `work_ns`, the `[unmarked work]` of its wait sites: work done inside a wait
-    /// where no business frame names it. 0 when read from a file written before it
-    /// was added.
+    /// Of `work_ns`, its wait sites' `[unmarked work]`. 0 in older files.
     #[serde(default)]
     pub unmarked_work_ns: u64,
     /// `wait_ns / wall_ns`.
@@ -364,8 +361,7 @@ pub struct OwnTime {
     pub off_cpu_ns: u64,
     /// `[unexplained]`: not measured, no spin call counted.
     pub unexplained_ns: u64,
-    /// `[unmarked work]`: on the CPU in stretches of 10 µs or more between waits, no
-    /// business frame around it: work, not waiting.
+    /// `[unmarked work]`: work done between waits, no frame around it. 0 in older files.
     #[serde(default)]
     pub unmarked_work_ns: u64,
 }
