@@ -4,6 +4,7 @@
 //! waits for; the remedies change the protocol, not the wait.
 
 use crate::analysis::costs::Costs;
+use crate::analysis::findings::MATERIAL_SHARE;
 use crate::base::site::Kind;
 use crate::base::text::{duration, percent};
 use crate::model::profile::SiteStats;
@@ -18,11 +19,14 @@ pub(super) const HANDOFF_SWITCHES_PER_EPISODE: f64 = 0.8;
 const HANDOFF_KINDS: [Kind; 3] = [Kind::Channel, Kind::Park, Kind::Condvar];
 
 /// The evidence and the fix, where the site's episodes nearly all switched out in its
-/// handoff calls; `None` without switch counters or with fewer than `min_episodes`.
+/// handoff calls and those switches cost a material share of `threads_ns` (a handoff
+/// per long wait costs nothing); `None` without switch counters or with fewer than
+/// `min_episodes`.
 pub(super) fn handoff(
     site: &SiteStats,
     costs: &Costs,
     min_episodes: u64,
+    threads_ns: u64,
 ) -> Option<(Kind, String, String)> {
     let voluntary = site.counters.voluntary_switches.value()?;
     let episodes = site.timed_episodes();
@@ -39,10 +43,14 @@ pub(super) fn handoff(
     }
     // A switch out and the wake-up back in: two switches' worth per handoff.
     let paid = 2.0 * costs.switch_ns * voluntary as f64;
+    if paid < MATERIAL_SHARE * threads_ns as f64 {
+        return None;
+    }
     let evidence = format!(
         "{episodes} episodes made {voluntary} voluntary switches ({per_episode:.2} per \
          episode) in {calls} {} calls: nearly every wait handed the thread off and waited \
-         to be woken, ~{}{} each way ({} switch cost in all, {:.0}% of the episodes' {}){}",
+         to be woken, ~{}{} each way ({} switch cost in all, {:.0}% of the episodes' {}, \
+         {:.1}% of the threads' time){}",
         kind.name(),
         duration(costs.switch_ns as u64),
         if costs.switch_measured {
@@ -53,6 +61,7 @@ pub(super) fn handoff(
         duration(paid as u64),
         percent(paid as u64, site.wall_ns),
         duration(site.wall_ns),
+        100.0 * paid / threads_ns.max(1) as f64,
         if site.counters.voluntary_switches.is_scaled() {
             "; switches estimated from sampled episodes"
         } else {

@@ -70,7 +70,9 @@ pub(crate) fn open(
         None => clock::now(),
     };
     // What the parent did since its last wait, then this frame's own stretch begins.
-    let at = mark.page_count().or_else(|| l.counters.switches());
+    // A business frame outside a wait has no mark: no stretch of a wait frame ends
+    // there, so it reads no count either.
+    let at = mark.page_count();
     l.gap_to(prev, start, at);
     l.gap_from(start, at);
     // Deferred counters take no page mark: the sampled start's off-CPU clock serves,
@@ -183,7 +185,7 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
             end,
         )
     } else {
-        l.counters.switches()
+        None
     };
     // Its last stretch, then the parent's resumes.
     l.gap_to(o.node, end, at);
