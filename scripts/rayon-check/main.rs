@@ -53,7 +53,9 @@ fn tree(depth: u32) -> u64 {
     a + b
 }
 
-fn phase(name: &str, work: impl FnOnce()) {
+/// Runs `work` and reads its report against truth for the threads named `{pool}-N`
+/// (and main).
+fn phase(name: &str, pool: &str, work: impl FnOnce()) {
     BUSY.iter().chain(&BUSY_CPU).for_each(|b| b.store(0, Relaxed));
     let before = yieldprof::snapshot();
     let sched: Vec<_> = before
@@ -69,7 +71,7 @@ fn phase(name: &str, work: impl FnOnce()) {
     println!("| thread | wait % shown | truth (1 - leaves / life) | leaves' time |");
     let mut split = Vec::new();
     for t in p.threads() {
-        let i = match t.name.strip_prefix("rayon-") {
+        let i = match t.name.strip_prefix(pool).and_then(|n| n.strip_prefix('-')) {
             Some(n) => n.parse::<usize>().unwrap(),
             None if t.name == "main" => THREADS,
             None => continue,
@@ -209,10 +211,10 @@ fn main() {
     // Let the workers start and fall asleep.
     rayon::spawn(|| {});
     std::thread::sleep(Duration::from_millis(50));
-    phase("join-tree", join_tree);
-    phase("par-iter", par_iter);
+    phase("join-tree", "rayon", join_tree);
+    phase("par-iter", "rayon", par_iter);
     static STEPS_NS: AtomicU64 = AtomicU64::new(0);
-    phase("serial-then-parallel", || {
+    phase("serial-then-parallel", "rayon", || {
         serial_then_parallel(&STEPS_NS);
         let leaves: u64 = BUSY[..THREADS].iter().map(|b| b.load(Relaxed)).sum();
         println!(
@@ -222,5 +224,18 @@ fn main() {
             STEPS_NS.load(Relaxed) as f64 / 1e6,
             leaves as f64 / STEPS_NS.load(Relaxed) as f64
         );
+    });
+    // A pool of its own that ends before the report: its workers have exited.
+    phase("ended-pool", "ended", || {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(THREADS)
+            .thread_name(|i| format!("ended-{i}"))
+            .build()
+            .unwrap();
+        pool.install(join_tree);
+        drop(pool);
+        // `drop` asks the workers to stop; they exit on their own. The caller waits
+        // for that (a wait, as its truth counts it).
+        yieldprof::wait::sleep(Duration::from_millis(50));
     });
 }
