@@ -231,7 +231,7 @@ fn record_count(key: usize, site: Site) {
         lazy::materialise(l);
         record(l, key, site, 0, None);
         // A spin, or an awaited call: no stretch of work runs on from here.
-        l.gap_from(0, None);
+        l.spun_here();
     });
 }
 

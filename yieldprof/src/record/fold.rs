@@ -150,6 +150,8 @@ impl Local {
         self.data.records.closed();
         self.data.node(node).opened(start);
         let prev = self.current.replace(node);
+        // It spun: no stretch of the frame around it runs on (`record::gaps`).
+        self.spun_here();
         // No read of the figures since it opened (any would have come here first), and
         // none was due then: the last mark is its mark.
         let mark = self.counters.last().unwrap_or(Mark::ZERO);

@@ -1,17 +1,20 @@
 //! Work done inside a wait where no frame names it: a pool worker whose wait loop runs
 //! the jobs it finds between its waits.
 //!
-//! The thread keeps the tick its last wait call (or nested frame) ended at, and the
-//! page's switch count then. When the next one begins, or the frame closes, a stretch
-//! of at least [`GAP_NS`] since then is added to the current frame's `gap_ticks` (or
-//! `gap_switched_ticks`, where the thread was switched in it): time outside every
-//! recognised wait, far longer than a loop's own checks between two waits. A spin (a probe-counted call, a
-//! nested episode opened on the fast path) ends the stretch without one: spinning is
-//! waiting. The report makes the on-CPU part of these stretches the site's
-//! `[unmarked work]`, not its waiting (`model::own`). Direct spins are counted only when
-//! their episode ends, so a frame that counted any has no unmarked work.
+//! The thread keeps the tick its last wait call (or nested frame) ended at, the page's
+//! switch count then, its count of records and its profiler's ticks (whose own time in
+//! a stretch is not work). When the next one begins, or the frame
+//! closes, a stretch of at least [`GAP_NS`] since then is added to the current frame's
+//! `gap_ticks` (or `gap_switched_ticks`, where the thread was switched in it): time
+//! outside every recognised wait, far longer than a loop's own checks between two
+//! waits. A spin ends the stretch without one, spinning being waiting: a probe-counted
+//! call, a nested episode made a frame, or one closed on the fast path (its record
+//! moved the count of records, so that path pays nothing for this). The report makes
+//! the on-CPU part of these stretches the site's `[unmarked work]`, not its waiting
+//! (`model::own`). Direct spins are counted only when their episode ends, so a frame
+//! that counted any has no unmarked work.
 //!
-//! Each wait call pays two loads, a compare and two stores at its close (the switch
+//! Each wait call pays four loads, a compare and four stores at its close (the switch
 //! count is the one its close reads anyway); the stretch's own bump only where one was
 //! that long.
 
@@ -49,6 +52,9 @@ fn gap_ticks() -> u64 {
     }
 }
 
+/// `Local::gap_count` where the count is not known.
+const UNKNOWN: u32 = u32::MAX;
+
 impl Local {
     /// A wait or a nested frame of `node` begins (or `node` closes) at `at`, with the
     /// page's switch count `switches`: the stretch since the last one ended is
@@ -56,20 +62,44 @@ impl Local {
     /// move, else the report tells how much (`model::own`).
     #[inline(always)]
     pub(crate) fn gap_to(&self, node: u32, at: u64, switches: Option<u32>) {
-        let (from, was) = self.gap_from.get();
-        if from != 0 && at > from && at - from >= gap_ticks() {
-            let n = self.data.node(node);
-            match (was, switches) {
-                (Some(a), Some(b)) if a == b => bump(&n.gap_ticks, at - from),
-                _ => bump(&n.gap_switched_ticks, at - from),
-            }
+        let from = self.gap_from.get();
+        // An episode closed on the fast path since (a nested spin) ends the stretch.
+        let spun = self.data.records.written() != self.gap_records.get();
+        if from != 0 && at > from && at - from >= gap_ticks() && !spun {
+            self.gap_long(node, at - from, switches);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn gap_long(&self, node: u32, ticks: u64, switches: Option<u32>) {
+        // The profiler's own time in it (a nested frame's opening, a read) is its own.
+        let profiler = self.data.profiler_ticks.load(Relaxed);
+        let ticks = ticks.saturating_sub(profiler.wrapping_sub(self.gap_profiler.get()));
+        if ticks < gap_ticks() {
+            return;
+        }
+        let n = self.data.node(node);
+        match switches {
+            Some(b) if b == self.gap_count.get() && b != UNKNOWN => bump(&n.gap_ticks, ticks),
+            _ => bump(&n.gap_switched_ticks, ticks),
+        }
+    }
+
+    /// A spin: no stretch runs on from here.
+    #[inline(always)]
+    pub(crate) fn spun_here(&self) {
+        self.gap_from.set(0);
     }
 
     /// A wait or a nested frame ended at `at` (0: a spin, which ends no stretch), at
     /// the page's switch count `switches`.
     #[inline(always)]
     pub(crate) fn gap_from(&self, at: u64, switches: Option<u32>) {
-        self.gap_from.set((at, switches));
+        self.gap_from.set(at);
+        self.gap_count.set(switches.unwrap_or(UNKNOWN));
+        self.gap_records.set(self.data.records.written());
+        self.gap_profiler
+            .set(self.data.profiler_ticks.load(Relaxed));
     }
 }

@@ -186,8 +186,6 @@ fn open_fast(l: &Local, z: &Lazy) -> bool {
     z.fast_switches
         .set(c.last().map_or(0, |m: Mark| m.switches));
     z.fast_start.set(start);
-    // It spins: the frame around it does no work from here (`record::gaps`).
-    l.gap_from(0, None);
     z.fast_node.set(node);
     z.fast.set(at);
     z.behind.set(true);

@@ -315,8 +315,12 @@ pub(crate) struct Local {
     /// How many of this thread's skipped entries (`reentry::skipped`) are in `data`.
     published: Cell<u64>,
     /// The tick the last wait call or nested frame ended at (0 after a spin), and the
-    /// page's switch count then (`record::gaps`).
-    pub(super) gap_from: Cell<(u64, Option<u32>)>,
+    /// page's switch count then (`u32::MAX`: not known; `record::gaps`).
+    pub(super) gap_from: Cell<u64>,
+    pub(super) gap_count: Cell<u32>,
+    /// Its records written then (`Records::written`), and its profiler's ticks.
+    pub(super) gap_records: Cell<u64>,
+    pub(super) gap_profiler: Cell<u64>,
 }
 
 impl Drop for Local {
@@ -377,7 +381,10 @@ fn register() -> Local {
         open: OpenFrames::default(),
         unread: Unread::default(),
         published: Cell::new(0),
-        gap_from: Cell::new((0, None)),
+        gap_from: Cell::new(0),
+        gap_count: Cell::new(u32::MAX),
+        gap_records: Cell::new(0),
+        gap_profiler: Cell::new(0),
     }
 }
 

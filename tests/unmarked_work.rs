@@ -1,0 +1,114 @@
+//! Work done inside a wait with no frame around it (`record/gaps.rs`): stretches of
+//! 10 µs or more between a wait's calls are its `[unmarked work]`, the loop's short
+//! checks and spinning are not. Truth: the work the test does between the waits, on
+//! its own CPU clock, and counts it arranges. (Own binary: one session per test, one
+//! test thread at a time through `ONE`.)
+
+mod clocks;
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use yieldprof::report::OwnTime;
+
+static ONE: Mutex<()> = Mutex::new(());
+
+/// Spins on the CPU for `d` of wall time; its (CPU, wall) time, ns.
+fn busy(d: Duration) -> (u64, u64) {
+    let c = clocks::cpu_ns();
+    let t = Instant::now();
+    while t.elapsed() < d {
+        std::hint::black_box(0u64);
+    }
+    (clocks::cpu_ns() - c, t.elapsed().as_nanos() as u64)
+}
+
+/// This thread's time runnable but waiting for a CPU so far, ns (schedstat).
+fn queued_ns() -> u64 {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    s.split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `rounds` yields with `work` of business between each two, all in one wait episode;
+/// the business's (CPU, wall) time.
+#[yieldprof::instrument_wait]
+fn yields_with_work_between(rounds: u32, work: Duration) -> (u64, u64) {
+    let (mut cpu, mut wall) = (0, 0);
+    for _ in 0..rounds {
+        std::thread::yield_now();
+        let (c, w) = busy(work);
+        cpu += c;
+        wall += w;
+    }
+    std::thread::yield_now();
+    (cpu, wall)
+}
+
+/// A nested wait that only spins, for about `d`: its first wait a spin, so it opens on
+/// the fast path.
+#[yieldprof::instrument_wait]
+fn spin_for(d: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+#[yieldprof::instrument_wait]
+fn yields_around_a_spinning_wait(rounds: u32) {
+    for _ in 0..rounds {
+        std::thread::yield_now();
+        spin_for(Duration::from_micros(50));
+    }
+    std::thread::yield_now();
+}
+
+fn own(p: &yieldprof::Profile, site: &str) -> OwnTime {
+    p.site(site).unwrap_or_else(|| panic!("no site {site}")).own
+}
+
+#[test]
+fn long_stretches_between_waits_are_work_and_the_loops_checks_are_not() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let session = yieldprof::Session::this_thread();
+    let q0 = queued_ns();
+    // 50 stretches of 1 ms of work, then 500 of 1 µs (checks, not work).
+    let (cpu, wall) = yields_with_work_between(50, Duration::from_millis(1));
+    let (_, checks) = yields_with_work_between(500, Duration::from_micros(1));
+    let queued = queued_ns() - q0;
+    let p = session.finish();
+    let own = own(&p, "yields_with_work_between");
+    let work = own.unmarked_work_ns;
+    // Unswitched, a stretch is work whole; preempted, less the time queued. So at
+    // least the stretches' CPU time less what the thread queued (0 on an idle
+    // machine), at most their wall and the checks' (the stretches around them).
+    assert!(
+        work + queued + cpu / 30 >= cpu && work <= wall + checks + 100_000,
+        "[unmarked work] {work} ns; the stretches' CPU {cpu} ns, wall {wall} ns, queued \
+         {queued} ns, checks {checks} ns: {own:?}"
+    );
+    let t = &p.threads()[0];
+    assert_eq!(t.unmarked_work_ns, work, "{t:?}");
+    println!("[unmarked work] {work} ns; the stretches' CPU {cpu} ns, queued {queued} ns");
+}
+
+#[test]
+fn a_nested_spinning_wait_is_not_work_of_the_wait_around_it() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let session = yieldprof::Session::this_thread();
+    yields_around_a_spinning_wait(400);
+    let p = session.finish();
+    let outer = own(&p, "yields_around_a_spinning_wait");
+    let inner = p.site("spin_for").expect("the nested site");
+    // 400 × 50 µs of spinning nested in it, opened and closed on the fast path (one
+    // record each) or as frames: the nested site's, never the outer's work. A first
+    // episode's set-up (its node, its histograms) can make one stretch long.
+    assert!(inner.wall_ns >= 400 * 45_000, "{inner:?}");
+    assert!(
+        outer.unmarked_work_ns <= inner.wall_ns / 100,
+        "{outer:?}; nested {} ns",
+        inner.wall_ns
+    );
+}
