@@ -124,7 +124,7 @@ const WORK_INSIDE_WAIT_SHARE: f64 = 0.1;
 
 /// A finding about a cost below this share of the threads' time (summed over
 /// threads) is not worth a change: 100 bare yields in a 0.5 s run are 0.01 %.
-pub(super) const MATERIAL_SHARE: f64 = 0.01;
+const MATERIAL_SHARE: f64 = 0.01;
 /// Threads the oversubscribed finding names one by one; a process of hundreds of
 /// preempted threads gets the rest as one sum.
 const OVERSUBSCRIBED_NAMED: usize = 5;
@@ -201,7 +201,7 @@ fn site_findings(site: &SiteStats, costs: &Costs, threads_ns: u64, out: &mut Vec
         );
     }
     if let Some((kind, evidence, fix)) =
-        super::handoff::handoff(site, costs, MIN_EPISODES, threads_ns)
+        super::handoff::handoff(site, costs, MIN_EPISODES, threads_ns, MATERIAL_SHARE)
     {
         add(Rule::Handoff, call_at(site, kind), evidence, fix);
     }

@@ -4,7 +4,6 @@
 //! waits for; the remedies change the protocol, not the wait.
 
 use crate::analysis::costs::Costs;
-use crate::analysis::findings::MATERIAL_SHARE;
 use crate::base::site::Kind;
 use crate::base::text::{duration, percent};
 use crate::model::profile::SiteStats;
@@ -19,14 +18,15 @@ pub(super) const HANDOFF_SWITCHES_PER_EPISODE: f64 = 0.8;
 const HANDOFF_KINDS: [Kind; 3] = [Kind::Channel, Kind::Park, Kind::Condvar];
 
 /// The evidence and the fix, where the site's episodes nearly all switched out in its
-/// handoff calls and those switches cost a material share of `threads_ns` (a handoff
-/// per long wait costs nothing); `None` without switch counters or with fewer than
-/// `min_episodes`.
+/// handoff calls and those switches cost at least the share `material` of `threads_ns`
+/// (a handoff per long wait costs nothing); `None` without switch counters or with
+/// fewer than `min_episodes`.
 pub(super) fn handoff(
     site: &SiteStats,
     costs: &Costs,
     min_episodes: u64,
     threads_ns: u64,
+    material: f64,
 ) -> Option<(Kind, String, String)> {
     let voluntary = site.counters.voluntary_switches.value()?;
     let episodes = site.timed_episodes();
@@ -43,7 +43,7 @@ pub(super) fn handoff(
     }
     // A switch out and the wake-up back in: two switches' worth per handoff.
     let paid = 2.0 * costs.switch_ns * voluntary as f64;
-    if paid < MATERIAL_SHARE * threads_ns as f64 {
+    if paid < material * threads_ns as f64 {
         return None;
     }
     let evidence = format!(

@@ -29,7 +29,7 @@ impl Profile {
         let (kept, rest): (Vec<_>, Vec<_>) = self.threads.iter().zip(keep).partition(|(_, k)| *k);
         let rest: Vec<&ThreadProfile> = rest.into_iter().map(|(t, _)| t).collect();
         let mut merged = rest[0].clone();
-        merged.absorb_all(rest[1..].iter().copied());
+        merged.absorb_all_settled(rest[1..].iter().copied(), &self.frames, &self.calls);
         // Their kept episodes are cut, not dropped: `recorded` keeps only those their
         // rings had dropped.
         let episodes: u64 = rest.iter().map(|t| t.timeline.episodes.len() as u64).sum();

@@ -185,11 +185,25 @@ impl ThreadProfile {
     /// The `[unmarked work]` of all its wait frames: time each counts as waiting
     /// (`ThreadProfile::wait_ns`), all of it work.
     pub(crate) fn unmarked_work(&self, frames: &[FrameInfo], calls: &[CallInfo]) -> u64 {
+        self.unmarked_works(frames, calls).iter().sum()
+    }
+
+    /// Each node's `[unmarked work]` (0 for frames that are not wait frames).
+    pub(crate) fn unmarked_works(&self, frames: &[FrameInfo], calls: &[CallInfo]) -> Vec<u64> {
         self.own_times(frames, calls)
             .iter()
-            .flatten()
-            .map(|o| o.unmarked_work_ns)
-            .sum()
+            .map(|o| o.map_or(0, |o| o.unmarked_work_ns))
+            .collect()
+    }
+
+    /// Its stretches replaced by the `[unmarked work]` they make: the same figure
+    /// again from here, and one that adds up when threads merge.
+    pub(crate) fn settle_unmarked_work(&mut self, frames: &[FrameInfo], calls: &[CallInfo]) {
+        let works = self.unmarked_works(frames, calls);
+        for (n, w) in self.nodes.iter_mut().zip(works) {
+            n.gap_ns = w;
+            n.gap_switched_ns = 0;
+        }
     }
 
     /// Off-CPU time of each node's nested frames, where measured: wait frames, and

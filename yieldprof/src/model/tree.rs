@@ -2,7 +2,7 @@
 //! slots, merged, subtracted and walked by the views.
 
 use crate::base::clock;
-use crate::base::site::{FrameInfo, FrameKind, Kind};
+use crate::base::site::{CallInfo, FrameInfo, FrameKind, Kind};
 use crate::counters::{Acc, Count, CounterEvent, Counters, NodeSnap, ThreadSnap, TimeSplit};
 use crate::model::histogram::Histogram;
 use crate::model::timeline::Timeline;
@@ -152,20 +152,47 @@ impl ThreadProfile {
     /// tree's stacks for them all: thousands of threads merge in time linear in their
     /// nodes.
     pub(crate) fn absorb_all<'a>(&mut self, others: impl IntoIterator<Item = &'a ThreadProfile>) {
-        let mut index: HashMap<(u32, u32), u32> = self
-            .nodes
+        let mut index = self.index();
+        for other in others {
+            self.absorb_indexed(other, &mut index, None);
+        }
+    }
+
+    /// [`absorb_all`](ThreadProfile::absorb_all) with each thread's `[unmarked work]`
+    /// settled first (`model::own`): the merged threads' is then the sum of theirs,
+    /// where an estimate made over their sums would differ.
+    pub(crate) fn absorb_all_settled<'a>(
+        &mut self,
+        others: impl IntoIterator<Item = &'a ThreadProfile>,
+        frames: &[FrameInfo],
+        calls: &[CallInfo],
+    ) {
+        self.settle_unmarked_work(frames, calls);
+        let mut index = self.index();
+        for other in others {
+            let settled = other.unmarked_works(frames, calls);
+            self.absorb_indexed(other, &mut index, Some(&settled));
+        }
+    }
+
+    /// This tree's nodes by (parent, frame), past the root and `[overflow]`.
+    fn index(&self) -> HashMap<(u32, u32), u32> {
+        self.nodes
             .iter()
             .enumerate()
             .skip(2)
             .map(|(i, n)| ((n.parent, n.frame), i as u32))
-            .collect();
-        for other in others {
-            self.absorb_indexed(other, &mut index);
-        }
+            .collect()
     }
 
-    /// `absorb` with `index`, this tree's nodes by (parent, frame), kept up to date.
-    fn absorb_indexed(&mut self, other: &ThreadProfile, index: &mut HashMap<(u32, u32), u32>) {
+    /// `absorb` with `index`, this tree's nodes by (parent, frame), kept up to date;
+    /// `settled`: `other`'s `[unmarked work]` per node, in place of its stretches.
+    fn absorb_indexed(
+        &mut self,
+        other: &ThreadProfile,
+        index: &mut HashMap<(u32, u32), u32>,
+        settled: Option<&[u64]>,
+    ) {
         // Root and [overflow] are nodes 0 and 1 in every thread.
         let mut to_mine: Vec<u32> = vec![0, 1];
         for (i, n) in other.nodes.iter().enumerate() {
@@ -192,8 +219,13 @@ impl ThreadProfile {
             m.open_split_ns += n.open_split_ns;
             m.suspended_ns += n.suspended_ns;
             m.profiler_ns += n.profiler_ns;
-            m.gap_ns += n.gap_ns;
-            m.gap_switched_ns += n.gap_switched_ns;
+            match settled {
+                Some(work) => m.gap_ns += work[i],
+                None => {
+                    m.gap_ns += n.gap_ns;
+                    m.gap_switched_ns += n.gap_switched_ns;
+                }
+            }
             m.durations.add(&n.durations);
             m.counts = m.counts.plus(&n.counts);
             for s in &n.slots {
