@@ -330,6 +330,11 @@ fn jobs_left_unmarked_inside_the_wait_are_named_as_such() {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
         .sum();
     assert_eq!(drawn, work, "the flame graph draws it under the site");
+    let summary = report.summary();
+    assert!(
+        summary.contains("ran inside wait sites with no frame around it"),
+        "{summary}"
+    );
     let found: Vec<_> = report
         .findings(&yieldprof::report::Costs::current())
         .into_iter()

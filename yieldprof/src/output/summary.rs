@@ -93,6 +93,21 @@ fn write_missed(threads: &[ThreadStats], s: &mut String) {
     }
 }
 
+/// The part of the work column that ran inside wait sites with no frame around it.
+fn write_unmarked(threads: &[ThreadStats], s: &mut String) {
+    let work: u64 = threads.iter().map(|t| t.unmarked_work_ns).sum();
+    let wall: u64 = threads.iter().map(|t| t.wall_ns).sum();
+    if work > 0 {
+        let _ = writeln!(
+            s,
+            "  of the work, {} ({:.1}% of the threads' time) ran inside wait sites with no frame \
+             around it: their [unmarked work] (name it with yieldprof::frame!)",
+            duration(work),
+            percent(work, wall)
+        );
+    }
+}
+
 impl Profile {
     /// `3 threads, 1.20 s thread time, 18.0% of it waiting`: the totals at a glance.
     pub fn headline(&self) -> String {
@@ -141,6 +156,7 @@ impl Profile {
         write_rest(threads, &mut s);
         write_merged(threads, &mut s);
         write_missed(threads, &mut s);
+        write_unmarked(threads, &mut s);
         let sites = self.site_views();
         let _ = writeln!(s, "\nWait sites (by wall time)");
         if sites.is_empty() {
