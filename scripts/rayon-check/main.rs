@@ -230,6 +230,9 @@ fn main() {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(THREADS)
             .thread_name(|i| format!("ended-{i}"))
+            // Each worker's recording starts with its life (a thread shows up at its
+            // first record), so its life is the truth's denominator.
+            .start_handler(|_| yieldprof::wait::yield_now())
             .build()
             .unwrap();
         pool.install(join_tree);
