@@ -81,7 +81,7 @@ impl OwnTime {
     /// else its thread's, at most the frame's own off-CPU time: a job preempted waits
     /// in the run queue, the pool's scheduling, as in a framed job). Not the whole own
     /// off-CPU time: that holds the time of calls whose figures were not read yet (a
-    /// live thread's last ~10 ms) and of calls' blocks apportioned to it. Taken from
+    /// live thread's last ~1 ms) and of calls' blocks apportioned to it. Taken from
     /// `[on-cpu]`, then `[unexplained]`, then `[off-cpu]`.
     fn take_unmarked_work(&mut self, gap_ns: u64, switched_ns: u64, queued_ns: Option<u64>) {
         let queued = queued_ns.map_or(self.off_cpu_ns, |q| q.min(self.off_cpu_ns));
@@ -182,6 +182,7 @@ impl ThreadProfile {
             })
             .collect()
     }
+
     /// The `[unmarked work]` of all its wait frames: time each counts as waiting
     /// (`ThreadProfile::wait_ns`), all of it work.
     pub(crate) fn unmarked_work(&self, frames: &[FrameInfo], calls: &[CallInfo]) -> u64 {

@@ -2,17 +2,17 @@
 //! the jobs it finds between its waits.
 //!
 //! The thread keeps the tick its last wait call (or nested frame) ended at, the page's
-//! switch count then, its count of records and its profiler's ticks (whose own time in
-//! a stretch is not work). When the next one begins, or the frame
-//! closes, a stretch of at least [`GAP_NS`] since then is added to the current frame's
-//! `gap_ticks` (or `gap_switched_ticks`, where the thread was switched in it): time
-//! outside every recognised wait, far longer than a loop's own checks between two
-//! waits. A spin ends the stretch without one, spinning being waiting: a probe-counted
-//! call, a nested episode made a frame, or one closed on the fast path (its record
-//! moved the count of records, so that path pays nothing for this). The report makes
-//! the on-CPU part of these stretches the site's `[unmarked work]`, not its waiting
-//! (`model::own`). Direct spins are counted only when their episode ends, so a frame
-//! that counted any has no unmarked work.
+//! switch count then, its count of records and its profiler's ticks. When the next one
+//! begins, or the frame closes, a stretch of at least [`GAP_NS`] since then, less the
+//! profiler's own time in it, is added to the current frame's `gap_ticks` (or
+//! `gap_switched_ticks`, where the thread was switched in it): time outside every
+//! recognised wait, far longer than a loop's own checks between two waits. A spin ends
+//! the stretch without one, spinning being waiting: a probe-counted call, a nested
+//! episode made a frame, or one closed on the fast path (its record moved the count of
+//! records, so that path pays nothing for this). The report makes the on-CPU part of
+//! these stretches the site's `[unmarked work]`, not its waiting (`model::own`). Direct
+//! spins are counted only when their episode ends, so a frame that counted any has no
+//! unmarked work.
 //!
 //! Each wait call pays four loads, a compare and four stores at its close (the switch
 //! count is the one its close reads anyway); the stretch's own bump only where one was
@@ -92,8 +92,7 @@ impl Local {
         self.gap_from.set(0);
     }
 
-    /// A wait or a nested frame ended at `at` (0: a spin, which ends no stretch), at
-    /// the page's switch count `switches`.
+    /// A wait or a nested frame ended at `at`, at the page's switch count `switches`.
     #[inline(always)]
     pub(crate) fn gap_from(&self, at: u64, switches: Option<u32>) {
         self.gap_from.set(at);
