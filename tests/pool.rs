@@ -252,6 +252,12 @@ fn check(name: &str, outlive: bool, framed: bool) {
     // The report says which episodes were open, and agrees with itself.
     if outlive {
         assert!(site.open_ns > 0 && site.open_ns <= site.wall_ns, "{site:?}");
+        // Each worker's life is one wait, still open: no mean of episodes to give.
+        let summary = report.summary();
+        assert!(
+            summary.contains("no episode returned yet") && !summary.contains("no episode waited"),
+            "{summary}"
+        );
     } else {
         assert_eq!(site.open_ns, 0);
     }
@@ -332,7 +338,7 @@ fn jobs_left_unmarked_inside_the_wait_are_named_as_such() {
     assert_eq!(drawn, work, "the flame graph draws it under the site");
     let summary = report.summary();
     assert!(
-        summary.contains("ran inside wait sites with no frame around it"),
+        summary.contains("ran inside wait sites, no frame around it: [unmarked work]"),
         "{summary}"
     );
     let found: Vec<_> = report

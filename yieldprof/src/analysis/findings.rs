@@ -121,6 +121,9 @@ const NO_SWITCH_PER_YIELD: f64 = 0.05;
 /// that no frame names: a pool worker's wait loop running jobs read 18–50 % (18 % with
 /// the build VM loaded, its jobs preempted), a condvar or channel wait none.
 const WORK_INSIDE_WAIT_SHARE: f64 = 0.1;
+/// ... and at least this much of it: a short run's one slow stretch (a first episode's
+/// set-up, a preemption) is no pool's jobs.
+const WORK_INSIDE_WAIT_MIN_NS: u64 = 1_000_000;
 
 /// A finding about a cost below this share of the threads' time (summed over
 /// threads) is not worth a change: 100 bare yields in a 0.5 s run are 0.01 %.
@@ -177,7 +180,8 @@ fn site_findings(site: &SiteStats, costs: &Costs, threads_ns: u64, out: &mut Vec
         add(Rule::BlockingInAsync, at, evidence, fix);
     }
     let work = site.own.unmarked_work_ns;
-    if work as f64 >= WORK_INSIDE_WAIT_SHARE * site.wall_ns as f64
+    if work >= WORK_INSIDE_WAIT_MIN_NS
+        && work as f64 >= WORK_INSIDE_WAIT_SHARE * site.wall_ns as f64
         && work as f64 >= MATERIAL_SHARE * threads_ns as f64
     {
         add(
@@ -370,8 +374,13 @@ fn thread_findings(threads: &[ThreadStats], costs: &Costs, out: &mut Vec<Finding
              their time blocked off the CPU), so the run queue is their work's",
             100.0 * share
         ),
-        _ => "run fewer busy threads than cores, and make waiters block (park, Condvar) \
+        Some(_) => "run fewer busy threads than cores, and make waiters block (park, Condvar) \
               instead of spinning or yielding so they leave the run queue"
+            .into(),
+        // An episode still open at this report has no blocked share yet.
+        None => "run fewer busy threads than cores; where their waits spin or yield (not \
+              known yet for waits still open at this report), make them block (park, Condvar) \
+              so they leave the run queue"
             .into(),
     };
     let subject = match &found[..] {

@@ -100,8 +100,7 @@ fn write_unmarked(threads: &[ThreadStats], s: &mut String) {
     if work > 0 {
         let _ = writeln!(
             s,
-            "  of the work, {} ({:.1}% of the threads' time) ran inside wait sites with no frame \
-             around it: their [unmarked work] (name it with yieldprof::frame!)",
+            "  of the work, {} ({:.1}%) ran inside wait sites, no frame around it: [unmarked work]",
             duration(work),
             percent(work, wall)
         );
@@ -187,6 +186,13 @@ impl Profile {
                     duration(span),
                     duration(span / site.episodes.max(1)),
                 );
+            } else if site.episodes == 0 && site.open_ns > 0 {
+                // A worker's whole life in one wait: no mean of episodes to give yet.
+                let _ = writeln!(
+                    s,
+                    "    no episode returned yet, {} wall, all of it open",
+                    duration(site.wall_ns),
+                );
             } else {
                 let _ = writeln!(
                     s,
@@ -230,7 +236,7 @@ impl Profile {
                 "    time{}: {}",
                 if polled { " (polls)" } else { "" },
                 // Every episode returned at once: nothing was timed, counters or not.
-                if timed == 0 {
+                if timed == 0 && site.open_ns == 0 {
                     "none (no episode waited)".into()
                 } else {
                     time_split(&site.time)
