@@ -6,6 +6,7 @@
 
 mod clocks;
 
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use yieldprof::report::OwnTime;
@@ -132,4 +133,61 @@ fn a_nested_spinning_wait_is_not_work_of_the_wait_around_it() {
         println!("attempt {attempt}: switched {switched} times; {outer:?}");
     }
     println!("inconclusive: the thread was switched in 3 attempts");
+}
+
+/// Waits (a yield), then runs one long job inside the wait, then waits again.
+#[yieldprof::instrument_wait]
+fn wait_then_long_job(started: &std::sync::OnceLock<Instant>, done: &AtomicBool) {
+    std::thread::yield_now();
+    let _ = started.set(Instant::now());
+    while !done.load(Relaxed) {
+        std::hint::black_box(0u64);
+    }
+    std::thread::yield_now();
+}
+
+#[test]
+fn a_job_still_running_at_a_report_is_work_up_to_then() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    for attempt in 1..=3 {
+        let before = yieldprof::snapshot();
+        let started = std::sync::OnceLock::new();
+        let done = AtomicBool::new(false);
+        let (report, in_job) = std::thread::scope(|s| {
+            let worker = std::thread::Builder::new()
+                .name("long-job".into())
+                .spawn_scoped(s, || wait_then_long_job(&started, &done))
+                .unwrap();
+            while started.get().is_none() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(30));
+            let report = yieldprof::snapshot().since(&before);
+            let in_job = started.get().unwrap().elapsed().as_nanos() as u64;
+            done.store(true, Relaxed);
+            worker.join().unwrap();
+            (report, in_job)
+        });
+        let t = report
+            .threads()
+            .into_iter()
+            .find(|t| t.name == "long-job")
+            .expect("the worker");
+        // The job ran ~30 ms on the CPU when the report was read: work, not waiting,
+        // less what the run queue held it (a loaded machine: run again).
+        if t.run_queue_ns.unwrap_or(0) > in_job / 5 {
+            println!(
+                "attempt {attempt}: queued {:?} ns of {in_job}: run again",
+                t.run_queue_ns
+            );
+            continue;
+        }
+        assert!(
+            t.unmarked_work_ns >= in_job * 7 / 10 && t.unmarked_work_ns <= in_job + 1_000_000,
+            "[unmarked work] {} ns, {in_job} ns into the job at the report: {t:?}",
+            t.unmarked_work_ns
+        );
+        return;
+    }
+    println!("inconclusive: the job was queued for a CPU in 3 attempts");
 }

@@ -76,22 +76,28 @@ impl OwnTime {
     }
 
     /// The long stretches between waits become `[unmarked work]`: all of those the
-    /// thread was not switched in (`gap_ns`: on the CPU throughout), and of the others
-    /// (`switched_ns`: preempted) all but the time queued (`queued_ns`, the frame's or
-    /// else its thread's, at most the frame's own off-CPU time: a job preempted waits
-    /// in the run queue, the pool's scheduling, as in a framed job). Not the whole own
-    /// off-CPU time: that holds the time of calls whose figures were not read yet (a
-    /// live thread's last ~1 ms) and of calls' blocks apportioned to it. Taken from
-    /// `[on-cpu]`, then `[unexplained]`, then `[off-cpu]`.
+    /// thread was not switched in (`gap_ns`: on the CPU throughout; taken from
+    /// `[on-cpu]`, then `[unexplained]`, then `[off-cpu]`, which such a stretch proves
+    /// too large where it was apportioned), and of the others (`switched_ns`:
+    /// preempted) all but the time queued (`queued_ns`, the frame's or else its
+    /// thread's, at most the frame's own off-CPU time: a job preempted waits in the run
+    /// queue, the pool's scheduling, as in a framed job), at most what is left of
+    /// `[on-cpu]` and `[unexplained]`.
     fn take_unmarked_work(&mut self, gap_ns: u64, switched_ns: u64, queued_ns: Option<u64>) {
         let queued = queued_ns.map_or(self.off_cpu_ns, |q| q.min(self.off_cpu_ns));
-        let work = (gap_ns + switched_ns.saturating_sub(queued)).min(self.total_ns());
-        let from_on = work.min(self.on_cpu_ns);
-        let from_unexplained = (work - from_on).min(self.unexplained_ns);
+        let sure = gap_ns.min(self.total_ns());
+        let from_on = sure.min(self.on_cpu_ns);
+        let from_unexplained = (sure - from_on).min(self.unexplained_ns);
         self.on_cpu_ns -= from_on;
         self.unexplained_ns -= from_unexplained;
-        self.off_cpu_ns -= work - from_on - from_unexplained;
-        self.unmarked_work_ns = work;
+        self.off_cpu_ns -= sure - from_on - from_unexplained;
+        let preempted = switched_ns
+            .saturating_sub(queued)
+            .min(self.on_cpu_ns + self.unexplained_ns);
+        let from_on = preempted.min(self.on_cpu_ns);
+        self.on_cpu_ns -= from_on;
+        self.unexplained_ns -= preempted - from_on;
+        self.unmarked_work_ns = sure + preempted;
     }
 }
 

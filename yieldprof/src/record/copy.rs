@@ -118,6 +118,15 @@ impl ThreadData {
                 n
             })
             .collect();
+        // The stretch between waits running now (a job in progress), up to the copy:
+        // whether the thread was switched in it is not known here (`model::own`).
+        let from = self.stretch.load(Relaxed);
+        if ended == 0 && from != 0 && now.saturating_sub(from) >= super::gaps::gap_ticks() {
+            let node = self.stretch_node.load(Relaxed) as usize;
+            if let Some(n) = nodes.get_mut(node).filter(|n| n.open_ns > 0) {
+                n.gap_switched_ns += now - from;
+            }
+        }
         if let Some((node, start)) = hot_open {
             if let Some(n) = nodes.get_mut(node as usize) {
                 let open_ns = now.saturating_sub(start);

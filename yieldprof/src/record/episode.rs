@@ -289,6 +289,7 @@ impl CallGuard {
                     (start, profiled, l.mark(slot))
                 }
             };
+            l.in_call();
             CallGuard {
                 key,
                 site: Some(site),

@@ -12,9 +12,11 @@
 //! records, so that path pays nothing for this). The report makes the on-CPU part of
 //! these stretches the site's `[unmarked work]`, not its waiting (`model::own`). Direct
 //! spins are counted only when their episode ends, so a frame that counted any has no
-//! unmarked work.
+//! unmarked work. The stretch in progress is published (its start and node) for a copy
+//! made while it runs: a job still running at a report is work up to then.
 //!
-//! Each wait call pays four loads, a compare and four stores at its close (the switch
+//! Each wait call pays a store at its open, four loads, a compare and six stores at its
+//! close (the switch
 //! count is the one its close reads anyway); the stretch's own bump only where one was
 //! that long.
 
@@ -45,7 +47,7 @@ fn gap_ticks_now() -> u64 {
 }
 
 #[inline(always)]
-fn gap_ticks() -> u64 {
+pub(super) fn gap_ticks() -> u64 {
     match GAP_TICKS.load(Relaxed) {
         0 => gap_ticks_now(),
         t => t,
@@ -90,6 +92,13 @@ impl Local {
     #[inline(always)]
     pub(crate) fn spun_here(&self) {
         self.gap_from.set(0);
+        self.data.stretch.store(0, Relaxed);
+    }
+
+    /// A wait call begins: a copy made while it waits finds no stretch in progress.
+    #[inline(always)]
+    pub(crate) fn in_call(&self) {
+        self.data.stretch.store(0, Relaxed);
     }
 
     /// A wait or a nested frame ended at `at`, at the page's switch count `switches`.
@@ -100,5 +109,8 @@ impl Local {
         self.gap_records.set(self.data.records.written());
         self.gap_profiler
             .set(self.data.profiler_ticks.load(Relaxed));
+        // For a copy made while the stretch runs (a job in progress at a report).
+        self.data.stretch_node.store(self.current.get(), Relaxed);
+        self.data.stretch.store(at, Relaxed);
     }
 }
