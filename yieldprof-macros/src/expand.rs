@@ -102,13 +102,12 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
                 .await
         }
     } else {
-        let guard = Ident::new("__yieldprof_episode", Span::mixed_site());
-        let spins = local_spins(&krate, &guard, &rewrite.spins);
+        let enter = quote!(#krate::__private::enter_fn(&__YIELDPROF_EPISODE));
+        let guard = local_spins(&krate, enter, &rewrite.spins);
         // The static first, in the body's own block: closures of the body name it too.
         quote! {
             #site
-            let #guard = #krate::__private::enter_fn(&__YIELDPROF_EPISODE);
-            #spins
+            #guard
             #(#stmts)*
         }
     };
@@ -234,11 +233,13 @@ fn return_edge(output: &ReturnType) -> TokenStream {
     }
 }
 
-/// The counters of the spins written directly in the body, one per call site. Declared
-/// after the guard, so they drop (and are added to the episode's node) before it closes.
-fn local_spins(krate: &TokenStream, guard: &Ident, spins: &[Span]) -> TokenStream {
+/// The episode's guard: `enter`, or, when the body has direct spins, the counters of
+/// those, one per call site, holding it (so they are added to the episode's node as it
+/// closes, in the same call).
+fn local_spins(krate: &TokenStream, enter: TokenStream, spins: &[Span]) -> TokenStream {
     if spins.is_empty() {
-        return TokenStream::new();
+        let guard = Ident::new("__yieldprof_episode", Span::mixed_site());
+        return quote!(let #guard = #enter;);
     }
     let n = spins.len();
     let sites = spins
@@ -248,7 +249,7 @@ fn local_spins(krate: &TokenStream, guard: &Ident, spins: &[Span]) -> TokenStrea
     quote! {
         let #local = {
             static __YIELDPROF_SPINS: [#krate::__private::CallSite; #n] = [#(#sites),*];
-            #krate::__private::SpinCounts::new(&#guard, &__YIELDPROF_SPINS)
+            #krate::__private::SpinCounts::new(#enter, &__YIELDPROF_SPINS)
         };
     }
 }

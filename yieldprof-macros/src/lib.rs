@@ -16,11 +16,12 @@
 //!
 //! ```ignore
 //! fn wait_ready(flag: &AtomicBool) {
-//!     let __yieldprof_episode = { static EPISODE: EpisodeSite = ..; enter_fn(&EPISODE) };
-//!     // Only when the body has direct spin calls, one counter per call site:
+//!     static EPISODE: EpisodeSite = ..;
+//!     // `let __yieldprof_episode = enter_fn(&EPISODE);`, or, when the body has direct
+//!     // spin calls, their counters (one per call site) holding the episode's guard:
 //!     let __yieldprof_spins = {
 //!         static SPINS: [CallSite; 1] = [CallSite::new(Kind::Spin, file!(), line!(), column!())];
-//!         SpinCounts::new(&__yieldprof_episode, &SPINS)
+//!         SpinCounts::new(enter_fn(&EPISODE), &SPINS)
 //!     };
 //!     while !flag.load(Ordering::Acquire) {
 //!         { __yieldprof_spins.hit(0); std::hint::spin_loop() }
