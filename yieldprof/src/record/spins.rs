@@ -84,11 +84,23 @@ mod counting {
                 return episode.leave_spun(&self.sites[0], self.counts[0].get());
             }
             let mut counts = [0u64; N];
-            for (n, c) in counts.iter_mut().zip(&self.counts) {
-                *n = c.get();
+            let mut i = 0;
+            while i < N {
+                counts[i] = self.counts[i].get();
+                i += 1;
             }
-            record(episode.place(), self.sites, &counts);
+            record_all(&episode, self.sites, &counts);
         }
+    }
+
+    /// Several sites: out of line, so the fns with one (nearly all) do not carry it.
+    #[inline(never)]
+    fn record_all<const N: usize>(
+        episode: &FnEpisode,
+        sites: &'static [CallSite; N],
+        counts: &[u64; N],
+    ) {
+        record(episode.place(), sites, counts);
     }
 
     /// Adds `n` spins at `site` to the live episode at `place`, before it closes: kept
