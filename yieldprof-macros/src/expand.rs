@@ -4,7 +4,7 @@
 use crate::attr::Args;
 use crate::item;
 use crate::parse::combine;
-use crate::rewrite::{call_site, spins_local, Rewrite};
+use crate::rewrite::{call_site, spins_local, Rewrite, Runtime};
 use proc_macro2::{Span, TokenStream};
 use proc_macro_crate::FoundCrate;
 use quote::{quote, quote_spanned, ToTokens};
@@ -50,7 +50,8 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
         Some(_) => None,
         None => take_boxed_future(&mut block),
     };
-    let mut rewrite = Rewrite::new(&krate, sig.asyncness.is_some() || boxed.is_some());
+    let rt = Runtime::new(&krate);
+    let mut rewrite = Rewrite::new(&rt, sig.asyncness.is_some() || boxed.is_some());
     rewrite.visit_block_mut(&mut block);
     let stmts = &block.stmts;
 
@@ -70,7 +71,7 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
     let budget = match args.budget.as_slice() {
         [] => TokenStream::new(),
         limits => {
-            let limits = limits.iter().map(|l| l.tokens(&krate));
+            let limits = limits.iter().map(|l| l.tokens(&rt));
             quote!(.with_budget(&[#(#limits),*]))
         }
     };
@@ -79,8 +80,8 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
     // on a method can see otherwise.
     let site = quote! {
         struct __YieldprofAt;
-        static __YIELDPROF_EPISODE: #krate::__private::EpisodeSite =
-            #krate::__private::EpisodeSite::new(
+        static __YIELDPROF_EPISODE: #rt::EpisodeSite =
+            #rt::EpisodeSite::new(
                 #name, ::core::module_path!(), #function, ::core::file!(), #line,
             )
             .within(::core::any::type_name::<__YieldprofAt>)#budget;
@@ -90,7 +91,7 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
         rewrite.visit_block_mut(&mut future.block);
         quote! {
             #site
-            ::std::boxed::Box::pin(#krate::__private::instrument(&__YIELDPROF_EPISODE, #future))
+            ::std::boxed::Box::pin(#rt::instrument(&__YIELDPROF_EPISODE, #future))
         }
     } else if sig.asyncness.is_some() {
         // The episode spans the polls of the body's future. `return` and `?` in the
@@ -98,12 +99,12 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
         let edge = return_edge(&sig.output);
         quote! {
             #site
-            #krate::__private::instrument(&__YIELDPROF_EPISODE, async move { #edge #(#stmts)* })
+            #rt::instrument(&__YIELDPROF_EPISODE, async move { #edge #(#stmts)* })
                 .await
         }
     } else {
-        let enter = quote!(#krate::__private::enter_fn(&__YIELDPROF_EPISODE));
-        let guard = local_spins(&krate, enter, &rewrite.spins);
+        let enter = quote!(#rt::enter_fn(&__YIELDPROF_EPISODE));
+        let guard = local_spins(&rt, enter, &rewrite.spins);
         // The static first, in the body's own block: closures of the body name it too.
         quote! {
             #site
@@ -236,20 +237,18 @@ fn return_edge(output: &ReturnType) -> TokenStream {
 /// The episode's guard: `enter`, or, when the body has direct spins, the counters of
 /// those, one per call site, holding it (so they are added to the episode's node as it
 /// closes, in the same call).
-fn local_spins(krate: &TokenStream, enter: TokenStream, spins: &[Span]) -> TokenStream {
+fn local_spins(rt: &Runtime, enter: TokenStream, spins: &[Span]) -> TokenStream {
     if spins.is_empty() {
         let guard = Ident::new("__yieldprof_episode", Span::mixed_site());
         return quote!(let #guard = #enter;);
     }
     let n = spins.len();
-    let sites = spins
-        .iter()
-        .map(|&span| call_site(krate, "Spin", span, false));
+    let sites = spins.iter().map(|&span| call_site(rt, "Spin", span, false));
     let local = spins_local();
     quote! {
         let #local = {
-            static __YIELDPROF_SPINS: [#krate::__private::CallSite; #n] = [#(#sites),*];
-            #krate::__private::SpinCounts::new(#enter, &__YIELDPROF_SPINS)
+            static __YIELDPROF_SPINS: [#rt::CallSite; #n] = [#(#sites),*];
+            #rt::SpinCounts::new(#enter, &__YIELDPROF_SPINS)
         };
     }
 }

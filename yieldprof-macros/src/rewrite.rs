@@ -1,17 +1,17 @@
 //! Wraps the wait calls in an instrumented body with a per-call-site probe.
 
 use crate::calls::{Held, Kind, Scope};
-use proc_macro2::{Ident, Literal, Span, TokenStream};
-use quote::{quote, quote_spanned};
+use proc_macro2::{Delimiter, Group, Ident, Literal, Punct, Spacing, Span, TokenStream, TokenTree};
+use quote::{quote, ToTokens, TokenStreamExt};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 use syn::visit_mut::{self, VisitMut};
 use syn::{parse_quote, Block, Expr, ExprBlock, ExprCall, ExprMacro, Item, Pat, Stmt};
 
-/// The visitor. `krate` is the path generated code names the runtime by.
+/// The visitor. `rt` is the path generated code names the runtime's hidden items by.
 pub(crate) struct Rewrite<'a> {
-    krate: &'a TokenStream,
+    rt: &'a Runtime,
     /// Whether spins written directly in the body may be counted in the episode's
     /// local `SpinCounts` (not in an `async fn`, whose body is a future).
     local_spins: bool,
@@ -29,9 +29,9 @@ pub(crate) struct Rewrite<'a> {
 }
 
 impl<'a> Rewrite<'a> {
-    pub(crate) fn new(krate: &'a TokenStream, is_async: bool) -> Self {
+    pub(crate) fn new(rt: &'a Runtime, is_async: bool) -> Self {
         Rewrite {
-            krate,
+            rt,
             local_spins: !is_async,
             nested: false,
             in_async: is_async,
@@ -45,6 +45,53 @@ impl<'a> Rewrite<'a> {
 /// The local that holds an episode's direct spin counts.
 pub(crate) fn spins_local() -> Ident {
     Ident::new("__yieldprof_spins", Span::mixed_site())
+}
+
+/// `krate::__private`, as token trees. Interpolated many times per fn: a
+/// `TokenStream` would cross the compiler's bridge at each (clone, flush, concatenate),
+/// which in an unoptimised proc-macro was a large share of the macro's run.
+pub(crate) struct Runtime(Vec<TokenTree>);
+
+impl Runtime {
+    pub(crate) fn new(krate: &TokenStream) -> Self {
+        Runtime(quote!(#krate::__private).into_iter().collect())
+    }
+}
+
+impl ToTokens for Runtime {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(self.0.iter().cloned());
+    }
+}
+
+/// `::core::file!(), ::core::line!(), ::core::column!()` at `span`, the call's: the
+/// three report where the user wrote it. Token trees, as [`Runtime`].
+struct Location(Span);
+
+impl ToTokens for Location {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let span = self.0;
+        let punct = |c, spacing| {
+            let mut p = Punct::new(c, spacing);
+            p.set_span(span);
+            TokenTree::Punct(p)
+        };
+        for (i, name) in ["file", "line", "column"].into_iter().enumerate() {
+            if i > 0 {
+                tokens.append(punct(',', Spacing::Alone));
+            }
+            tokens.append(punct(':', Spacing::Joint));
+            tokens.append(punct(':', Spacing::Alone));
+            tokens.append(Ident::new("core", span));
+            tokens.append(punct(':', Spacing::Joint));
+            tokens.append(punct(':', Spacing::Alone));
+            tokens.append(Ident::new(name, span));
+            tokens.append(punct('!', Spacing::Alone));
+            let mut args = Group::new(Delimiter::Parenthesis, TokenStream::new());
+            args.set_span(span);
+            tokens.append(args);
+        }
+    }
 }
 
 impl VisitMut for Rewrite<'_> {
@@ -66,7 +113,7 @@ impl VisitMut for Rewrite<'_> {
         // `let g = m.lock();` is a blocking lock, timed as one.
         let awaited_later: Vec<bool> = (0..block.stmts.len())
             .map(|i| match &block.stmts[i] {
-                Stmt::Local(l) => {
+                Stmt::Local(l) if self.in_async => {
                     bound_name(&l.pat).is_some_and(|n| awaits(&block.stmts[i + 1..], n))
                 }
                 _ => false,
@@ -106,8 +153,7 @@ impl VisitMut for Rewrite<'_> {
                         mac: m.mac.clone(),
                     });
                     self.wrapped += 1;
-                    *stmt =
-                        Stmt::Expr(timed(self.krate, "Channel", span, mac, self.in_async), semi);
+                    *stmt = Stmt::Expr(timed(self.rt, "Channel", span, mac, self.in_async), semi);
                 }
                 _ => visit_mut::visit_stmt_mut(self, stmt),
             }
@@ -124,11 +170,11 @@ impl VisitMut for Rewrite<'_> {
                 // Its waits are the site's wherever it runs (another thread, later).
                 // An async closure's body is a future: left to its own rules.
                 if self.wrapped > before && !is_async {
-                    let krate = self.krate;
+                    let rt = self.rt;
                     let body = &c.body;
                     let guard = Ident::new("__yieldprof_nested", Span::mixed_site());
                     *c.body = parse_quote!({
-                        let #guard = #krate::__private::enter_nested(&__YIELDPROF_EPISODE);
+                        let #guard = #rt::enter_nested(&__YIELDPROF_EPISODE);
                         #body
                     });
                 }
@@ -137,9 +183,9 @@ impl VisitMut for Rewrite<'_> {
                 let before = self.wrapped;
                 self.nested_in(true, |v| visit_mut::visit_expr_async_mut(v, a));
                 if self.wrapped > before {
-                    let krate = self.krate;
+                    let rt = self.rt;
                     *expr = parse_quote!(
-                        #krate::__private::nested(&__YIELDPROF_EPISODE, #a)
+                        #rt::nested(&__YIELDPROF_EPISODE, #a)
                     );
                 }
             }
@@ -148,7 +194,7 @@ impl VisitMut for Rewrite<'_> {
                 visit_mut::visit_expr_call_mut(self, call);
                 if let Some(kind) = self.scope.call_kind(&call.func, false) {
                     self.wrapped += 1;
-                    let span = call.span();
+                    let span = first_span(call);
                     if let Some(form) = self.scope.asked_form(&call.func) {
                         // A `nanosleep` request is read only through `&req`: a raw
                         // pointer may not be valid to read.
@@ -157,14 +203,14 @@ impl VisitMut for Rewrite<'_> {
                                 || matches!(arg, Expr::Reference(r) if r.mutability.is_none())
                         };
                         if let Some(arg) = call.args.first_mut().filter(|a| readable(a)) {
-                            *arg = asked(self.krate, form, span, take(arg));
+                            *arg = asked(self.rt, form, span, take(arg));
                         }
                     }
                     let call = take(expr);
                     *expr = if kind == "Spin" && self.local_spins && !self.nested {
-                        self.local_spin(call)
+                        self.local_spin(span, call)
                     } else {
-                        timed(self.krate, kind, span, call, self.in_async)
+                        timed(self.rt, kind, span, call, self.in_async)
                     };
                 }
             }
@@ -175,13 +221,13 @@ impl VisitMut for Rewrite<'_> {
                     // The line and column of the method's name, not of its receiver,
                     // which may start lines above.
                     let span = call.method.span();
-                    *expr = timed(self.krate, kind, span, take(expr), self.in_async);
+                    *expr = timed(self.rt, kind, span, take(expr), self.in_async);
                 }
             }
             Expr::Macro(m) if self.scope.is_select(&m.mac.path, self.in_async) => {
                 self.wrapped += 1;
                 let span = m.mac.path.span();
-                *expr = timed(self.krate, "Channel", span, take(expr), self.in_async);
+                *expr = timed(self.rt, "Channel", span, take(expr), self.in_async);
             }
             _ => visit_mut::visit_expr_mut(self, expr),
         }
@@ -230,9 +276,9 @@ impl Rewrite<'_> {
 
     /// `{ spins.hit(i); <call> }`: the site is element `i` of the episode's static
     /// array, built from `self.spins` once the whole body is visited.
-    fn local_spin(&mut self, call: Expr) -> Expr {
+    fn local_spin(&mut self, span: Span, call: Expr) -> Expr {
         let i = Literal::usize_unsuffixed(self.spins.len());
-        self.spins.push(call.span());
+        self.spins.push(span);
         let spins = spins_local();
         let hit = Expr::Verbatim(quote!(#spins.hit(#i)));
         block(Stmt::Expr(hit, Some(Default::default())), call)
@@ -240,12 +286,12 @@ impl Rewrite<'_> {
 
     /// `{ { static SITE; count(&SITE) } <base> }`, awaited as before.
     fn counted(&self, kind: Kind, span: Span, base: Expr) -> Expr {
-        let krate = self.krate;
-        let site = call_site(krate, kind, span, false);
+        let rt = self.rt;
+        let site = call_site(rt, kind, span, false);
         let count = Expr::Verbatim(quote! {
             {
-                static __YIELDPROF_CALL: #krate::__private::CallSite = #site;
-                #krate::__private::count(&__YIELDPROF_CALL)
+                static __YIELDPROF_CALL: #rt::CallSite = #site;
+                #rt::count(&__YIELDPROF_CALL)
             }
         });
         block(Stmt::Expr(count, None), base)
@@ -290,29 +336,28 @@ fn bound_name(pat: &Pat) -> Option<&Ident> {
 /// them at its end under edition 2024). The expression's own attributes (`#[cfg(..)]`
 /// on its statement) move to the wrapper, so a call compiled out takes its probe with
 /// it.
-pub(crate) fn timed(
-    krate: &TokenStream,
-    kind: Kind,
-    span: Span,
-    mut expr: Expr,
-    in_async: bool,
-) -> Expr {
-    let site = call_site(krate, kind, span, in_async);
-    // Tokens as they are, never parsed again: most of what the macro costs a build is
-    // syn's work in an unoptimised proc-macro.
-    let guard = Expr::Verbatim(quote! {
-        {
-            static __YIELDPROF_CALL: #krate::__private::CallSite = #site;
-            #krate::__private::call_fn(&__YIELDPROF_CALL)
-        }
-    });
+pub(crate) fn timed(rt: &Runtime, kind: Kind, span: Span, mut expr: Expr, in_async: bool) -> Expr {
+    let site = call_site(rt, kind, span, in_async);
     let attrs = take_attrs(&mut expr);
+    // Tokens as they are, never parsed again: most of what the macro costs a build is
+    // syn's work in an unoptimised proc-macro. One token stream per call: each one
+    // interpolated into another crosses the compiler's bridge.
+    let guard = quote! {
+        {
+            static __YIELDPROF_CALL: #rt::CallSite = #site;
+            #rt::call_fn(&__YIELDPROF_CALL)
+        }
+    };
+    if attrs.is_empty() {
+        return Expr::Verbatim(quote!(#rt::timed_fn(#guard, #expr)));
+    }
+    // With attributes, syn's printer knows to parenthesise a call where needed.
     let mut args = Punctuated::new();
-    args.push(guard);
+    args.push(Expr::Verbatim(guard));
     args.push(expr);
     Expr::Call(ExprCall {
         attrs,
-        func: Box::new(Expr::Verbatim(quote!(#krate::__private::timed_fn))),
+        func: Box::new(Expr::Verbatim(quote!(#rt::timed_fn))),
         paren_token: Default::default(),
         args,
     })
@@ -321,14 +366,13 @@ pub(crate) fn timed(
 /// `asked(&ASKED, <arg>)`: the duration a sleep-like call asks for, recorded as the
 /// argument passes through, evaluated once where it was written. `ASKED` has the
 /// location of the call's own site, which the report matches it by.
-fn asked(krate: &TokenStream, form: &str, span: Span, arg: Expr) -> Expr {
+fn asked(rt: &Runtime, form: &str, span: Span, arg: Expr) -> Expr {
     let form = Ident::new(form, Span::call_site());
-    let location = quote_spanned!(span=> ::core::file!(), ::core::line!(), ::core::column!());
+    let location = Location(span);
     Expr::Verbatim(quote! {
-        #krate::__private::#form(
+        #rt::#form(
             {
-                static __YIELDPROF_ASKED: #krate::__private::AskedSite =
-                    #krate::__private::AskedSite::new(#location);
+                static __YIELDPROF_ASKED: #rt::AskedSite = #rt::AskedSite::new(#location);
                 &__YIELDPROF_ASKED
             },
             #arg,
@@ -341,19 +385,61 @@ fn asked(krate: &TokenStream, form: &str, span: Span, arg: Expr) -> Expr {
 /// `file!`/`line!`/`column!` carry the call's span, so they report where the user wrote
 /// the call; the rest stays macro-generated code, which lints (e.g. clippy's
 /// `blocks_in_conditions`) leave alone.
-pub(crate) fn call_site(
-    krate: &TokenStream,
+pub(crate) fn call_site(rt: &Runtime, kind: Kind, span: Span, in_async: bool) -> CallSite<'_> {
+    CallSite {
+        rt,
+        kind,
+        span,
+        in_async,
+    }
+}
+
+/// What [`call_site`] writes, as token trees into the stream it is interpolated in
+/// (see [`Runtime`]).
+pub(crate) struct CallSite<'a> {
+    rt: &'a Runtime,
     kind: Kind,
     span: Span,
     in_async: bool,
-) -> TokenStream {
-    let kind = Ident::new(kind, Span::call_site());
-    let location = quote_spanned!(span=> ::core::file!(), ::core::line!(), ::core::column!());
-    let site = quote!(#krate::__private::CallSite::new(#krate::__private::Kind::#kind, #location));
-    if in_async {
-        quote!(#site.in_async())
-    } else {
-        site
+}
+
+impl ToTokens for CallSite<'_> {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let (rt, location) = (self.rt, Location(self.span));
+        let kind = Ident::new(self.kind, Span::call_site());
+        rt.to_tokens(tokens);
+        path_tail(tokens, &["CallSite", "new"]);
+        let args = quote!(#rt::Kind::#kind, #location);
+        tokens.append(Group::new(Delimiter::Parenthesis, args));
+        if self.in_async {
+            tokens.append(Punct::new('.', Spacing::Alone));
+            tokens.append(Ident::new("in_async", Span::call_site()));
+            tokens.append(Group::new(Delimiter::Parenthesis, TokenStream::new()));
+        }
+    }
+}
+
+/// `::a::b` after a path.
+fn path_tail(tokens: &mut TokenStream, names: &[&str]) {
+    for name in names {
+        tokens.append(Punct::new(':', Spacing::Joint));
+        tokens.append(Punct::new(':', Spacing::Alone));
+        tokens.append(Ident::new(name, Span::call_site()));
+    }
+}
+
+/// Where the call begins, as syn's `span()` gives it (on stable, its first token's),
+/// without printing the whole call to find it.
+fn first_span(call: &ExprCall) -> Span {
+    match &*call.func {
+        Expr::Path(p) if call.attrs.is_empty() && p.attrs.is_empty() && p.qself.is_none() => {
+            match (&p.path.leading_colon, p.path.segments.first()) {
+                (Some(colons), _) => colons.spans[0],
+                (None, Some(first)) => first.ident.span(),
+                (None, None) => call.span(),
+            }
+        }
+        _ => call.span(),
     }
 }
 
