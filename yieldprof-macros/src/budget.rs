@@ -2,7 +2,7 @@
 //! runtime's `yieldprof::budget::Limit`s.
 
 use crate::parse::{once, value};
-use crate::rewrite::Runtime;
+use crate::sites::Runtime;
 use proc_macro2::{Literal, TokenStream};
 use quote::{quote, ToTokens};
 use syn::parse::{Parse, ParseStream};

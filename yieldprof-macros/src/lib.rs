@@ -133,6 +133,7 @@ mod expand;
 mod item;
 mod parse;
 mod rewrite;
+mod sites;
 mod wait;
 
 use proc_macro::TokenStream;

@@ -1,8 +1,9 @@
 //! Wraps the wait calls in an instrumented body with a per-call-site probe.
 
 use crate::calls::{Held, Kind, Scope};
-use proc_macro2::{Delimiter, Group, Ident, Literal, Punct, Spacing, Span, TokenStream, TokenTree};
-use quote::{quote, ToTokens, TokenStreamExt};
+use crate::sites::{self, call_site, Runtime, Sites};
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::quote;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
@@ -24,8 +25,8 @@ pub(crate) struct Rewrite<'a> {
     scope: Scope,
     /// Calls wrapped so far: a closure or async block in which it grew waits.
     wrapped: usize,
-    /// The spans of the spins counted locally, by index.
-    pub(crate) spins: Vec<Span>,
+    /// The fn's sites, each wrapped call's by index.
+    pub(crate) sites: Sites,
 }
 
 impl<'a> Rewrite<'a> {
@@ -37,7 +38,7 @@ impl<'a> Rewrite<'a> {
             in_async: is_async,
             scope: Scope::default(),
             wrapped: 0,
-            spins: Vec::new(),
+            sites: Sites::default(),
         }
     }
 }
@@ -45,53 +46,6 @@ impl<'a> Rewrite<'a> {
 /// The local that holds an episode's direct spin counts.
 pub(crate) fn spins_local() -> Ident {
     Ident::new("__yieldprof_spins", Span::mixed_site())
-}
-
-/// `krate::__private`, as token trees. Interpolated many times per fn: a
-/// `TokenStream` would cross the compiler's bridge at each (clone, flush, concatenate),
-/// which in an unoptimised proc-macro was a large share of the macro's run.
-pub(crate) struct Runtime(Vec<TokenTree>);
-
-impl Runtime {
-    pub(crate) fn new(krate: &TokenStream) -> Self {
-        Runtime(quote!(#krate::__private).into_iter().collect())
-    }
-}
-
-impl ToTokens for Runtime {
-    fn to_tokens(&self, tokens: &mut TokenStream) {
-        tokens.extend(self.0.iter().cloned());
-    }
-}
-
-/// `::core::file!(), ::core::line!(), ::core::column!()` at `span`, the call's: the
-/// three report where the user wrote it. Token trees, as [`Runtime`].
-struct Location(Span);
-
-impl ToTokens for Location {
-    fn to_tokens(&self, tokens: &mut TokenStream) {
-        let span = self.0;
-        let punct = |c, spacing| {
-            let mut p = Punct::new(c, spacing);
-            p.set_span(span);
-            TokenTree::Punct(p)
-        };
-        for (i, name) in ["file", "line", "column"].into_iter().enumerate() {
-            if i > 0 {
-                tokens.append(punct(',', Spacing::Alone));
-            }
-            tokens.append(punct(':', Spacing::Joint));
-            tokens.append(punct(':', Spacing::Alone));
-            tokens.append(Ident::new("core", span));
-            tokens.append(punct(':', Spacing::Joint));
-            tokens.append(punct(':', Spacing::Alone));
-            tokens.append(Ident::new(name, span));
-            tokens.append(punct('!', Spacing::Alone));
-            let mut args = Group::new(Delimiter::Parenthesis, TokenStream::new());
-            args.set_span(span);
-            tokens.append(args);
-        }
-    }
 }
 
 impl VisitMut for Rewrite<'_> {
@@ -153,7 +107,7 @@ impl VisitMut for Rewrite<'_> {
                         mac: m.mac.clone(),
                     });
                     self.wrapped += 1;
-                    *stmt = Stmt::Expr(timed(self.rt, "Channel", span, mac, self.in_async), semi);
+                    *stmt = Stmt::Expr(self.timed("Channel", span, mac), semi);
                 }
                 _ => visit_mut::visit_stmt_mut(self, stmt),
             }
@@ -170,11 +124,11 @@ impl VisitMut for Rewrite<'_> {
                 // Its waits are the site's wherever it runs (another thread, later).
                 // An async closure's body is a future: left to its own rules.
                 if self.wrapped > before && !is_async {
-                    let rt = self.rt;
+                    let (rt, episode) = (self.rt, sites::episode());
                     let body = &c.body;
                     let guard = Ident::new("__yieldprof_nested", Span::mixed_site());
                     *c.body = parse_quote!({
-                        let #guard = #rt::enter_nested(&__YIELDPROF_EPISODE);
+                        let #guard = #rt::enter_nested(#episode);
                         #body
                     });
                 }
@@ -183,10 +137,8 @@ impl VisitMut for Rewrite<'_> {
                 let before = self.wrapped;
                 self.nested_in(true, |v| visit_mut::visit_expr_async_mut(v, a));
                 if self.wrapped > before {
-                    let rt = self.rt;
-                    *expr = parse_quote!(
-                        #rt::nested(&__YIELDPROF_EPISODE, #a)
-                    );
+                    let (rt, episode) = (self.rt, sites::episode());
+                    *expr = parse_quote!(#rt::nested(#episode, #a));
                 }
             }
             Expr::Await(awaited) => self.awaited(awaited),
@@ -203,14 +155,15 @@ impl VisitMut for Rewrite<'_> {
                                 || matches!(arg, Expr::Reference(r) if r.mutability.is_none())
                         };
                         if let Some(arg) = call.args.first_mut().filter(|a| readable(a)) {
-                            *arg = asked(self.rt, form, span, take(arg));
+                            let site = self.sites.asked(span);
+                            *arg = asked(self.rt, form, site, take(arg));
                         }
                     }
                     let call = take(expr);
                     *expr = if kind == "Spin" && self.local_spins && !self.nested {
                         self.local_spin(span, call)
                     } else {
-                        timed(self.rt, kind, span, call, self.in_async)
+                        self.timed(kind, span, call)
                     };
                 }
             }
@@ -221,13 +174,13 @@ impl VisitMut for Rewrite<'_> {
                     // The line and column of the method's name, not of its receiver,
                     // which may start lines above.
                     let span = call.method.span();
-                    *expr = timed(self.rt, kind, span, take(expr), self.in_async);
+                    *expr = self.timed(kind, span, take(expr));
                 }
             }
             Expr::Macro(m) if self.scope.is_select(&m.mac.path, self.in_async) => {
                 self.wrapped += 1;
                 let span = m.mac.path.span();
-                *expr = timed(self.rt, "Channel", span, take(expr), self.in_async);
+                *expr = self.timed("Channel", span, take(expr));
             }
             _ => visit_mut::visit_expr_mut(self, expr),
         }
@@ -274,27 +227,28 @@ impl Rewrite<'_> {
         }
     }
 
-    /// `{ spins.hit(i); <call> }`: the site is element `i` of the episode's static
-    /// array, built from `self.spins` once the whole body is visited.
+    /// `{ spins.hit(i); <call> }`: the site is element `i` of the fn's direct spin
+    /// sites.
     fn local_spin(&mut self, span: Span, call: Expr) -> Expr {
-        let i = Literal::usize_unsuffixed(self.spins.len());
-        self.spins.push(span);
+        let i = self.sites.spin(span);
         let spins = spins_local();
         let hit = Expr::Verbatim(quote!(#spins.hit(#i)));
         block(Stmt::Expr(hit, Some(Default::default())), call)
     }
 
-    /// `{ { static SITE; count(&SITE) } <base> }`, awaited as before.
-    fn counted(&self, kind: Kind, span: Span, base: Expr) -> Expr {
+    /// `{ count(&SITE); <base> }`, awaited as before.
+    fn counted(&mut self, kind: Kind, span: Span, base: Expr) -> Expr {
         let rt = self.rt;
-        let site = call_site(rt, kind, span, false);
-        let count = Expr::Verbatim(quote! {
-            {
-                static __YIELDPROF_CALL: #rt::CallSite = #site;
-                #rt::count(&__YIELDPROF_CALL)
-            }
-        });
-        block(Stmt::Expr(count, None), base)
+        let site = self.sites.call(kind, span, false);
+        let count = Expr::Verbatim(quote!(#rt::count(#site)));
+        block(Stmt::Expr(count, Some(Default::default())), base)
+    }
+
+    /// `timed_fn(call_fn(&SITE), <expr>)`, see [`wrap`].
+    fn timed(&mut self, kind: Kind, span: Span, expr: Expr) -> Expr {
+        let rt = self.rt;
+        let site = self.sites.call(kind, span, self.in_async);
+        wrap(rt, quote!(#rt::call_fn(#site)), expr)
     }
 }
 
@@ -330,24 +284,15 @@ fn bound_name(pat: &Pat) -> Option<&Ident> {
     }
 }
 
-/// `timed_fn({ static SITE; call_fn(&SITE) }, <expr>)`: the guard starts before `expr` is
-/// evaluated and stops when `timed` returns its value. A call, not a block, so the
-/// temporaries of `expr` live as long as they did unwrapped (a block's tail would drop
-/// them at its end under edition 2024). The expression's own attributes (`#[cfg(..)]`
-/// on its statement) move to the wrapper, so a call compiled out takes its probe with
-/// it.
-pub(crate) fn timed(rt: &Runtime, kind: Kind, span: Span, mut expr: Expr, in_async: bool) -> Expr {
-    let site = call_site(rt, kind, span, in_async);
+/// `timed_fn(<guard>, <expr>)`: the guard starts before `expr` is evaluated and stops
+/// when `timed_fn` returns its value. A call, not a block, so the temporaries of `expr`
+/// live as long as they did unwrapped (a block's tail would drop them at its end under
+/// edition 2024). The expression's own attributes (`#[cfg(..)]` on its statement) move
+/// to the wrapper, so a call compiled out takes its probe with it.
+fn wrap(rt: &Runtime, guard: TokenStream, mut expr: Expr) -> Expr {
     let attrs = take_attrs(&mut expr);
     // Tokens as they are, never parsed again: most of what the macro costs a build is
-    // syn's work in an unoptimised proc-macro. One token stream per call: each one
-    // interpolated into another crosses the compiler's bridge.
-    let guard = quote! {
-        {
-            static __YIELDPROF_CALL: #rt::CallSite = #site;
-            #rt::call_fn(&__YIELDPROF_CALL)
-        }
-    };
+    // syn's work in an unoptimised proc-macro.
     if attrs.is_empty() {
         return Expr::Verbatim(quote!(#rt::timed_fn(#guard, #expr)));
     }
@@ -363,69 +308,25 @@ pub(crate) fn timed(rt: &Runtime, kind: Kind, span: Span, mut expr: Expr, in_asy
     })
 }
 
-/// `asked(&ASKED, <arg>)`: the duration a sleep-like call asks for, recorded as the
-/// argument passes through, evaluated once where it was written. `ASKED` has the
-/// location of the call's own site, which the report matches it by.
-fn asked(rt: &Runtime, form: &str, span: Span, arg: Expr) -> Expr {
-    let form = Ident::new(form, Span::call_site());
-    let location = Location(span);
-    Expr::Verbatim(quote! {
-        #rt::#form(
-            {
-                static __YIELDPROF_ASKED: #rt::AskedSite = #rt::AskedSite::new(#location);
-                &__YIELDPROF_ASKED
-            },
-            #arg,
-        )
-    })
-}
-
-/// `CallSite::new(kind, file!(), line!(), column!())` for the call at `span`, marked
-/// `.in_async()` when it blocks a thread from async code. Only
-/// `file!`/`line!`/`column!` carry the call's span, so they report where the user wrote
-/// the call; the rest stays macro-generated code, which lints (e.g. clippy's
-/// `blocks_in_conditions`) leave alone.
-pub(crate) fn call_site(rt: &Runtime, kind: Kind, span: Span, in_async: bool) -> CallSite<'_> {
-    CallSite {
-        rt,
-        kind,
-        span,
-        in_async,
-    }
-}
-
-/// What [`call_site`] writes, as token trees into the stream it is interpolated in
-/// (see [`Runtime`]).
-pub(crate) struct CallSite<'a> {
-    rt: &'a Runtime,
-    kind: Kind,
-    span: Span,
-    in_async: bool,
-}
-
-impl ToTokens for CallSite<'_> {
-    fn to_tokens(&self, tokens: &mut TokenStream) {
-        let (rt, location) = (self.rt, Location(self.span));
-        let kind = Ident::new(self.kind, Span::call_site());
-        rt.to_tokens(tokens);
-        path_tail(tokens, &["CallSite", "new"]);
-        let args = quote!(#rt::Kind::#kind, #location);
-        tokens.append(Group::new(Delimiter::Parenthesis, args));
-        if self.in_async {
-            tokens.append(Punct::new('.', Spacing::Alone));
-            tokens.append(Ident::new("in_async", Span::call_site()));
-            tokens.append(Group::new(Delimiter::Parenthesis, TokenStream::new()));
+/// `timed_fn({ static SITE; call_fn(&SITE) }, <expr>)`, with a static of its own:
+/// `yieldprof::wait!`, outside any annotated fn's sites.
+pub(crate) fn timed(rt: &Runtime, kind: Kind, span: Span, expr: Expr) -> Expr {
+    let site = call_site(rt, kind, span, false);
+    let guard = quote! {
+        {
+            static __YIELDPROF_CALL: #rt::CallSite = #site;
+            #rt::call_fn(&__YIELDPROF_CALL)
         }
-    }
+    };
+    wrap(rt, guard, expr)
 }
 
-/// `::a::b` after a path.
-fn path_tail(tokens: &mut TokenStream, names: &[&str]) {
-    for name in names {
-        tokens.append(Punct::new(':', Spacing::Joint));
-        tokens.append(Punct::new(':', Spacing::Alone));
-        tokens.append(Ident::new(name, Span::call_site()));
-    }
+/// `asked(&SITE, <arg>)`: the duration a sleep-like call asks for, recorded as the
+/// argument passes through, evaluated once where it was written. The site has the
+/// location of the call's own site, which the report matches it by.
+fn asked(rt: &Runtime, form: &str, site: TokenStream, arg: Expr) -> Expr {
+    let form = Ident::new(form, Span::call_site());
+    Expr::Verbatim(quote!(#rt::#form(#site, #arg)))
 }
 
 /// Where the call begins, as syn's `span()` gives it (on stable, its first token's),

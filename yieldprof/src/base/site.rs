@@ -133,6 +133,11 @@ pub struct EpisodeSite {
     pub(crate) owner: Option<fn() -> &'static str>,
 }
 
+/// What [`EpisodeSite::number`] starts at: a constant, evaluated once, not a `new` per
+/// annotated fn (docs/cost.md, "Compile time"). Only ever copied into a static.
+#[allow(clippy::declare_interior_mutable_const)]
+const UNNUMBERED: AtomicU32 = AtomicU32::new(0);
+
 impl EpisodeSite {
     /// Called by the macro; `name` is the `name = "..."` argument.
     pub const fn new(
@@ -149,7 +154,7 @@ impl EpisodeSite {
             file,
             line,
             budget: &[],
-            number: AtomicU32::new(0),
+            number: UNNUMBERED,
             owner: None,
         }
     }
@@ -226,7 +231,7 @@ impl CallSite {
             line,
             column,
             in_async: false,
-            blocked: crate::base::blocked::Blocked::new(),
+            blocked: crate::base::blocked::Blocked::NEW,
         }
     }
 
