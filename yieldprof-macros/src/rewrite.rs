@@ -1,9 +1,9 @@
 //! Wraps the wait calls in an instrumented body with a per-call-site probe.
 
 use crate::calls::{Held, Kind, Scope};
-use crate::sites::{self, call_site, Runtime, Sites};
-use proc_macro2::{Ident, Span, TokenStream};
-use quote::quote;
+use crate::sites::{self, call_site, Runtime, SiteRef, Sites};
+use proc_macro2::{Delimiter, Group, Ident, Punct, Spacing, Span, TokenStream};
+use quote::{quote, ToTokens, TokenStreamExt};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
@@ -248,7 +248,7 @@ impl Rewrite<'_> {
     fn timed(&mut self, kind: Kind, span: Span, expr: Expr) -> Expr {
         let rt = self.rt;
         let site = self.sites.call(kind, span, self.in_async);
-        wrap(rt, quote!(#rt::call_fn(#site)), expr)
+        wrap(rt, CallFn(rt, site), expr)
     }
 }
 
@@ -289,7 +289,7 @@ fn bound_name(pat: &Pat) -> Option<&Ident> {
 /// live as long as they did unwrapped (a block's tail would drop them at its end under
 /// edition 2024). The expression's own attributes (`#[cfg(..)]` on its statement) move
 /// to the wrapper, so a call compiled out takes its probe with it.
-fn wrap(rt: &Runtime, guard: TokenStream, mut expr: Expr) -> Expr {
+fn wrap(rt: &Runtime, guard: impl ToTokens, mut expr: Expr) -> Expr {
     let attrs = take_attrs(&mut expr);
     // Tokens as they are, never parsed again: most of what the macro costs a build is
     // syn's work in an unoptimised proc-macro.
@@ -298,7 +298,7 @@ fn wrap(rt: &Runtime, guard: TokenStream, mut expr: Expr) -> Expr {
     }
     // With attributes, syn's printer knows to parenthesise a call where needed.
     let mut args = Punctuated::new();
-    args.push(Expr::Verbatim(guard));
+    args.push(Expr::Verbatim(guard.into_token_stream()));
     args.push(expr);
     Expr::Call(ExprCall {
         attrs,
@@ -321,10 +321,26 @@ pub(crate) fn timed(rt: &Runtime, kind: Kind, span: Span, expr: Expr) -> Expr {
     wrap(rt, guard, expr)
 }
 
+/// `call_fn(&SITE)`, written as token trees into the wrapper's stream.
+struct CallFn<'a>(&'a Runtime, SiteRef);
+
+impl ToTokens for CallFn<'_> {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        self.0.to_tokens(tokens);
+        tokens.append(Punct::new(':', Spacing::Joint));
+        tokens.append(Punct::new(':', Spacing::Alone));
+        tokens.append(Ident::new("call_fn", Span::call_site()));
+        tokens.append(Group::new(
+            Delimiter::Parenthesis,
+            self.1.into_token_stream(),
+        ));
+    }
+}
+
 /// `asked(&SITE, <arg>)`: the duration a sleep-like call asks for, recorded as the
 /// argument passes through, evaluated once where it was written. The site has the
 /// location of the call's own site, which the report matches it by.
-fn asked(rt: &Runtime, form: &str, site: TokenStream, arg: Expr) -> Expr {
+fn asked(rt: &Runtime, form: &str, site: SiteRef, arg: Expr) -> Expr {
     let form = Ident::new(form, Span::call_site());
     Expr::Verbatim(quote!(#rt::#form(#site, #arg)))
 }

@@ -75,19 +75,18 @@ enum Field {
 
 impl Sites {
     /// `&SITES.n`, a new call site.
-    pub(crate) fn call(&mut self, kind: Kind, span: Span, in_async: bool) -> TokenStream {
+    pub(crate) fn call(&mut self, kind: Kind, span: Span, in_async: bool) -> SiteRef {
         self.add(Field::Call(kind, span, in_async))
     }
 
     /// `&SITES.n`, a new sleep request's site.
-    pub(crate) fn asked(&mut self, span: Span) -> TokenStream {
+    pub(crate) fn asked(&mut self, span: Span) -> SiteRef {
         self.add(Field::Asked(span))
     }
 
-    fn add(&mut self, field: Field) -> TokenStream {
+    fn add(&mut self, field: Field) -> SiteRef {
         self.fields.push(field);
-        let n = Literal::usize_unsuffixed(self.fields.len() + 1);
-        quote!(&__YIELDPROF_SITES.#n)
+        SiteRef(self.fields.len() + 1)
     }
 
     /// The index of a new direct spin site in `SITES.1`.
@@ -105,19 +104,8 @@ impl Sites {
     pub(crate) fn declare(&self, rt: &Runtime, episode: TokenStream) -> TokenStream {
         let n = self.spins.len();
         let spins = self.spins.iter().map(|&s| call_site(rt, "Spin", s, false));
-        let types = self.fields.iter().map(|f| match f {
-            Field::Call(..) => quote!(#rt::CallSite),
-            Field::Asked(_) => quote!(#rt::AskedSite),
-        });
-        let values = self.fields.iter().map(|f| match *f {
-            Field::Call(kind, span, in_async) => {
-                call_site(rt, kind, span, in_async).into_token_stream()
-            }
-            Field::Asked(span) => {
-                let location = Location(span);
-                quote!(#rt::AskedSite::new(#location))
-            }
-        });
+        let types = self.fields.iter().map(|f| FieldType(rt, f));
+        let values = self.fields.iter().map(|f| FieldValue(rt, f));
         quote! {
             static __YIELDPROF_SITES: (#rt::EpisodeSite, [#rt::CallSite; #n], #(#types,)*) =
                 (#episode, [#(#spins),*], #(#values,)*);
@@ -125,14 +113,59 @@ impl Sites {
     }
 }
 
+/// A field's type in the static.
+struct FieldType<'a>(&'a Runtime, &'a Field);
+
+impl ToTokens for FieldType<'_> {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        self.0.to_tokens(tokens);
+        match self.1 {
+            Field::Call(..) => path_tail(tokens, &["CallSite"]),
+            Field::Asked(_) => path_tail(tokens, &["AskedSite"]),
+        }
+    }
+}
+
+/// A field's value in the static.
+struct FieldValue<'a>(&'a Runtime, &'a Field);
+
+impl ToTokens for FieldValue<'_> {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        match *self.1 {
+            Field::Call(kind, span, in_async) => {
+                call_site(self.0, kind, span, in_async).to_tokens(tokens)
+            }
+            Field::Asked(span) => {
+                self.0.to_tokens(tokens);
+                path_tail(tokens, &["AskedSite", "new"]);
+                let location = Location(span).into_token_stream();
+                tokens.append(Group::new(Delimiter::Parenthesis, location));
+            }
+        }
+    }
+}
+
+/// `&__YIELDPROF_SITES.n`: field `n` of the fn's static, written as token trees.
+#[derive(Clone, Copy)]
+pub(crate) struct SiteRef(usize);
+
+impl ToTokens for SiteRef {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.append(Punct::new('&', Spacing::Alone));
+        tokens.append(Ident::new("__YIELDPROF_SITES", Span::call_site()));
+        tokens.append(Punct::new('.', Spacing::Alone));
+        tokens.append(Literal::usize_unsuffixed(self.0));
+    }
+}
+
 /// `&__YIELDPROF_SITES.0`, the fn's episode site.
-pub(crate) fn episode() -> TokenStream {
-    quote!(&__YIELDPROF_SITES.0)
+pub(crate) fn episode() -> SiteRef {
+    SiteRef(0)
 }
 
 /// `&__YIELDPROF_SITES.1`, the direct spin sites.
-pub(crate) fn spin_sites() -> TokenStream {
-    quote!(&__YIELDPROF_SITES.1)
+pub(crate) fn spin_sites() -> SiteRef {
+    SiteRef(1)
 }
 
 /// `CallSite::new(kind, file!(), line!(), column!())` for the call at `span`, marked
