@@ -8,9 +8,10 @@ use crate::base::fork::{ForkMutex, Locked};
 #[cfg(feature = "enabled")]
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
-/// The durations one sleep-like call line asked for: a static per call, made by the
-/// macro. Threads share it: an atomic add costs tens of ns on a call that sleeps for
-/// tens of µs at least, and keeps the figures exact without a per-thread table.
+/// The durations one sleep-like call line asked for: a field of its function's static
+/// of sites, made by the macro. Threads share it: an atomic add costs tens of ns on a
+/// call that sleeps for tens of µs at least, and keeps the figures exact without a
+/// per-thread table.
 #[cfg(feature = "enabled")]
 #[doc(hidden)]
 #[derive(Debug)]

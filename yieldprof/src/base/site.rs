@@ -114,7 +114,7 @@ impl Kind {
     }
 }
 
-/// A function annotated with `#[instrument_wait]`: one static per function.
+/// A function annotated with `#[instrument_wait]`: the first field of its static.
 #[doc(hidden)]
 #[derive(Debug)]
 // Read only by the recording half; the macro builds it in both builds.
@@ -133,11 +133,6 @@ pub struct EpisodeSite {
     pub(crate) owner: Option<fn() -> &'static str>,
 }
 
-/// What [`EpisodeSite::number`] starts at: a constant, evaluated once, not a `new` per
-/// annotated fn (docs/cost.md, "Compile time"). Only ever copied into a static.
-#[allow(clippy::declare_interior_mutable_const)]
-const UNNUMBERED: AtomicU32 = AtomicU32::new(0);
-
 impl EpisodeSite {
     /// Called by the macro; `name` is the `name = "..."` argument.
     pub const fn new(
@@ -154,7 +149,7 @@ impl EpisodeSite {
             file,
             line,
             budget: &[],
-            number: UNNUMBERED,
+            number: AtomicU32::new(0),
             owner: None,
         }
     }
@@ -208,7 +203,7 @@ impl WorkSite {
     }
 }
 
-/// One rewritten wait call: one static per call site.
+/// One rewritten wait call: a field of its function's static (`wait!`: its own).
 #[doc(hidden)]
 #[derive(Debug)]
 // Read only by the recording half; the macro builds it in both builds.

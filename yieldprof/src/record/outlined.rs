@@ -25,9 +25,14 @@ use std::mem::ManuallyDrop;
 use std::ops::Deref;
 
 #[cfg(not(feature = "tracing"))]
-use crate::record::episode::{enter, WaitGuard as Guard};
+use crate::record::episode::enter;
+/// What an episode's guard is (the tracing span's with the `tracing` feature).
+#[cfg(not(feature = "tracing"))]
+pub(crate) use crate::record::episode::WaitGuard as Guard;
 #[cfg(feature = "tracing")]
-use crate::record::tracing_bridge::{enter, TracedEpisode as Guard};
+use crate::record::tracing_bridge::enter;
+#[cfg(feature = "tracing")]
+pub(crate) use crate::record::tracing_bridge::TracedEpisode as Guard;
 
 /// Leaves the episode when dropped: on return, on `?` and during a panic.
 #[doc(hidden)]
@@ -81,31 +86,15 @@ impl Drop for FnEpisode {
 extern "C" fn leave(_guard: Guard) {}
 
 impl FnEpisode {
-    /// Leaves the episode after adding `n` spins at `site` to it: one call where the
-    /// spins and the close were two (`SpinCounts`' drop).
+    /// The guard inside, taken out: whoever takes it leaves the episode by dropping it
+    /// (`SpinCounts`, which adds its spins first, in the same call).
     #[cfg(feature = "enabled")]
     #[inline(always)]
-    pub(crate) fn leave_spun(self, site: &'static CallSite, n: u64) {
+    pub(crate) fn into_guard(self) -> Guard {
         let mut this = ManuallyDrop::new(self);
         // SAFETY: taken once; `this` is never dropped.
-        leave_spun(unsafe { ManuallyDrop::take(&mut this.0) }, site, n);
+        unsafe { ManuallyDrop::take(&mut this.0) }
     }
-}
-
-/// The spins first, before the episode closes; the guard drops at its end.
-/// `extern "C"` for its no-unwind guarantee, as [`leave`].
-#[cfg(all(feature = "enabled", not(feature = "tracing")))]
-#[inline(never)]
-#[allow(improper_ctypes_definitions)]
-extern "C" fn leave_spun(guard: Guard, site: &'static CallSite, n: u64) {
-    crate::record::spins::close_one(guard.place(), site, n);
-}
-
-/// With the `tracing` feature the guard's drop runs the subscriber's code: unwinding.
-#[cfg(feature = "tracing")]
-#[inline(never)]
-fn leave_spun(guard: Guard, site: &'static CallSite, n: u64) {
-    crate::record::spins::close_one(guard.place(), site, n);
 }
 
 #[cfg(feature = "tracing")]

@@ -9,8 +9,6 @@
 //! those may run after the episode, or on another thread.
 
 #[cfg(feature = "enabled")]
-pub(crate) use counting::close_one;
-#[cfg(feature = "enabled")]
 pub use counting::SpinCounts;
 #[cfg(not(feature = "enabled"))]
 pub use off::SpinCounts;
@@ -19,7 +17,7 @@ pub use off::SpinCounts;
 mod counting {
     use crate::base::site::CallSite;
     use crate::record::lazy;
-    use crate::record::outlined::FnEpisode;
+    use crate::record::outlined::{FnEpisode, Guard};
     use crate::record::thread;
     use std::cell::Cell;
     use std::marker::PhantomData;
@@ -81,7 +79,7 @@ mod counting {
             // every access at a constant index, the counters then live in registers
             // for the whole loop instead of being stored at each PAUSE.
             if N == 1 {
-                return episode.leave_spun(&self.sites[0], self.counts[0].get());
+                return leave_spun(episode.into_guard(), &self.sites[0], self.counts[0].get());
             }
             let mut counts = [0u64; N];
             let mut i = 0;
@@ -103,10 +101,26 @@ mod counting {
         record(episode.place(), sites, counts);
     }
 
-    /// Adds `n` spins at `site` to the live episode at `place`, before it closes: kept
-    /// with its entry (in its record, if it is on the fast path), else added to its node.
-    #[inline(always)]
-    pub(crate) fn close_one(place: (u32, u32), site: &'static CallSite, n: u64) {
+    /// Adds `n` spins at `site` to the episode, then leaves it (the guard drops at the
+    /// end): one call where the spins and the close were two. The spins are kept with
+    /// the entry (in its record, if it is on the fast path), else added to its node.
+    /// `extern "C"` for its no-unwind guarantee, as `record/outlined.rs`'s `leave`.
+    #[cfg(not(feature = "tracing"))]
+    #[inline(never)]
+    #[allow(improper_ctypes_definitions)]
+    extern "C" fn leave_spun(guard: Guard, site: &'static CallSite, n: u64) {
+        let place = guard.place();
+        if !lazy::spun(place.0, site, n) {
+            record(place, std::slice::from_ref(site), &[n]);
+        }
+    }
+
+    /// With the `tracing` feature the guard's drop runs the subscriber's code, which
+    /// may unwind.
+    #[cfg(feature = "tracing")]
+    #[inline(never)]
+    fn leave_spun(guard: Guard, site: &'static CallSite, n: u64) {
+        let place = guard.place();
         if !lazy::spun(place.0, site, n) {
             record(place, std::slice::from_ref(site), &[n]);
         }
