@@ -2,6 +2,7 @@
 //! runtime's `yieldprof::budget::Limit`s.
 
 use crate::parse::{once, value};
+use crate::sites::Runtime;
 use proc_macro2::{Literal, TokenStream};
 use quote::{quote, ToTokens};
 use syn::parse::{Parse, ParseStream};
@@ -71,9 +72,8 @@ pub(crate) enum Limit {
 }
 
 impl Limit {
-    /// The `Limit` expression, naming the runtime as `krate`.
-    pub(crate) fn tokens(&self, krate: &TokenStream) -> TokenStream {
-        let p = quote!(#krate::__private);
+    /// The `Limit` expression, naming the runtime's hidden items by `p`.
+    pub(crate) fn tokens(&self, p: &Runtime) -> TokenStream {
         let kind = |k: &str| {
             let k = Ident::new(k, proc_macro2::Span::call_site());
             quote!(#p::Kind::#k)

@@ -195,11 +195,17 @@ impl Scope {
         let future =
             |kind: Option<Kind>| kind.filter(|_| in_async).map_or(Held::Other, Held::Future);
         match init {
-            Some(Expr::Call(call)) if BACKOFF_NEW.iter().any(|p| self.path_is(&call.func, p)) => {
-                Held::Backoff
+            Some(Expr::Call(call)) => {
+                let paths = self.resolve_func(&call.func);
+                if BACKOFF_NEW.iter().any(|p| matches(&paths, p)) {
+                    Held::Backoff
+                } else if in_async {
+                    future(find(&paths, AWAITED_PATHS))
+                } else {
+                    Held::Other
+                }
             }
-            Some(Expr::Call(call)) => future(self.call_kind(&call.func, true)),
-            Some(Expr::MethodCall(call)) => future(self.method_kind(call, true)),
+            Some(Expr::MethodCall(call)) if in_async => future(self.method_kind(call, true)),
             _ => Held::Other,
         }
     }
@@ -245,43 +251,25 @@ impl Scope {
         out
     }
 
-    /// Whether `func` is a path that resolves to `pattern` (`a::b::c`), or ends with
-    /// it when `pattern` names a type's function (`Backoff::new`).
-    fn path_is(&self, func: &Expr, pattern: &str) -> bool {
-        let Expr::Path(p) = func else {
-            return false;
-        };
-        p.qself.is_none() && self.path_matches(&p.path, pattern)
-    }
-
-    fn path_matches(&self, path: &Path, pattern: &str) -> bool {
-        let want: Vec<&str> = pattern.split("::").collect();
-        let by_suffix = want.len() == 2 && want[0].starts_with(char::is_uppercase);
-        self.resolve(path).iter().any(|p| {
-            let tail = if by_suffix && p.len() >= 2 {
-                &p[p.len() - 2..]
-            } else {
-                &p[..]
-            };
-            tail.len() == want.len() && tail.iter().zip(&want).all(|(a, b)| a == b)
-        })
+    /// The paths `func` may stand for ([`Scope::resolve`]); none when it is not a path.
+    /// Resolved once per call and matched against each table entry: the names are
+    /// strings, each made across the compiler's bridge.
+    fn resolve_func(&self, func: &Expr) -> Vec<Vec<String>> {
+        match func {
+            Expr::Path(p) if p.qself.is_none() => self.resolve(&p.path),
+            _ => Vec::new(),
+        }
     }
 
     /// The kind of a call of `func`, or of an awaited one.
     pub(crate) fn call_kind(&self, func: &Expr, awaited: bool) -> Option<Kind> {
         let table = if awaited { AWAITED_PATHS } else { PATHS };
-        table
-            .iter()
-            .find(|(p, _)| self.path_is(func, p))
-            .map(|&(_, k)| k)
+        find(&self.resolve_func(func), table)
     }
 
     /// The runtime function that records the duration a sleep-like call asks for.
     pub(crate) fn asked_form(&self, func: &Expr) -> Option<&'static str> {
-        ASKED
-            .iter()
-            .find(|(p, _)| self.path_is(func, p))
-            .map(|&(_, f)| f)
+        find(&self.resolve_func(func), ASKED)
     }
 
     /// The kind of a method call, or of an awaited one.
@@ -297,8 +285,35 @@ impl Scope {
 
     /// Whether a macro invocation is crossbeam's blocking `select!`.
     pub(crate) fn is_select(&self, path: &Path, in_async: bool) -> bool {
-        !in_async && SELECT.iter().any(|p| self.path_matches(path, p))
+        if in_async {
+            return false;
+        }
+        let paths = self.resolve(path);
+        SELECT.iter().any(|p| matches(&paths, p))
     }
+}
+
+/// The value of the first entry of `table` that one of `paths` matches.
+fn find<T: Copy>(paths: &[Vec<String>], table: &[(&str, T)]) -> Option<T> {
+    table
+        .iter()
+        .find(|(p, _)| matches(paths, p))
+        .map(|&(_, v)| v)
+}
+
+/// Whether one of `paths` is `pattern` (`a::b::c`), or ends with it when `pattern`
+/// names a type's function (`Backoff::new`).
+fn matches(paths: &[Vec<String>], pattern: &str) -> bool {
+    let want: Vec<&str> = pattern.split("::").collect();
+    let by_suffix = want.len() == 2 && want[0].starts_with(char::is_uppercase);
+    paths.iter().any(|p| {
+        let tail = if by_suffix && p.len() >= 2 {
+            &p[p.len() - 2..]
+        } else {
+            &p[..]
+        };
+        tail.len() == want.len() && tail.iter().zip(&want).all(|(a, b)| a == b)
+    })
 }
 
 /// The kinds `yieldprof::wait!` takes, by the name written: the timed ones.

@@ -4,7 +4,8 @@
 use crate::attr::Args;
 use crate::item;
 use crate::parse::combine;
-use crate::rewrite::{call_site, spins_local, Rewrite};
+use crate::rewrite::{spins_local, Rewrite};
+use crate::sites::{self, Runtime};
 use proc_macro2::{Span, TokenStream};
 use proc_macro_crate::FoundCrate;
 use quote::{quote, quote_spanned, ToTokens};
@@ -46,12 +47,16 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
         sig,
         mut block,
     } = func;
-    let boxed = match sig.asyncness {
+    let mut boxed = match sig.asyncness {
         Some(_) => None,
         None => take_boxed_future(&mut block),
     };
-    let mut rewrite = Rewrite::new(&krate, sig.asyncness.is_some() || boxed.is_some());
+    let rt = Runtime::new(&krate);
+    let mut rewrite = Rewrite::new(&rt, sig.asyncness.is_some() || boxed.is_some());
     rewrite.visit_block_mut(&mut block);
+    if let Some(future) = &mut boxed {
+        rewrite.visit_block_mut(&mut future.block);
+    }
     let stmts = &block.stmts;
 
     // syn keeps the body's `#![...]` with the outer attributes; they must stay first
@@ -70,27 +75,28 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
     let budget = match args.budget.as_slice() {
         [] => TokenStream::new(),
         limits => {
-            let limits = limits.iter().map(|l| l.tokens(&krate));
+            let limits = limits.iter().map(|l| l.tokens(&rt));
             quote!(.with_budget(&[#(#limits),*]))
         }
     };
     // An item nested in the fn: its `type_name` is the fn's full path, impl included
     // (`<chan::Recv as chan::Handle>::try_select::__YieldprofAt`), which no attribute
     // on a method can see otherwise.
+    let episode = quote! {
+        #rt::EpisodeSite::new(#name, ::core::module_path!(), #function, ::core::file!(), #line)
+            .within(::core::any::type_name::<__YieldprofAt>)#budget
+    };
+    let statics = rewrite.sites.declare(&rt, episode);
     let site = quote! {
         struct __YieldprofAt;
-        static __YIELDPROF_EPISODE: #krate::__private::EpisodeSite =
-            #krate::__private::EpisodeSite::new(
-                #name, ::core::module_path!(), #function, ::core::file!(), #line,
-            )
-            .within(::core::any::type_name::<__YieldprofAt>)#budget;
+        #statics
     };
+    let episode = sites::episode();
 
-    let body = if let Some(mut future) = boxed {
-        rewrite.visit_block_mut(&mut future.block);
+    let body = if let Some(future) = boxed {
         quote! {
             #site
-            ::std::boxed::Box::pin(#krate::__private::instrument(&__YIELDPROF_EPISODE, #future))
+            ::std::boxed::Box::pin(#rt::instrument(#episode, #future))
         }
     } else if sig.asyncness.is_some() {
         // The episode spans the polls of the body's future. `return` and `?` in the
@@ -98,17 +104,16 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
         let edge = return_edge(&sig.output);
         quote! {
             #site
-            #krate::__private::instrument(&__YIELDPROF_EPISODE, async move { #edge #(#stmts)* })
+            #rt::instrument(#episode, async move { #edge #(#stmts)* })
                 .await
         }
     } else {
-        let guard = Ident::new("__yieldprof_episode", Span::mixed_site());
-        let spins = local_spins(&krate, &guard, &rewrite.spins);
+        let enter = quote!(#rt::enter_fn(#episode));
+        let guard = local_spins(&rt, enter, rewrite.sites.spins());
         // The static first, in the body's own block: closures of the body name it too.
         quote! {
             #site
-            let #guard = #krate::__private::enter_fn(&__YIELDPROF_EPISODE);
-            #spins
+            #guard
             #(#stmts)*
         }
     };
@@ -234,21 +239,14 @@ fn return_edge(output: &ReturnType) -> TokenStream {
     }
 }
 
-/// The counters of the spins written directly in the body, one per call site. Declared
-/// after the guard, so they drop (and are added to the episode's node) before it closes.
-fn local_spins(krate: &TokenStream, guard: &Ident, spins: &[Span]) -> TokenStream {
-    if spins.is_empty() {
-        return TokenStream::new();
+/// The episode's guard: `enter`, or, when the body has direct spins, their counters
+/// (one per call site) holding it, so they are added to the episode's node as it
+/// closes, in the same call.
+fn local_spins(rt: &Runtime, enter: TokenStream, spins: bool) -> TokenStream {
+    if !spins {
+        let guard = Ident::new("__yieldprof_episode", Span::mixed_site());
+        return quote!(let #guard = #enter;);
     }
-    let n = spins.len();
-    let sites = spins
-        .iter()
-        .map(|&span| call_site(krate, "Spin", span, false));
-    let local = spins_local();
-    quote! {
-        let #local = {
-            static __YIELDPROF_SPINS: [#krate::__private::CallSite; #n] = [#(#sites),*];
-            #krate::__private::SpinCounts::new(&#guard, &__YIELDPROF_SPINS)
-        };
-    }
+    let (local, sites) = (spins_local(), sites::spin_sites());
+    quote!(let #local = #rt::SpinCounts::new(#enter, #sites);)
 }

@@ -7,7 +7,7 @@
 //! ## What an annotated function becomes
 //!
 //! The signature and outer attributes are kept. The body first opens a wait
-//! **episode**, an RAII guard over a per-function `static`, so it closes on return,
+//! **episode**, an RAII guard over the function's `static` of sites, so it closes on return,
 //! on `?` and during a panic. An `async fn` has its body wrapped in a future whose
 //! episode spans first poll to completion: the polls are its wall time, the gaps
 //! between them its suspended time, the whole span its duration. A plain `fn`
@@ -16,14 +16,19 @@
 //!
 //! ```ignore
 //! fn wait_ready(flag: &AtomicBool) {
-//!     let __yieldprof_episode = { static EPISODE: EpisodeSite = ..; enter_fn(&EPISODE) };
-//!     // Only when the body has direct spin calls, one counter per call site:
-//!     let __yieldprof_spins = {
-//!         static SPINS: [CallSite; 1] = [CallSite::new(Kind::Spin, file!(), line!(), column!())];
-//!         SpinCounts::new(&__yieldprof_episode, &SPINS)
-//!     };
+//!     // One static per fn: its episode, its direct spin sites, then one field per
+//!     // wrapped call or sleep request (here the `yield_now`).
+//!     static SITES: (EpisodeSite, [CallSite; 1], CallSite) = (
+//!         EpisodeSite::new(..),
+//!         [CallSite::new(Kind::Spin, file!(), line!(), column!())],
+//!         CallSite::new(Kind::Yield, file!(), line!(), column!()),
+//!     );
+//!     // `let __yieldprof_episode = enter_fn(&SITES.0);`, or, when the body has direct
+//!     // spin calls, their counters (one per call site) holding the episode's guard:
+//!     let __yieldprof_spins = SpinCounts::new(enter_fn(&SITES.0), &SITES.1);
 //!     while !flag.load(Ordering::Acquire) {
 //!         { __yieldprof_spins.hit(0); std::hint::spin_loop() }
+//!         timed_fn(call_fn(&SITES.2), std::thread::yield_now());
 //!     }
 //! }
 //! ```
@@ -37,8 +42,8 @@
 //! ## What is rewritten in the body
 //!
 //! The rules are in `calls.rs`, with the table of the `yieldprof` crate docs. Each
-//! matched call is wrapped, not replaced: `timed_fn({ static SITE; call_fn(&SITE) }, <call>)`
-//! (paths shortened), a function call rather than a block, so the call's temporaries
+//! matched call is wrapped, not replaced: `timed_fn(call_fn(&SITES.n), <call>)` (paths
+//! shortened), a function call rather than a block, so the call's temporaries
 //! live as long as they did, its value and spans are kept, and `line!`/`column!` of the
 //! site are the call's (a method's: the method name's). The call's own attributes
 //! (`#[cfg(..)]`) move to its wrapper, so a call compiled out takes its probe with it.
@@ -132,6 +137,7 @@ mod expand;
 mod item;
 mod parse;
 mod rewrite;
+mod sites;
 mod wait;
 
 use proc_macro::TokenStream;

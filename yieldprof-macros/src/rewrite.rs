@@ -1,17 +1,18 @@
 //! Wraps the wait calls in an instrumented body with a per-call-site probe.
 
 use crate::calls::{Held, Kind, Scope};
-use proc_macro2::{Ident, Literal, Span, TokenStream};
-use quote::{quote, quote_spanned};
+use crate::sites::{self, call_site, Runtime, SiteRef, Sites};
+use proc_macro2::{Delimiter, Group, Ident, Punct, Spacing, Span, TokenStream};
+use quote::{quote, ToTokens, TokenStreamExt};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 use syn::visit_mut::{self, VisitMut};
 use syn::{parse_quote, Block, Expr, ExprBlock, ExprCall, ExprMacro, Item, Pat, Stmt};
 
-/// The visitor. `krate` is the path generated code names the runtime by.
+/// The visitor. `rt` is the path generated code names the runtime's hidden items by.
 pub(crate) struct Rewrite<'a> {
-    krate: &'a TokenStream,
+    rt: &'a Runtime,
     /// Whether spins written directly in the body may be counted in the episode's
     /// local `SpinCounts` (not in an `async fn`, whose body is a future).
     local_spins: bool,
@@ -24,20 +25,20 @@ pub(crate) struct Rewrite<'a> {
     scope: Scope,
     /// Calls wrapped so far: a closure or async block in which it grew waits.
     wrapped: usize,
-    /// The spans of the spins counted locally, by index.
-    pub(crate) spins: Vec<Span>,
+    /// The fn's sites, each wrapped call's by index.
+    pub(crate) sites: Sites,
 }
 
 impl<'a> Rewrite<'a> {
-    pub(crate) fn new(krate: &'a TokenStream, is_async: bool) -> Self {
+    pub(crate) fn new(rt: &'a Runtime, is_async: bool) -> Self {
         Rewrite {
-            krate,
+            rt,
             local_spins: !is_async,
             nested: false,
             in_async: is_async,
             scope: Scope::default(),
             wrapped: 0,
-            spins: Vec::new(),
+            sites: Sites::default(),
         }
     }
 }
@@ -66,7 +67,7 @@ impl VisitMut for Rewrite<'_> {
         // `let g = m.lock();` is a blocking lock, timed as one.
         let awaited_later: Vec<bool> = (0..block.stmts.len())
             .map(|i| match &block.stmts[i] {
-                Stmt::Local(l) => {
+                Stmt::Local(l) if self.in_async => {
                     bound_name(&l.pat).is_some_and(|n| awaits(&block.stmts[i + 1..], n))
                 }
                 _ => false,
@@ -106,8 +107,7 @@ impl VisitMut for Rewrite<'_> {
                         mac: m.mac.clone(),
                     });
                     self.wrapped += 1;
-                    *stmt =
-                        Stmt::Expr(timed(self.krate, "Channel", span, mac, self.in_async), semi);
+                    *stmt = Stmt::Expr(self.timed("Channel", span, mac), semi);
                 }
                 _ => visit_mut::visit_stmt_mut(self, stmt),
             }
@@ -124,11 +124,11 @@ impl VisitMut for Rewrite<'_> {
                 // Its waits are the site's wherever it runs (another thread, later).
                 // An async closure's body is a future: left to its own rules.
                 if self.wrapped > before && !is_async {
-                    let krate = self.krate;
+                    let (rt, episode) = (self.rt, sites::episode());
                     let body = &c.body;
                     let guard = Ident::new("__yieldprof_nested", Span::mixed_site());
                     *c.body = parse_quote!({
-                        let #guard = #krate::__private::enter_nested(&__YIELDPROF_EPISODE);
+                        let #guard = #rt::enter_nested(#episode);
                         #body
                     });
                 }
@@ -137,10 +137,8 @@ impl VisitMut for Rewrite<'_> {
                 let before = self.wrapped;
                 self.nested_in(true, |v| visit_mut::visit_expr_async_mut(v, a));
                 if self.wrapped > before {
-                    let krate = self.krate;
-                    *expr = parse_quote!(
-                        #krate::__private::nested(&__YIELDPROF_EPISODE, #a)
-                    );
+                    let (rt, episode) = (self.rt, sites::episode());
+                    *expr = parse_quote!(#rt::nested(#episode, #a));
                 }
             }
             Expr::Await(awaited) => self.awaited(awaited),
@@ -148,7 +146,7 @@ impl VisitMut for Rewrite<'_> {
                 visit_mut::visit_expr_call_mut(self, call);
                 if let Some(kind) = self.scope.call_kind(&call.func, false) {
                     self.wrapped += 1;
-                    let span = call.span();
+                    let span = first_span(call);
                     if let Some(form) = self.scope.asked_form(&call.func) {
                         // A `nanosleep` request is read only through `&req`: a raw
                         // pointer may not be valid to read.
@@ -157,14 +155,15 @@ impl VisitMut for Rewrite<'_> {
                                 || matches!(arg, Expr::Reference(r) if r.mutability.is_none())
                         };
                         if let Some(arg) = call.args.first_mut().filter(|a| readable(a)) {
-                            *arg = asked(self.krate, form, span, take(arg));
+                            let site = self.sites.asked(span);
+                            *arg = asked(self.rt, form, site, take(arg));
                         }
                     }
                     let call = take(expr);
                     *expr = if kind == "Spin" && self.local_spins && !self.nested {
-                        self.local_spin(call)
+                        self.local_spin(span, call)
                     } else {
-                        timed(self.krate, kind, span, call, self.in_async)
+                        self.timed(kind, span, call)
                     };
                 }
             }
@@ -175,13 +174,13 @@ impl VisitMut for Rewrite<'_> {
                     // The line and column of the method's name, not of its receiver,
                     // which may start lines above.
                     let span = call.method.span();
-                    *expr = timed(self.krate, kind, span, take(expr), self.in_async);
+                    *expr = self.timed(kind, span, take(expr));
                 }
             }
             Expr::Macro(m) if self.scope.is_select(&m.mac.path, self.in_async) => {
                 self.wrapped += 1;
                 let span = m.mac.path.span();
-                *expr = timed(self.krate, "Channel", span, take(expr), self.in_async);
+                *expr = self.timed("Channel", span, take(expr));
             }
             _ => visit_mut::visit_expr_mut(self, expr),
         }
@@ -228,27 +227,28 @@ impl Rewrite<'_> {
         }
     }
 
-    /// `{ spins.hit(i); <call> }`: the site is element `i` of the episode's static
-    /// array, built from `self.spins` once the whole body is visited.
-    fn local_spin(&mut self, call: Expr) -> Expr {
-        let i = Literal::usize_unsuffixed(self.spins.len());
-        self.spins.push(call.span());
+    /// `{ spins.hit(i); <call> }`: the site is element `i` of the fn's direct spin
+    /// sites.
+    fn local_spin(&mut self, span: Span, call: Expr) -> Expr {
+        let i = self.sites.spin(span);
         let spins = spins_local();
         let hit = Expr::Verbatim(quote!(#spins.hit(#i)));
         block(Stmt::Expr(hit, Some(Default::default())), call)
     }
 
-    /// `{ { static SITE; count(&SITE) } <base> }`, awaited as before.
-    fn counted(&self, kind: Kind, span: Span, base: Expr) -> Expr {
-        let krate = self.krate;
-        let site = call_site(krate, kind, span, false);
-        let count = Expr::Verbatim(quote! {
-            {
-                static __YIELDPROF_CALL: #krate::__private::CallSite = #site;
-                #krate::__private::count(&__YIELDPROF_CALL)
-            }
-        });
-        block(Stmt::Expr(count, None), base)
+    /// `{ count(&SITE); <base> }`, awaited as before.
+    fn counted(&mut self, kind: Kind, span: Span, base: Expr) -> Expr {
+        let rt = self.rt;
+        let site = self.sites.call(kind, span, false);
+        let count = Expr::Verbatim(quote!(#rt::count(#site)));
+        block(Stmt::Expr(count, Some(Default::default())), base)
+    }
+
+    /// `timed_fn(call_fn(&SITE), <expr>)`, see [`wrap`].
+    fn timed(&mut self, kind: Kind, span: Span, expr: Expr) -> Expr {
+        let rt = self.rt;
+        let site = self.sites.call(kind, span, self.in_async);
+        wrap(rt, CallFn(rt, site), expr)
     }
 }
 
@@ -284,76 +284,79 @@ fn bound_name(pat: &Pat) -> Option<&Ident> {
     }
 }
 
-/// `timed_fn({ static SITE; call_fn(&SITE) }, <expr>)`: the guard starts before `expr` is
-/// evaluated and stops when `timed` returns its value. A call, not a block, so the
-/// temporaries of `expr` live as long as they did unwrapped (a block's tail would drop
-/// them at its end under edition 2024). The expression's own attributes (`#[cfg(..)]`
-/// on its statement) move to the wrapper, so a call compiled out takes its probe with
-/// it.
-pub(crate) fn timed(
-    krate: &TokenStream,
-    kind: Kind,
-    span: Span,
-    mut expr: Expr,
-    in_async: bool,
-) -> Expr {
-    let site = call_site(krate, kind, span, in_async);
+/// `timed_fn(<guard>, <expr>)`: the guard starts before `expr` is evaluated and stops
+/// when `timed_fn` returns its value. A call, not a block, so the temporaries of `expr`
+/// live as long as they did unwrapped (a block's tail would drop them at its end under
+/// edition 2024). The expression's own attributes (`#[cfg(..)]` on its statement) move
+/// to the wrapper, so a call compiled out takes its probe with it.
+fn wrap(rt: &Runtime, guard: impl ToTokens, mut expr: Expr) -> Expr {
+    let attrs = take_attrs(&mut expr);
     // Tokens as they are, never parsed again: most of what the macro costs a build is
     // syn's work in an unoptimised proc-macro.
-    let guard = Expr::Verbatim(quote! {
-        {
-            static __YIELDPROF_CALL: #krate::__private::CallSite = #site;
-            #krate::__private::call_fn(&__YIELDPROF_CALL)
-        }
-    });
-    let attrs = take_attrs(&mut expr);
+    if attrs.is_empty() {
+        return Expr::Verbatim(quote!(#rt::timed_fn(#guard, #expr)));
+    }
+    // With attributes, syn's printer knows to parenthesise a call where needed.
     let mut args = Punctuated::new();
-    args.push(guard);
+    args.push(Expr::Verbatim(guard.into_token_stream()));
     args.push(expr);
     Expr::Call(ExprCall {
         attrs,
-        func: Box::new(Expr::Verbatim(quote!(#krate::__private::timed_fn))),
+        func: Box::new(Expr::Verbatim(quote!(#rt::timed_fn))),
         paren_token: Default::default(),
         args,
     })
 }
 
-/// `asked(&ASKED, <arg>)`: the duration a sleep-like call asks for, recorded as the
-/// argument passes through, evaluated once where it was written. `ASKED` has the
-/// location of the call's own site, which the report matches it by.
-fn asked(krate: &TokenStream, form: &str, span: Span, arg: Expr) -> Expr {
-    let form = Ident::new(form, Span::call_site());
-    let location = quote_spanned!(span=> ::core::file!(), ::core::line!(), ::core::column!());
-    Expr::Verbatim(quote! {
-        #krate::__private::#form(
-            {
-                static __YIELDPROF_ASKED: #krate::__private::AskedSite =
-                    #krate::__private::AskedSite::new(#location);
-                &__YIELDPROF_ASKED
-            },
-            #arg,
-        )
-    })
+/// `timed_fn({ static SITE; call_fn(&SITE) }, <expr>)`, with a static of its own:
+/// `yieldprof::wait!`, outside any annotated fn's sites.
+pub(crate) fn timed(rt: &Runtime, kind: Kind, span: Span, expr: Expr) -> Expr {
+    let site = call_site(rt, kind, span, false);
+    let guard = quote! {
+        {
+            static __YIELDPROF_CALL: #rt::CallSite = #site;
+            #rt::call_fn(&__YIELDPROF_CALL)
+        }
+    };
+    wrap(rt, guard, expr)
 }
 
-/// `CallSite::new(kind, file!(), line!(), column!())` for the call at `span`, marked
-/// `.in_async()` when it blocks a thread from async code. Only
-/// `file!`/`line!`/`column!` carry the call's span, so they report where the user wrote
-/// the call; the rest stays macro-generated code, which lints (e.g. clippy's
-/// `blocks_in_conditions`) leave alone.
-pub(crate) fn call_site(
-    krate: &TokenStream,
-    kind: Kind,
-    span: Span,
-    in_async: bool,
-) -> TokenStream {
-    let kind = Ident::new(kind, Span::call_site());
-    let location = quote_spanned!(span=> ::core::file!(), ::core::line!(), ::core::column!());
-    let site = quote!(#krate::__private::CallSite::new(#krate::__private::Kind::#kind, #location));
-    if in_async {
-        quote!(#site.in_async())
-    } else {
-        site
+/// `call_fn(&SITE)`, written as token trees into the wrapper's stream.
+struct CallFn<'a>(&'a Runtime, SiteRef);
+
+impl ToTokens for CallFn<'_> {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        self.0.to_tokens(tokens);
+        tokens.append(Punct::new(':', Spacing::Joint));
+        tokens.append(Punct::new(':', Spacing::Alone));
+        tokens.append(Ident::new("call_fn", Span::call_site()));
+        tokens.append(Group::new(
+            Delimiter::Parenthesis,
+            self.1.into_token_stream(),
+        ));
+    }
+}
+
+/// `asked(&SITE, <arg>)`: the duration a sleep-like call asks for, recorded as the
+/// argument passes through, evaluated once where it was written. The site has the
+/// location of the call's own site, which the report matches it by.
+fn asked(rt: &Runtime, form: &str, site: SiteRef, arg: Expr) -> Expr {
+    let form = Ident::new(form, Span::call_site());
+    Expr::Verbatim(quote!(#rt::#form(#site, #arg)))
+}
+
+/// Where the call begins, as syn's `span()` gives it (on stable, its first token's),
+/// without printing the whole call to find it.
+fn first_span(call: &ExprCall) -> Span {
+    match &*call.func {
+        Expr::Path(p) if call.attrs.is_empty() && p.attrs.is_empty() && p.qself.is_none() => {
+            match (&p.path.leading_colon, p.path.segments.first()) {
+                (Some(colons), _) => colons.spans[0],
+                (None, Some(first)) => first.ident.span(),
+                (None, None) => call.span(),
+            }
+        }
+        _ => call.span(),
     }
 }
 

@@ -4,6 +4,7 @@
 
 use crate::calls::WAIT_KINDS;
 use crate::rewrite::timed;
+use crate::sites::Runtime;
 use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::ext::IdentExt;
@@ -59,5 +60,5 @@ pub(crate) fn wait(input: TokenStream) -> TokenStream {
         Expr::MethodCall(call) => call.method.span(),
         e => e.span(),
     };
-    timed(&krate, kind, span, expr, false).into_token_stream()
+    timed(&Runtime::new(&krate), kind, span, expr).into_token_stream()
 }

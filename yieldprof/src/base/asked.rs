@@ -8,9 +8,10 @@ use crate::base::fork::{ForkMutex, Locked};
 #[cfg(feature = "enabled")]
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
-/// The durations one sleep-like call line asked for: a static per call, made by the
-/// macro. Threads share it: an atomic add costs tens of ns on a call that sleeps for
-/// tens of µs at least, and keeps the figures exact without a per-thread table.
+/// The durations one sleep-like call line asked for: a field of its function's static
+/// of sites, made by the macro. Threads share it: an atomic add costs tens of ns on a
+/// call that sleeps for tens of µs at least, and keeps the figures exact without a
+/// per-thread table.
 #[cfg(feature = "enabled")]
 #[doc(hidden)]
 #[derive(Debug)]
@@ -33,13 +34,23 @@ impl AskedSite {
             file,
             line,
             column,
-            calls: AtomicU64::new(0),
-            sum_ns: AtomicU64::new(0),
-            min_ns: AtomicU64::new(u64::MAX),
-            max_ns: AtomicU64::new(0),
-            listed: AtomicBool::new(false),
+            ..Self::EMPTY
         }
     }
+
+    /// No request yet: a constant, evaluated once, where five `new`s were interpreted
+    /// again for every sleep call site (docs/cost.md, "Compile time"). Only copied.
+    #[allow(clippy::declare_interior_mutable_const)]
+    const EMPTY: AskedSite = AskedSite {
+        file: "",
+        line: 0,
+        column: 0,
+        calls: AtomicU64::new(0),
+        sum_ns: AtomicU64::new(0),
+        min_ns: AtomicU64::new(u64::MAX),
+        max_ns: AtomicU64::new(0),
+        listed: AtomicBool::new(false),
+    };
 
     /// Adds one call's request; the first one lists the site for the report.
     pub(crate) fn add(&'static self, ns: u64) {

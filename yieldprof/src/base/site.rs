@@ -114,7 +114,7 @@ impl Kind {
     }
 }
 
-/// A function annotated with `#[instrument_wait]`: one static per function.
+/// A function annotated with `#[instrument_wait]`: the first field of its static.
 #[doc(hidden)]
 #[derive(Debug)]
 // Read only by the recording half; the macro builds it in both builds.
@@ -203,7 +203,7 @@ impl WorkSite {
     }
 }
 
-/// One rewritten wait call: one static per call site.
+/// One rewritten wait call: a field of its function's static (`wait!`: its own).
 #[doc(hidden)]
 #[derive(Debug)]
 // Read only by the recording half; the macro builds it in both builds.
@@ -226,7 +226,7 @@ impl CallSite {
             line,
             column,
             in_async: false,
-            blocked: crate::base::blocked::Blocked::new(),
+            blocked: crate::base::blocked::Blocked::NEW,
         }
     }
 

@@ -21,13 +21,18 @@
 
 use crate::base::site::{CallSite, EpisodeSite};
 use crate::record::episode::{call, CallGuard};
-use std::mem::{ManuallyDrop, MaybeUninit};
+use std::mem::ManuallyDrop;
 use std::ops::Deref;
 
 #[cfg(not(feature = "tracing"))]
-use crate::record::episode::{enter, WaitGuard as Guard};
+use crate::record::episode::enter;
+/// What an episode's guard is (the tracing span's with the `tracing` feature).
+#[cfg(not(feature = "tracing"))]
+pub(crate) use crate::record::episode::WaitGuard as Guard;
 #[cfg(feature = "tracing")]
-use crate::record::tracing_bridge::{enter, TracedEpisode as Guard};
+use crate::record::tracing_bridge::enter;
+#[cfg(feature = "tracing")]
+pub(crate) use crate::record::tracing_bridge::TracedEpisode as Guard;
 
 /// Leaves the episode when dropped: on return, on `?` and during a panic.
 #[doc(hidden)]
@@ -80,6 +85,18 @@ impl Drop for FnEpisode {
 #[allow(improper_ctypes_definitions)]
 extern "C" fn leave(_guard: Guard) {}
 
+impl FnEpisode {
+    /// The guard inside, taken out: whoever takes it leaves the episode by dropping it
+    /// (`SpinCounts`, which adds its spins first, in the same call).
+    #[cfg(feature = "enabled")]
+    #[inline(always)]
+    pub(crate) fn into_guard(self) -> Guard {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: taken once; `this` is never dropped.
+        unsafe { ManuallyDrop::take(&mut this.0) }
+    }
+}
+
 #[cfg(feature = "tracing")]
 impl Drop for FnEpisode {
     #[inline(always)]
@@ -104,16 +121,17 @@ pub struct FnCall(ManuallyDrop<CallGuard>);
 #[doc(hidden)]
 #[inline(always)]
 pub fn call_fn(site: &'static CallSite) -> FnCall {
-    let mut guard = MaybeUninit::uninit();
-    open_call(site, &mut guard);
-    // SAFETY: `open_call` wrote it.
-    FnCall(ManuallyDrop::new(unsafe { guard.assume_init() }))
+    open_call(site)
 }
 
+/// Writes the guard straight into the caller's slot (the C ABI returns it through a
+/// pointer), which the guard then never leaves: each move of its 120 bytes was a copy
+/// that LLVM had to remove in every annotated fn, and one it could not.
 #[cfg_attr(feature = "enabled", inline(never))]
 #[cfg_attr(not(feature = "enabled"), inline(always))]
-extern "C" fn open_call(site: &'static CallSite, out: &mut MaybeUninit<CallGuard>) {
-    out.write(call(site));
+#[allow(improper_ctypes_definitions)]
+extern "C" fn open_call(site: &'static CallSite) -> FnCall {
+    FnCall(ManuallyDrop::new(call(site)))
 }
 
 impl Drop for FnCall {
@@ -126,15 +144,17 @@ impl Drop for FnCall {
 #[cfg_attr(feature = "enabled", inline(never))]
 #[cfg_attr(not(feature = "enabled"), inline(always))]
 extern "C" fn close_call(guard: &mut ManuallyDrop<CallGuard>) {
-    // SAFETY: called once, from the guard's drop; the field is never used again.
+    // SAFETY: called once, from the guard's drop or `timed_fn`; the field is never
+    // used again.
     unsafe { ManuallyDrop::drop(guard) }
 }
 
 /// The value of a wrapped wait call: `guard` was opened before `value` was computed
-/// and closes now that it is.
+/// and closes now that it is, where it lies.
 #[doc(hidden)]
 #[inline(always)]
-pub fn timed_fn<T>(guard: FnCall, value: T) -> T {
-    drop(guard);
+pub fn timed_fn<T>(mut guard: FnCall, value: T) -> T {
+    close_call(&mut guard.0);
+    std::mem::forget(guard);
     value
 }

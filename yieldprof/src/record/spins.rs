@@ -16,17 +16,19 @@ pub use off::SpinCounts;
 #[cfg(feature = "enabled")]
 mod counting {
     use crate::base::site::CallSite;
-    use crate::record::lazy::{self, WaitGuard};
+    use crate::record::lazy;
+    use crate::record::outlined::{FnEpisode, Guard};
     use crate::record::thread;
     use std::cell::Cell;
     use std::marker::PhantomData;
+    use std::mem::ManuallyDrop;
 
-    /// The direct spin calls of one episode: `N` counters over `N` call sites.
+    /// The direct spin calls of one episode: `N` counters over `N` call sites. It holds
+    /// the episode's guard, so the counts and the close leave the fn in one call.
     #[doc(hidden)]
     #[must_use = "the counts are recorded when this drops"]
     pub struct SpinCounts<const N: usize> {
-        // The episode's place on the thread's stack of entered episodes (`WaitGuard`).
-        place: (u32, u32),
+        episode: ManuallyDrop<FnEpisode>,
         sites: &'static [CallSite; N],
         counts: [Cell<u64>; N],
         // Whether a spin was counted: the first one opens the episode's frame.
@@ -36,15 +38,16 @@ mod counting {
     }
 
     impl<const N: usize> SpinCounts<N> {
-        /// Counts for `episode`'s node. Declared after the guard, so it drops first.
+        /// Counts for `episode`'s node; the episode ends when this drops.
         #[inline(always)]
-        pub fn new(episode: &WaitGuard, sites: &'static [CallSite; N]) -> Self {
+        pub fn new(episode: FnEpisode, sites: &'static [CallSite; N]) -> Self {
+            // An episode that records nothing has nothing to open.
+            let spun = Cell::new(!episode.active());
             SpinCounts {
-                place: episode.place(),
+                episode: ManuallyDrop::new(episode),
                 sites,
                 counts: [const { Cell::new(0) }; N],
-                // An episode that records nothing has nothing to open.
-                spun: Cell::new(!episode.active()),
+                spun,
                 _not_send: PhantomData,
             }
         }
@@ -63,26 +66,71 @@ mod counting {
     }
 
     impl<const N: usize> Drop for SpinCounts<N> {
-        #[inline]
+        // Inlined into every annotated fn that spins, on its return and unwinding
+        // edges: only a test and one call each (docs/cost.md, "Compile time").
+        #[inline(always)]
         fn drop(&mut self) {
-            if !self.spun.get() || !WaitGuard::active_at(self.place) {
+            // SAFETY: taken once, here; the field is never used again.
+            let episode = unsafe { ManuallyDrop::take(&mut self.episode) };
+            if !self.spun.get() || !episode.active() {
                 return;
             }
             // Only the counts' values leave this frame, never their address: with
             // every access at a constant index, the counters then live in registers
             // for the whole loop instead of being stored at each PAUSE.
-            let counts: [u64; N] = std::array::from_fn(|i| self.counts[i].get());
-            // One site: kept with the entry until it closes (in its record, if it is
-            // on the fast path).
-            if N == 1 && lazy::spun(self.place.0, &self.sites[0], counts[0]) {
-                return;
+            if N == 1 {
+                return leave_spun(episode.into_guard(), &self.sites[0], self.counts[0].get());
             }
-            record(self.place, self.sites, &counts);
+            let mut counts = [0u64; N];
+            let mut i = 0;
+            while i < N {
+                counts[i] = self.counts[i].get();
+                i += 1;
+            }
+            record_all(&episode, self.sites, &counts);
         }
     }
 
+    /// Several sites: out of line, so the fns with one (nearly all) do not carry it.
     #[inline(never)]
-    fn record(place: (u32, u32), sites: &'static [CallSite], counts: &[u64]) {
+    fn record_all<const N: usize>(
+        episode: &FnEpisode,
+        sites: &'static [CallSite; N],
+        counts: &[u64; N],
+    ) {
+        record(episode.place(), sites, counts);
+    }
+
+    /// Adds `n` spins at `site` to the episode, then leaves it (the guard drops at the
+    /// end): one call where the spins and the close were two. The spins are kept with
+    /// the entry (in its record, if it is on the fast path), else added to its node.
+    /// `extern "C"` for its no-unwind guarantee, as `record/outlined.rs`'s `leave`.
+    #[cfg(not(feature = "tracing"))]
+    #[inline(never)]
+    #[allow(improper_ctypes_definitions)]
+    extern "C" fn leave_spun(guard: Guard, site: &'static CallSite, n: u64) {
+        let place = guard.place();
+        if !lazy::spun(place.0, site, n) {
+            record(place, std::slice::from_ref(site), &[n]);
+        }
+    }
+
+    /// With the `tracing` feature the guard's drop runs the subscriber's code, which
+    /// may unwind.
+    #[cfg(feature = "tracing")]
+    #[inline(never)]
+    fn leave_spun(guard: Guard, site: &'static CallSite, n: u64) {
+        let place = guard.place();
+        if !lazy::spun(place.0, site, n) {
+            record(place, std::slice::from_ref(site), &[n]);
+        }
+    }
+
+    /// `extern "C"`, so that the compiler knows it does not unwind: no landing pad in
+    /// the annotated fn for it (`record/outlined.rs`).
+    #[inline(never)]
+    #[allow(improper_ctypes_definitions)]
+    extern "C" fn record(place: (u32, u32), sites: &'static [CallSite], counts: &[u64]) {
         thread::with(|l| {
             // `None`: the episode records nothing (recording off, thread state gone).
             let Some(node) = lazy::node_of(l, place.0, place.1) else {
@@ -101,16 +149,16 @@ mod counting {
 #[cfg(not(feature = "enabled"))]
 mod off {
     use crate::base::site::CallSite;
-    use crate::record::episode::WaitGuard;
+    use crate::record::outlined::FnEpisode;
 
     /// Counts nothing: the `enabled` feature is off.
     #[doc(hidden)]
-    pub struct SpinCounts<const N: usize>;
+    pub struct SpinCounts<const N: usize>(FnEpisode);
 
     impl<const N: usize> SpinCounts<N> {
         #[inline(always)]
-        pub fn new(_: &WaitGuard, _: &'static [CallSite; N]) -> Self {
-            SpinCounts
+        pub fn new(episode: FnEpisode, _: &'static [CallSite; N]) -> Self {
+            SpinCounts(episode)
         }
 
         #[inline(always)]

@@ -85,7 +85,7 @@ mod fake {
 
         pub struct SpinCounts<const N: usize>;
         impl<const N: usize> SpinCounts<N> {
-            pub fn new(_episode: &(), sites: &'static [CallSite; N]) -> Self {
+            pub fn new(_episode: (), sites: &'static [CallSite; N]) -> Self {
                 assert!(sites.iter().all(|s| matches!(s.0, Kind::Spin)));
                 SpinCounts
             }
