@@ -65,13 +65,15 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
         .into_iter()
         .partition(|a| matches!(a.style, AttrStyle::Inner(_)));
 
+    // `::std`, never `::core`: an edition-2015 crate (threadpool, for one) has no
+    // `core` in its extern prelude, only the `std` its root declares.
     let name = match &args.name {
-        Some(name) => quote!(::core::option::Option::Some(#name)),
-        None => quote!(::core::option::Option::None),
+        Some(name) => quote!(::std::option::Option::Some(#name)),
+        None => quote!(::std::option::Option::None),
     };
     let function = sig.ident.unraw().to_string();
     // The site's line is the `fn` name's, not the attribute's.
-    let line = quote_spanned!(sig.ident.span()=> ::core::line!());
+    let line = quote_spanned!(sig.ident.span()=> ::std::line!());
     let budget = match args.budget.as_slice() {
         [] => TokenStream::new(),
         limits => {
@@ -83,8 +85,8 @@ fn expand(args: &Args, func: ItemFn) -> TokenStream {
     // (`<chan::Recv as chan::Handle>::try_select::__YieldprofAt`), which no attribute
     // on a method can see otherwise.
     let episode = quote! {
-        #rt::EpisodeSite::new(#name, ::core::module_path!(), #function, ::core::file!(), #line)
-            .within(::core::any::type_name::<__YieldprofAt>)#budget
+        #rt::EpisodeSite::new(#name, ::std::module_path!(), #function, ::std::file!(), #line)
+            .within(::std::any::type_name::<__YieldprofAt>)#budget
     };
     let statics = rewrite.sites.declare(&rt, episode);
     let site = quote! {

@@ -26,7 +26,7 @@ impl ToTokens for Runtime {
     }
 }
 
-/// `::core::file!(), ::core::line!(), ::core::column!()` at `span`, the call's: the
+/// `::std::file!(), ::std::line!(), ::std::column!()` at `span`, the call's: the
 /// three report where the user wrote it. Token trees, as [`Runtime`].
 pub(crate) struct Location(pub(crate) Span);
 
@@ -44,7 +44,7 @@ impl ToTokens for Location {
             }
             tokens.append(punct(':', Spacing::Joint));
             tokens.append(punct(':', Spacing::Alone));
-            tokens.append(Ident::new("core", span));
+            tokens.append(Ident::new("std", span));
             tokens.append(punct(':', Spacing::Joint));
             tokens.append(punct(':', Spacing::Alone));
             tokens.append(Ident::new(name, span));

@@ -84,6 +84,21 @@
 //! [`wait::sleep`], [`wait::park`] and [`wait::park_timeout`] where a wait sits outside
 //! an annotated function.
 //!
+//! The expansion builds in a crate of any edition (an edition-2015 crate has no `core`
+//! in scope, only `std`):
+//!
+//! ```edition2015
+//! #[yieldprof::instrument_wait(name = "queue wait")]
+//! fn wait_for(flag: &std::sync::atomic::AtomicBool) {
+//!     while !flag.load(std::sync::atomic::Ordering::Acquire) {
+//!         std::thread::yield_now();
+//!         std::thread::sleep(std::time::Duration::from_micros(10));
+//!     }
+//! }
+//!
+//! wait_for(&std::sync::atomic::AtomicBool::new(true));
+//! ```
+//!
 //! ## Where the time went
 //!
 //! Each wait episode and timed call reads the perf user page of the thread's
