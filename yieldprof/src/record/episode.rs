@@ -344,11 +344,9 @@ impl CallGuard {
                 snoozed(elapsed);
                 return;
             }
-            let profiler = l
-                .data
-                .profiler_ticks
-                .load(Relaxed)
-                .saturating_sub(self.profiled);
+            // Before its close's own reads: those are the profiler's in the next stretch.
+            let charged = l.data.profiler_ticks.load(Relaxed);
+            let profiler = charged.saturating_sub(self.profiled);
             let mine = elapsed.saturating_sub(profiler);
             let own = l.claim_ticks(self.claimed.ticks, mine);
             let slot = record(l, self.key, site, own, Some(elapsed));
@@ -365,7 +363,7 @@ impl CallGuard {
             );
             // The stretch before it, then the next one begins.
             l.gap_to(l.current.get(), self.start, self.mark.page_count());
-            l.gap_from(self.start + elapsed, at);
+            l.gap_from(self.start + elapsed, at, charged);
         });
     }
 }

@@ -74,7 +74,7 @@ pub(crate) fn open(
     // there, so it reads no count either.
     let at = mark.page_count();
     l.gap_to(prev, start, at);
-    l.gap_from(start, at);
+    l.gap_from(start, at, l.data.profiler_ticks.load(Relaxed));
     // Deferred counters take no page mark: the sampled start's off-CPU clock serves,
     // so a frame open at a report (a pool's job) still gets its off-CPU time so far.
     let off = match mark.off_clock() {
@@ -118,6 +118,8 @@ pub(crate) struct Closed {
 pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
     let o = l.open.pop(slot)?;
     let elapsed = end.saturating_sub(o.start);
+    // The profiler's reads from here on are in the stretch that resumes at `end`.
+    let charged = l.data.profiler_ticks.load(Relaxed);
     let n = l.data.node(o.node);
     let mut read = 0;
     // Its switches where read on getrusage (deferred counters): the page's count may
@@ -189,7 +191,7 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
     };
     // Its last stretch, then the parent's resumes.
     l.gap_to(o.node, end, at);
-    l.gap_from(end, at);
+    l.gap_from(end, at, charged);
     if o.job && l.counters.moved() {
         // A job that was switched is read now: deferred, a preemption before the next
         // read (the worker runs on between jobs) would share its off-CPU time with it

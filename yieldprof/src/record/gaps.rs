@@ -101,14 +101,14 @@ impl Local {
         self.data.stretch.store(0, Relaxed);
     }
 
-    /// A wait or a nested frame ended at `at`, at the page's switch count `switches`.
+    /// A wait or a nested frame ended at `at`, at the page's switch count `switches`,
+    /// the profiler's ticks `charged` then (its reads since, in the close, are its own).
     #[inline(always)]
-    pub(crate) fn gap_from(&self, at: u64, switches: Option<u32>) {
+    pub(crate) fn gap_from(&self, at: u64, switches: Option<u32>, charged: u64) {
         self.gap_from.set(at);
         self.gap_count.set(switches.unwrap_or(UNKNOWN));
         self.gap_records.set(self.data.records.written());
-        self.gap_profiler
-            .set(self.data.profiler_ticks.load(Relaxed));
+        self.gap_profiler.set(charged);
         // For a copy made while the stretch runs (a job in progress at a report).
         self.data.stretch_node.store(self.current.get(), Relaxed);
         self.data.stretch.store(at, Relaxed);

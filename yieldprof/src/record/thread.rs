@@ -132,9 +132,8 @@ pub(crate) struct ThreadData {
     pub(super) unwaited: UnwaitedTable,
     /// The profiler's own ticks here (each also a node's): a timed call leaves them out.
     pub(crate) profiler_ticks: AtomicU64,
-    /// The stretch between waits in progress, for a copy made meanwhile: the tick it
-    /// began at (0: none, the thread is in a wait call or spinning) and its node
-    /// (`record::gaps`).
+    /// The stretch between waits in progress, for a copy made meanwhile: its start
+    /// tick (0: none, in a wait call or spinning) and its node (`record::gaps`).
     pub(crate) stretch: AtomicU64,
     pub(crate) stretch_node: AtomicU32,
     /// The frame close in progress, for a copy made meanwhile.
