@@ -99,10 +99,8 @@ impl Mark {
     /// taken at count `end` (nothing changed since the episode ended). Else the thread
     /// was switched after the episode too and the figures are apportioned: the
     /// episode keeps its own number of switches, exact, voluntary ones first (a wait
-    /// blocks; a thread running its own code is preempted), and of the off-CPU time
-    /// its voluntary switches' share of the time blocked and its switches' share of the
-    /// time queued (a pool worker's sleep, then a job preempted: the sleep's block is
-    /// the sleep's), at most `wall_ns`, and at least
+    /// blocks; a thread running its own code is preempted), and of the off-CPU and
+    /// queued time the same share as of the switches, at most `wall_ns`, and at least
     /// what the time around the episode cannot hold: off-CPU time outside it fits in
     /// the time between the two reads less the episode's own (one switch after a
     /// long episode was short, the share gave it an average switch's: 20 ms of 400 ms
@@ -139,14 +137,7 @@ impl Mark {
             .mono_ns
             .saturating_sub(self.mono_ns)
             .saturating_sub(wall_ns);
-        // Time blocked follows the voluntary switches (a sleep's, not a preempted
-        // stretch's after it), time queued every switch.
-        let blocked = all.off_ns.saturating_sub(all.queued_ns);
-        let blocked = match all.voluntary {
-            0 => share(blocked),
-            n => proportion(blocked, voluntary, n),
-        };
-        let off_ns = (blocked + share(all.queued_ns))
+        let off_ns = share(all.off_ns)
             .max(all.off_ns.saturating_sub(around))
             .min(wall_ns);
         let d = Delta {
