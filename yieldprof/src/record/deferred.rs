@@ -27,9 +27,17 @@ use crate::record::thread::Local;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// An episode at least this many times as long as one read of the figures is read at
-/// its end: the read is ≤ 2 % of it. A wait frame this many times as long as one
-/// getrusage has its voluntary/involuntary split read at its close the same way.
-const READ_AT_END: u64 = 50;
+/// its end: the read is ≤ 0.2 % of it. That read is on the woken thread's critical
+/// path, which a cross-CPU handoff amplifies (on the build VM 1 µs of plain spinning
+/// there made a ping-pong's round trip ~10 µs slower): at 50× the 55 µs episodes of
+/// such a ping-pong were read at their ends (0.78–0.81× raw), at 500× at the next
+/// open, merged (0.84–0.94×, 2026-12-05).
+const READ_AT_END: u64 = 500;
+
+/// A wait frame at least this many times as long as one getrusage has its
+/// voluntary/involuntary split read at its close (≤ 2 % of it): the one figure a
+/// later switch could not be told from.
+const SPLIT_AT_END: u64 = 50;
 
 /// Episodes merged into unread ones before an open reads anyway: a read (~2 µs) then
 /// costs ~35 ns per episode of a hot loop, and a site's figures in a report taken
@@ -283,7 +291,7 @@ impl Local {
         let counted = self.counters.counted();
         let split = match to {
             EndedOf::Frame(_) if counted => self.counters.split_now(),
-            EndedOf::Frame(_) if ticks / READ_AT_END >= self.counters.split_ticks() => {
+            EndedOf::Frame(_) if ticks / SPLIT_AT_END >= self.counters.split_ticks() => {
                 let t0 = clock::now();
                 let split = self.counters.split_now();
                 read += clock::now().saturating_sub(t0).max(1);
