@@ -17,6 +17,7 @@ mod clocks;
 mod kernel;
 
 use std::sync::mpsc::{channel, Receiver};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use yieldprof::counters::{capabilities, Count, CounterEvent};
 use yieldprof::Profile;
@@ -109,19 +110,59 @@ fn pin(cpu: usize) {
     }
 }
 
+/// Waits for turn `mine` (0 or 1) of a two-thread alternation and passes it on: a
+/// lock (which does not block, the common case) before a condvar wait (which does),
+/// two different calls in one episode.
+#[yieldprof::instrument_wait]
+fn take_turn(turns: &(Mutex<u64>, Condvar), mine: u64) {
+    let mut turn = turns.0.lock().unwrap();
+    while *turn % 2 != mine {
+        turn = turns.1.wait(turn).unwrap();
+    }
+    *turn += 1;
+    turns.1.notify_one();
+}
+
+fn take_turn_raw(turns: &(Mutex<u64>, Condvar), mine: u64) {
+    let mut turn = turns.0.lock().unwrap();
+    while *turn % 2 != mine {
+        turn = turns.1.wait(turn).unwrap();
+    }
+    *turn += 1;
+    turns.1.notify_one();
+}
+
+/// How the two threads hand off.
+#[derive(Clone, Copy, Debug)]
+enum Handoff {
+    /// Through two channels, the worker waiting in `hot_recv`.
+    Channel,
+    /// Under one Mutex with a Condvar, the worker waiting in `take_turn`.
+    Condvar,
+}
+
 /// One ping-pong of `EPISODES` handoffs: the kernel's figures of the thread that
-/// waits in `hot_recv` at its start and end, and how many times it read its switch
+/// waits in the site at its start and end, and how many times it read its switch
 /// figures in between.
-fn ping_pong() -> (Kernel, Kernel, u64, Duration) {
+fn ping_pong(handoff: Handoff) -> (Kernel, Kernel, u64, Duration) {
     let (to_worker, rx) = channel();
     let (tx, from_worker) = channel();
-    let partner = std::thread::spawn(move || {
-        pin(1);
-        for i in 0..EPISODES {
-            to_worker.send(i).unwrap();
-            from_worker.recv().unwrap();
-        }
-    });
+    let turns = Arc::new((Mutex::new(0), Condvar::new()));
+    let partner = {
+        let turns = turns.clone();
+        std::thread::spawn(move || {
+            pin(1);
+            for i in 0..EPISODES {
+                match handoff {
+                    Handoff::Channel => {
+                        to_worker.send(i).unwrap();
+                        from_worker.recv().unwrap();
+                    }
+                    Handoff::Condvar => take_turn_raw(&turns, 0),
+                }
+            }
+        })
+    };
     let worker = std::thread::spawn(move || {
         pin(0);
         // The thread's counters open here, outside the count.
@@ -130,8 +171,13 @@ fn ping_pong() -> (Kernel, Kernel, u64, Duration) {
         let before = kernel_now();
         let started = Instant::now();
         for _ in 0..EPISODES {
-            let t = hot_recv(&rx);
-            tx.send(t).unwrap();
+            match handoff {
+                Handoff::Channel => {
+                    let t = hot_recv(&rx);
+                    tx.send(t).unwrap();
+                }
+                Handoff::Condvar => take_turn(&turns, 1),
+            }
         }
         let elapsed = started.elapsed();
         let after = kernel_now();
@@ -149,6 +195,22 @@ fn value(c: Count) -> Option<u64> {
 
 #[test]
 fn a_hot_loop_reads_its_switch_figures_rarely_and_they_equal_the_kernels() {
+    hot_loop(Handoff::Channel, "hot_recv");
+}
+
+/// The lock before the wait is another call than the wait, and needs no read where it
+/// does not block: a read at every lock made a Mutex+Condvar ping-pong read once per
+/// episode (2026-12-05).
+#[test]
+fn a_lock_before_the_wait_does_not_read_either() {
+    hot_loop(Handoff::Condvar, "take_turn");
+}
+
+/// One test at a time: two ping-pongs at once preempt each other on 2 cores.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn hot_loop(handoff: Handoff, site: &str) {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if !capabilities()
         .get(CounterEvent::ContextSwitches)
         .is_available()
@@ -158,9 +220,9 @@ fn a_hot_loop_reads_its_switch_figures_rarely_and_they_equal_the_kernels() {
     }
     for attempt in 1..=ATTEMPTS {
         let before = yieldprof::snapshot();
-        let (k0, k1, reads, elapsed) = ping_pong();
+        let (k0, k1, reads, elapsed) = ping_pong(handoff);
         let d: Profile = yieldprof::snapshot().since(&before);
-        let s = d.site("hot_recv").unwrap();
+        let s = d.site(site).unwrap();
         let (kv, ki) = (k1.voluntary - k0.voluntary, k1.involuntary - k0.involuntary);
         let koff = k1.off_ns - k0.off_ns;
         let kqueued = k1.queued_ns.zip(k0.queued_ns).map(|(a, b)| a - b);
@@ -169,7 +231,7 @@ fn a_hot_loop_reads_its_switch_figures_rarely_and_they_equal_the_kernels() {
         let off = value(s.time.off_cpu_ns).unwrap();
         let queued = value(s.time.queued_ns);
         eprintln!(
-            "attempt {attempt}: {} episodes, {reads} reads of the switch figures; site {v} \
+            "{site} attempt {attempt}: {} episodes, {reads} reads of the switch figures; site {v} \
              voluntary + {i} involuntary, off-CPU {off} ns, queued {queued:?} ns, {} \
              estimated; kernel {kv} + {ki}, off-CPU {koff} ns, queued {kqueued:?} ns",
             s.episodes, s.time.estimated_episodes
@@ -199,7 +261,7 @@ fn a_hot_loop_reads_its_switch_figures_rarely_and_they_equal_the_kernels() {
             continue;
         }
         // Besides one read per 64 merged episodes, the loop reads at least every 1 ms
-        // (`READ_LAG_NS`), and an episode 50 reads long is read at its end: on a loaded
+        // (`READ_LAG_NS`), and an episode 500 reads long is read at its end: on a loaded
         // machine the round trips slow down and both add up. A slow attempt is run
         // again; a fast one must have coalesced.
         let bound = EPISODES / 10 + elapsed.as_millis() as u64;

@@ -127,11 +127,19 @@ impl Mark {
             let v = u128::from(v) * u128::from(mine) / u128::from(all.switches.max(1));
             u64::try_from(v).unwrap_or(u64::MAX)
         };
+        // Taken unread without its split, the window's first `ahead` switches came
+        // before it, and the episodes that ended there take its voluntary ones first
+        // (apportioned from the same read): this one has what they leave, so that
+        // the two never count one switch twice.
+        let before = match self.counted {
+            true => 0,
+            false => u64::from(self.ahead).min(all.voluntary),
+        };
         let voluntary = match at_end {
             Some(s) if s.at == end && (self.is_read() || self.counted) => {
                 u64::from(s.voluntary.wrapping_sub(self.voluntary)).min(mine)
             }
-            _ => all.voluntary.min(mine),
+            _ => (all.voluntary - before).min(mine),
         };
         let around = now
             .mono_ns
@@ -438,6 +446,22 @@ impl Exact {
         self.last.get()
     }
 
+    /// The last mark read, taken again unread at switch count `at`
+    /// (`Mark::unread_at`): counted (its split exact) where the split read at a
+    /// switched close is at `at`.
+    pub(crate) fn unread_at(&self, at: u32) -> Mark {
+        let last = self.last.get().unread_at(at);
+        match self.split.get().filter(|s| s.at == at) {
+            Some(s) => Mark {
+                voluntary: s.voluntary,
+                involuntary: s.involuntary,
+                counted: true,
+                ..last
+            },
+            None => last,
+        }
+    }
+
     /// The thread's mark now, read: the last one while the switch count has not moved
     /// and it was read.
     #[inline(always)]
@@ -469,19 +493,13 @@ impl Exact {
         if at == last.switches {
             return (last, false);
         }
-        match self.split.get().filter(|s| s.at == at) {
-            Some(s) => {
-                let m = Mark {
-                    voluntary: s.voluntary,
-                    involuntary: s.involuntary,
-                    counted: true,
-                    ..last.unread_at(at)
-                };
+        match self.unread_at(at) {
+            m if m.counted => {
                 self.last.set(m);
                 (m, false)
             }
             // getrusage failed, or a switch landed in it: read everything.
-            None => (self.remark(), true),
+            _ => (self.remark(), true),
         }
     }
 

@@ -152,6 +152,12 @@ impl LocalCounters {
         self.exact.get().map(Exact::last)
     }
 
+    /// The last [`Mark`] read taken again unread at switch count `at`
+    /// (`Exact::unread_at`); `None` without a page.
+    pub(crate) fn unread_at(&self, at: u32) -> Option<Mark> {
+        self.exact.get().map(|x| x.unread_at(at))
+    }
+
     /// The thread's voluntary/involuntary split now, at the page's switch count now
     /// (getrusage, ~0.4 µs); `None` without a page or when a switch landed in the read.
     pub(crate) fn split_now(&self) -> Option<Split> {

@@ -126,7 +126,7 @@ impl Local {
         }
         let lag = clock::now().saturating_sub(u.read_tick.get());
         u.merged.get() >= MERGED_BEFORE_READ
-            || Scale::known().map_or(lag, |s| s.ns(lag)) >= READ_LAG_NS
+            || Scale::rough().map_or(lag, |s| s.ns(lag)) >= READ_LAG_NS
     }
 
     /// A mark taken unread (`Mark::unread_at`), where every episode that ended unread
@@ -142,7 +142,6 @@ impl Local {
     /// episodes, 20k after; the Mutex loop 0.47× → 0.67× raw, 2026-12-05).
     fn coalesced(&self) -> Option<Mark> {
         let now = self.counters.switches()?;
-        let last = self.counters.last()?;
         let u = &self.unread;
         if u.merged.get() >= MERGED_BEFORE_READ {
             return None;
@@ -152,14 +151,14 @@ impl Local {
             return None;
         }
         let lag = clock::now().saturating_sub(u.read_tick.get());
-        if Scale::known().map_or(lag, |s| s.ns(lag)) >= READ_LAG_NS {
+        if Scale::rough().map_or(lag, |s| s.ns(lag)) >= READ_LAG_NS {
             return None;
         }
         drop(ended);
-        Some(match self.counters.counted() {
-            true => self.counters.current(&self.data.counters),
-            false => last.unread_at(now),
-        })
+        match self.counters.counted() {
+            true => Some(self.counters.current(&self.data.counters)),
+            false => self.counters.unread_at(now),
+        }
     }
 
     /// Reads the figures now and gives the episodes that ended unread theirs
