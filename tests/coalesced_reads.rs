@@ -261,7 +261,7 @@ fn hot_loop(handoff: Handoff, site: &str) {
             continue;
         }
         // Besides one read per 64 merged episodes, the loop reads at least every 1 ms
-        // (`READ_LAG_NS`), and an episode 500 reads long is read at its end: on a loaded
+        // (`READ_LAG_NS`), and an episode 200 reads long is read at its end: on a loaded
         // machine the round trips slow down and both add up. A slow attempt is run
         // again; a fast one must have coalesced.
         let bound = EPISODES / 10 + elapsed.as_millis() as u64;

@@ -95,6 +95,49 @@ fn long_stretches_between_waits_are_work_and_the_loops_checks_are_not() {
     println!("[unmarked work] {work} ns; the stretches' CPU {cpu} ns, queued {queued} ns");
 }
 
+/// Stands in for a wake call that takes long (a condvar's `notify_one` waking a
+/// thread on another CPU of a VM took 10–15 µs): the macro knows wake calls by
+/// name.
+struct SlowWake(Duration);
+
+impl SlowWake {
+    fn notify_one(&self) -> (u64, u64) {
+        busy(self.0)
+    }
+}
+
+/// `rounds` yields with a wake call between each two, as a condvar turn notifies
+/// after its wait; the wake calls' (CPU, wall) time.
+#[yieldprof::instrument_wait]
+fn yields_with_wakes_between(rounds: u32, wake: &SlowWake) -> (u64, u64) {
+    let (mut cpu, mut wall) = (0, 0);
+    for _ in 0..rounds {
+        std::thread::yield_now();
+        let (c, w) = wake.notify_one();
+        cpu += c;
+        wall += w;
+    }
+    std::thread::yield_now();
+    (cpu, wall)
+}
+
+#[test]
+fn a_wake_call_between_waits_is_not_work() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let session = yieldprof::Session::this_thread();
+    // 50 wakes of 200 µs each between the waits: 10 ms, none of it a job.
+    let (cpu, wall) = yields_with_wakes_between(50, &SlowWake(Duration::from_micros(200)));
+    let p = session.finish();
+    let own = own(&p, "yields_with_wakes_between");
+    // The stretches around each wake are the loop's own few instructions.
+    assert!(
+        own.unmarked_work_ns <= wall / 100,
+        "[unmarked work] {} ns; the wake calls' CPU {cpu} ns, wall {wall} ns: {own:?}",
+        own.unmarked_work_ns
+    );
+    assert!(cpu > 0 && wall >= 10_000_000, "the wakes took {wall} ns");
+}
+
 /// This thread's context switches so far (/proc: voluntary and involuntary).
 fn switches() -> u64 {
     let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();

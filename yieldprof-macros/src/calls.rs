@@ -90,6 +90,17 @@ const METHODS: &[(&str, usize, Kind)] = &[
     ("snooze", 0, "Backoff"),
 ];
 
+/// Method calls that wake a waiter, with no argument (`Condvar::notify_one` and
+/// `notify_all`, `Thread::unpark`): not waits, but their time (a futex wake, on a VM
+/// an interrupt to another CPU) is the handoff's, so they bound the stretches of
+/// unmarked work around them (`record::gaps`).
+const WAKES: &[&str] = &["notify_one", "notify_all", "unpark"];
+
+/// Whether a method call outside async code wakes a waiter ([`WAKES`]).
+pub(crate) fn is_wake(call: &ExprMethodCall, in_async: bool) -> bool {
+    !in_async && call.args.is_empty() && WAKES.iter().any(|w| call.method == w)
+}
+
 /// Method calls counted when awaited (tokio and other async runtimes): the wait is the
 /// task's, not the thread's, so it is counted, not timed.
 const AWAITED_METHODS: &[(&str, usize, Kind)] = &[

@@ -62,6 +62,9 @@
 //!   (barrier), `snooze` with none (backoff), and `spin` with none on a local bound by
 //!   `let b = Backoff::new()` or `::default()` in the body (backoff). A receiver's name
 //!   is never looked at.
+//! - **Wake calls** `notify_one`/`notify_all`/`unpark` with none, outside async
+//!   code: not waits, wrapped to note where they begin and end (`woke`), so that
+//!   their time is not taken for a job run between waits.
 //! - **Awaited calls** only build a future: a guard around one would time nothing, and
 //!   the wait is the task's. `yield_now().await` (async yield) and awaited
 //!   `lock`/`read`/`write`/`acquire` (lock), `notified` (condvar), `recv`/`changed`

@@ -1,6 +1,6 @@
 //! Wraps the wait calls in an instrumented body with a per-call-site probe.
 
-use crate::calls::{Held, Kind, Scope};
+use crate::calls::{self, Held, Kind, Scope};
 use crate::sites::{self, call_site, Runtime, SiteRef, Sites};
 use proc_macro2::{Delimiter, Group, Ident, Punct, Spacing, Span, TokenStream};
 use quote::{quote, ToTokens, TokenStreamExt};
@@ -175,6 +175,9 @@ impl VisitMut for Rewrite<'_> {
                     // which may start lines above.
                     let span = call.method.span();
                     *expr = self.timed(kind, span, take(expr));
+                } else if calls::is_wake(call, self.in_async) && call.attrs.is_empty() {
+                    let (rt, call) = (self.rt, take(expr));
+                    *expr = Expr::Verbatim(quote!(#rt::woke(#rt::wake_start(), #call)));
                 }
             }
             Expr::Macro(m) if self.scope.is_select(&m.mac.path, self.in_async) => {

@@ -49,6 +49,9 @@
 //! | backoff `[backoff]` | `.snooze()`; `.spin()` on a local bound by `let b = Backoff::new()` (or `::default()`) |
 //! | async yield `[async-yield]` | `tokio::task::yield_now().await` |
 //!
+//! Wake calls with no argument outside async code (`.notify_one()`, `.notify_all()`,
+//! `.unpark()`) are not waits, but their time is the handoff's, not a job's: they end
+//! a stretch of `[unmarked work]` and begin the next (`docs/thread-pools.md`).
 //! Free functions are matched by their path as written, after the `use` declarations
 //! in the body are followed (`use std::thread::sleep as nap;` makes `nap(d)` a sleep;
 //! a bare `sleep`, `park` or `park_timeout` counts only when imported from
@@ -420,8 +423,8 @@ pub mod __private {
     pub use crate::base::site::{CallSite, EpisodeSite, Kind, WorkSite};
     pub use crate::record::asked::{asked, asked_micros, asked_timespec, Timespec};
     pub use crate::record::episode::{
-        call, count, enter_nested, enter_work, framed, nested, timed, CallGuard, EpisodeGuard,
-        Instrumented, WaitGuard,
+        call, count, enter_nested, enter_work, framed, nested, timed, wake_start, woke, CallGuard,
+        EpisodeGuard, Instrumented, WaitGuard,
     };
     #[cfg(not(feature = "tracing"))]
     pub use crate::record::episode::{enter, instrument};

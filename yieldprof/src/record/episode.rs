@@ -402,6 +402,31 @@ pub fn count(site: &'static CallSite) {
     }
 }
 
+/// Where a wake call (`notify_one`, `notify_all`, `unpark`) in an annotated body
+/// begins: the tick, or 0 while recording is off. Not a wait: nothing is recorded.
+#[doc(hidden)]
+#[inline(always)]
+pub fn wake_start() -> u64 {
+    if on() {
+        clock::now()
+    } else {
+        0
+    }
+}
+
+/// The value of a wake call that began at `start` ([`wake_start`]): its time is the
+/// handoff's (a futex wake; on a VM, an interrupt to another CPU, 10 µs and more),
+/// not a job's, so the stretch before it ends there and the next begins after it
+/// (`record::gaps`).
+#[doc(hidden)]
+#[inline(always)]
+pub fn woke<T>(start: u64, value: T) -> T {
+    if start != 0 {
+        thread::with(|l| l.woke(start));
+    }
+    value
+}
+
 /// The public wrappers' way in: the caller's `Location` is the call site.
 #[inline(always)]
 pub(crate) fn call_at(kind: Kind, loc: &'static Location<'static>) -> CallGuard {

@@ -52,6 +52,18 @@ pub fn count(_: &'static CallSite) {}
 
 #[doc(hidden)]
 #[inline(always)]
+pub fn wake_start() -> u64 {
+    0
+}
+
+#[doc(hidden)]
+#[inline(always)]
+pub fn woke<T>(_: u64, value: T) -> T {
+    value
+}
+
+#[doc(hidden)]
+#[inline(always)]
 pub fn timed<T>(_: CallGuard, value: T) -> T {
     value
 }
