@@ -6,6 +6,9 @@
 //!   `recv()`, unpinned and pinned to two CPUs (no wake-up preempts the waker there, so
 //!   a thread's episodes follow each other without a switch between: their switch
 //!   figures are read once per many, `record::deferred`); Mutex+Condvar ping-pong: two threads take turns under one lock;
+//! - for the unpinned ping-pongs, the raw one with 1 µs of plain spinning after each
+//!   wait (the switching episode's budget, no syscall): the ratio a profiler within
+//!   budget could reach there, which cross-CPU wake-ups on a VM make far below 0.9×;
 //! - a rendezvous channel (`sync_channel(0)`) with 1 and 4 producers, `send` and
 //!   `recv` both in wait fns;
 //! - the CPU time of the mpsc ping-pong with both threads on one CPU: the switching
@@ -21,7 +24,7 @@ use super::clocks::cpu_ns;
 use super::{acquire_raw, acquire_rdtsc, acquire_yieldprof, pin, two_cpus};
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 9;
 /// Round trips of a ping-pong round.
@@ -47,6 +50,23 @@ fn recv_annotated(rx: &Receiver<u64>) -> u64 {
     rx.recv().unwrap_or(0)
 }
 
+/// Plain spinning for the switching episode's budget (+1 µs), no syscall: what a
+/// ping-pong loses to that much more work on the woken thread's critical path, the
+/// reference the annotated rows read against (a cross-CPU wake-up on a VM amplifies it).
+fn budget() {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_micros(1) {
+        std::hint::spin_loop();
+    }
+}
+
+#[inline(never)]
+fn recv_raw_budget(rx: &Receiver<u64>) -> u64 {
+    let v = rx.recv().unwrap_or(0);
+    budget();
+    v
+}
+
 #[inline(never)]
 fn send_raw(tx: &SyncSender<u64>, v: u64) {
     tx.send(v).expect("receiver alive");
@@ -59,7 +79,7 @@ fn send_annotated(tx: &SyncSender<u64>, v: u64) {
 }
 
 macro_rules! take_turn {
-    ($(#[$attr:meta])* fn $name:ident) => {
+    ($(#[$attr:meta])* fn $name:ident $(, $after:stmt)?) => {
         /// Waits for turn `mine` (0 or 1) of a two-thread alternation and passes it on.
         $(#[$attr])*
         #[inline(never)]
@@ -68,6 +88,7 @@ macro_rules! take_turn {
             while *turn % 2 != mine {
                 turn = turns.1.wait(turn).unwrap_or_else(PoisonError::into_inner);
             }
+            $($after)*
             *turn += 1;
             turns.1.notify_one();
         }
@@ -75,6 +96,7 @@ macro_rules! take_turn {
 }
 
 take_turn!(fn turn_raw);
+take_turn!(fn turn_raw_budget, budget());
 take_turn!(#[yieldprof::instrument_wait] fn turn_annotated);
 
 /// ns per round trip of a token through two channels, the threads on `cpus` if given.
@@ -247,7 +269,7 @@ fn profiler_since(before: &yieldprof::Profile) -> (f64, f64) {
 /// Mutex row (raw, rdtsc pair, annotated, ...), pinned, for reference, when it ran.
 pub(crate) fn run(mutex2: Option<&[f64; 5]>) {
     println!("\nHandoffs, {ROUNDS} interleaved rounds (throughput × raw)\n");
-    let mut f = [Figure::NONE; 18];
+    let mut f = [Figure::NONE; 20];
     let one_cpu = two_cpus().map(|[a, _]| a);
     // Per round: the profiler's own time shown, timed and estimated, per round trip.
     let (mut timed, mut estimated) = ([Figure::NONE; 3], [Figure::NONE; 3]);
@@ -267,6 +289,8 @@ pub(crate) fn run(mutex2: Option<&[f64; 5]>) {
         let before = yieldprof::snapshot();
         f[17].add(mpsc_same_cpu_cpu_ns(recv_annotated, one_cpu));
         own(2, profiler_since(&before));
+        f[18].add(mpsc_pingpong(recv_raw_budget, None));
+        f[19].add(condvar_pingpong(turn_raw_budget));
         f[2].add(condvar_pingpong(turn_raw));
         let before = yieldprof::snapshot();
         f[3].add(condvar_pingpong(turn_annotated));
@@ -297,12 +321,12 @@ pub(crate) fn run(mutex2: Option<&[f64; 5]>) {
     );
     println!("(bests; \"median\": the median over rounds of each round's raw / annotated)");
     let ratio = |raw: &Figure, inst: &Figure| raw.paired_median(inst, |r, a| r / a);
-    for (case, raw, inst) in [
-        ("mpsc ping-pong", 0, 1),
-        ("mpsc ping-pong, pinned to two CPUs", 14, 15),
-        ("Mutex+Condvar ping-pong", 2, 3),
-        ("rendezvous sync_channel(0), 1 producer", 4, 5),
-        ("rendezvous sync_channel(0), 4 producers", 6, 7),
+    for (case, raw, inst, reference) in [
+        ("mpsc ping-pong", 0, 1, Some(18)),
+        ("mpsc ping-pong, pinned to two CPUs", 14, 15, None),
+        ("Mutex+Condvar ping-pong", 2, 3, Some(19)),
+        ("rendezvous sync_channel(0), 1 producer", 4, 5, None),
+        ("rendezvous sync_channel(0), 4 producers", 6, 7, None),
     ] {
         let median = ratio(&f[raw], &f[inst]);
         row(
@@ -313,6 +337,13 @@ pub(crate) fn run(mutex2: Option<&[f64; 5]>) {
             "≥ 0.9×",
             Some(median >= 0.9),
         );
+        if let Some(r) = reference {
+            println!(
+                "  raw with 1 µs of plain spinning after each wait (the budget): {:.3}× raw, \
+                 median",
+                ratio(&f[raw], &f[r])
+            );
+        }
     }
     // Each round trip is two switching episodes, one per thread.
     let added_us = |raw: &Figure, inst: &Figure| raw.paired_median(inst, |r, a| (a - r) / 2e3);
@@ -358,10 +389,10 @@ pub(crate) fn run(mutex2: Option<&[f64; 5]>) {
     // over rounds, of what was shown and of each round's annotated − raw (a round's
     // pair saw the same machine; means over rounds went negative under load, and a
     // median of per-round shares swings with rounds whose difference was small).
-    for (case, raw, inst, at) in [
-        ("mpsc ping-pong, wall", 0, 1, 0),
-        ("Mutex+Condvar ping-pong, wall", 2, 3, 1),
-        ("mpsc on one CPU, CPU time", 16, 17, 2),
+    for (case, raw, inst, at, reference) in [
+        ("mpsc ping-pong, wall", 0, 1, 0, Some(18)),
+        ("Mutex+Condvar ping-pong, wall", 2, 3, 1, Some(19)),
+        ("mpsc on one CPU, CPU time", 16, 17, 2, None),
     ] {
         let shown = timed[at].paired_median(&estimated[at], |t, e| t + e);
         let added = f[raw].paired_median(&f[inst], |r, a| a - r);
@@ -379,6 +410,14 @@ pub(crate) fn run(mutex2: Option<&[f64; 5]>) {
                 "does not hold"
             }
         );
+        // What 2 µs of plain work per round trip measured in the same rounds: how far
+        // the wall clock there amplifies work on the critical path.
+        if let Some(r) = reference {
+            println!(
+                "    (2000 ns of plain spinning per round trip measured {:.0} ns there)",
+                f[raw].paired_median(&f[r], |r, b| b - r)
+            );
+        }
     }
     println!("({:.0} s)", started.elapsed().as_secs_f64());
 }
