@@ -20,7 +20,7 @@ bench_rounds=${BENCH_ROUNDS:-5}
 # The timed runs use yieldprof's defaults, whatever the caller's environment says.
 for v in $(env | grep -o '^YIELDPROF[A-Z_]*' || true); do unset "$v"; done
 
-find_src() { ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/crossbeam-channel-0.5.* 2>/dev/null | sort -V | tail -1; }
+find_src() { ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/crossbeam-channel-0.5.* 2>/dev/null | sort -V | tail -1 || true; }
 src=$(find_src)
 if [ -z "$src" ]; then
     mkdir -p "$dir/fetch/src" && echo 'fn main() {}' > "$dir/fetch/src/main.rs"
