@@ -15,6 +15,8 @@
 
 mod clocks;
 mod kernel;
+#[macro_use]
+mod turns;
 
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Condvar, Mutex};
@@ -110,27 +112,13 @@ fn pin(cpu: usize) {
     }
 }
 
-/// Waits for turn `mine` (0 or 1) of a two-thread alternation and passes it on: a
-/// lock (which does not block, the common case) before a condvar wait (which does),
-/// two different calls in one episode.
-#[yieldprof::instrument_wait]
-fn take_turn(turns: &(Mutex<u64>, Condvar), mine: u64) {
-    let mut turn = turns.0.lock().unwrap();
-    while *turn % 2 != mine {
-        turn = turns.1.wait(turn).unwrap();
-    }
-    *turn += 1;
-    turns.1.notify_one();
-}
-
-fn take_turn_raw(turns: &(Mutex<u64>, Condvar), mine: u64) {
-    let mut turn = turns.0.lock().unwrap();
-    while *turn % 2 != mine {
-        turn = turns.1.wait(turn).unwrap();
-    }
-    *turn += 1;
-    turns.1.notify_one();
-}
+take_turn!(
+    /// The lock before the wait is another call than the wait: two targets in one
+    /// episode.
+    #[yieldprof::instrument_wait]
+    fn take_turn
+);
+take_turn!(fn take_turn_raw);
 
 /// How the two threads hand off.
 #[derive(Clone, Copy, Debug)]

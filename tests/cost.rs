@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 use yieldprof::counters::{capabilities, Count, CounterEvent};
 
 mod kernel;
+#[macro_use]
+mod turns;
 use kernel::switches as kernel_switches;
 
 const HANDOFFS: u64 = 300;
@@ -143,27 +145,14 @@ fn channel_handoffs_split_switches_as_the_kernel_counts_them() {
     matches_kernel("recv_token", scenario);
 }
 
-/// Takes the turn `mine` (0 or 1) of a two-thread alternation: every lock and wait is
-/// in the episode.
-#[yieldprof::instrument_wait]
-fn take_turn(turns: &(Mutex<u64>, Condvar), mine: u64) {
-    let mut turn = turns.0.lock().unwrap();
-    while *turn % 2 != mine {
-        turn = turns.1.wait(turn).unwrap();
-    }
-    *turn += 1;
-    turns.1.notify_all();
-}
-
-/// `take_turn` for the partner thread, outside every site.
-fn partner_turn(turns: &(Mutex<u64>, Condvar), mine: u64) {
-    let mut turn = turns.0.lock().unwrap();
-    while *turn % 2 != mine {
-        turn = turns.1.wait(turn).unwrap();
-    }
-    *turn += 1;
-    turns.1.notify_all();
-}
+take_turn!(
+    /// Takes the turn `mine` (0 or 1) of a two-thread alternation: every lock and wait
+    /// is in the episode.
+    #[yieldprof::instrument_wait]
+    fn take_turn
+);
+// `take_turn` for the partner thread, outside every site.
+take_turn!(fn partner_turn);
 
 #[test]
 fn condvar_handoffs_split_switches_as_the_kernel_counts_them() {
