@@ -52,6 +52,7 @@
 //! Wake calls with no argument outside async code (`.notify_one()`, `.notify_all()`,
 //! `.unpark()`) are not waits, but their time is the handoff's, not a job's: they end
 //! a stretch of `[unmarked work]` and begin the next (`docs/thread-pools.md`).
+//!
 //! Free functions are matched by their path as written, after the `use` declarations
 //! in the body are followed (`use std::thread::sleep as nap;` makes `nap(d)` a sleep;
 //! a bare `sleep`, `park` or `park_timeout` counts only when imported from
