@@ -1,0 +1,190 @@
+//! `Mark` arithmetic: exact and apportioned episodes.
+use super::*;
+
+#[test]
+fn a_delta_is_the_difference_of_two_marks_across_a_wrap() {
+    let a = Mark {
+        switches: u32::MAX - 1,
+        ahead: 0,
+        counted: false,
+        voluntary: u32::MAX,
+        involuntary: 7,
+        migrations: 1,
+        off_ns: 1_000,
+        mono_ns: 0,
+        queued_ns: 50,
+    };
+    let b = Mark {
+        switches: 3,
+        ahead: 0,
+        counted: false,
+        voluntary: 3,
+        involuntary: 8,
+        migrations: 1,
+        off_ns: 201_000,
+        mono_ns: 0,
+        queued_ns: 1_050,
+    };
+    assert_eq!(
+        a.until(&b),
+        Delta {
+            voluntary: 4,
+            involuntary: 1,
+            switches: 5,
+            migrations: 0,
+            off_ns: 200_000,
+            queued_ns: 1_000,
+        }
+    );
+    assert_eq!(b.since(&a), a.until(&b));
+}
+
+#[test]
+fn a_switch_after_the_episode_leaves_its_count_exact_and_its_split_apportioned() {
+    let start = Mark {
+        switches: 10,
+        ahead: 0,
+        counted: false,
+        voluntary: 5,
+        involuntary: 5,
+        migrations: 0,
+        off_ns: 1_000,
+        mono_ns: 1_000_000,
+        queued_ns: 0,
+    };
+    // The episode blocked once (count 10 -> 11); then its thread was preempted.
+    let now = Mark {
+        switches: 12,
+        ahead: 0,
+        counted: false,
+        voluntary: 6,
+        involuntary: 6,
+        migrations: 1,
+        off_ns: 41_000,
+        mono_ns: 1_100_000,
+        queued_ns: 10_000,
+    };
+    let (d, exact) = start.until_count(11, &now, 15_000, None);
+    assert!(!exact);
+    assert_eq!((d.switches, d.voluntary, d.involuntary), (1, 1, 0));
+    // Queued: the window's queued share of the episode's off-CPU time,
+    // 10 000 × 15 000 / 40 000.
+    assert_eq!((d.off_ns, d.queued_ns, d.migrations), (15_000, 3_750, 1));
+    let (d, exact) = start.until_count(12, &now, u64::MAX, None);
+    assert!(exact);
+    assert_eq!(d, start.until(&now));
+}
+
+#[test]
+fn a_split_read_at_the_close_keeps_a_later_voluntary_switch_out_of_the_episode() {
+    let start = Mark {
+        switches: 10,
+        ahead: 0,
+        counted: false,
+        voluntary: 5,
+        involuntary: 5,
+        migrations: 0,
+        off_ns: 1_000,
+        mono_ns: 0,
+        queued_ns: 0,
+    };
+    // Preempted in the episode (10 -> 11), then blocked in the thread's own code
+    // (a join) before the figures were read.
+    let now = Mark {
+        switches: 12,
+        voluntary: 6,
+        involuntary: 6,
+        ..start
+    };
+    let (guessed, _) = start.until_count(11, &now, 15_000, None);
+    assert_eq!((guessed.voluntary, guessed.involuntary), (1, 0));
+    let at_close = Split {
+        at: 11,
+        voluntary: 5,
+        involuntary: 6,
+    };
+    let (d, exact) = start.until_count(11, &now, 15_000, Some(at_close));
+    assert!(!exact, "the time split is still apportioned");
+    assert_eq!((d.switches, d.voluntary, d.involuntary), (1, 0, 1));
+    // A split read at another count says nothing of this episode.
+    let elsewhere = Split { at: 12, ..at_close };
+    let (d, _) = start.until_count(11, &now, 15_000, Some(elsewhere));
+    assert_eq!((d.voluntary, d.involuntary), (1, 0));
+}
+
+#[test]
+fn a_short_switch_after_a_long_episode_leaves_it_its_own_off_cpu_time() {
+    let ms = 1_000_000;
+    let start = Mark {
+        switches: 10,
+        ahead: 0,
+        counted: false,
+        voluntary: 0,
+        involuntary: 0,
+        migrations: 0,
+        off_ns: 0,
+        mono_ns: 0,
+        queued_ns: 0,
+    };
+    // 30 preemptions, 380 ms off the CPU in a 400 ms episode; then one of 0.1 ms
+    // before the read, 0.2 ms after the episode's end.
+    let now = Mark {
+        switches: 41,
+        involuntary: 31,
+        off_ns: 380 * ms + ms / 10,
+        mono_ns: 400 * ms + ms / 5,
+        queued_ns: 380 * ms + ms / 10,
+        ..start
+    };
+    let (d, exact) = start.until_count(40, &now, 400 * ms, None);
+    assert!(!exact);
+    assert_eq!((d.switches, d.involuntary), (30, 30));
+    // The share of the switches alone would say 367.8 ms.
+    assert_eq!(d.off_ns, 380 * ms - ms / 10);
+}
+
+/// A read preempted twice for 3 ms in all: from a mark taken before the read, the
+/// figures taken back to the read's start see none of it, and an episode that began
+/// before the read and ends at a later mark gets it all, switches and time.
+#[test]
+fn a_read_preempted_in_it_goes_back_to_where_it_began() {
+    let ms = 1_000_000;
+    let read = Mark {
+        switches: 12,
+        ahead: 0,
+        counted: false,
+        voluntary: 4,
+        involuntary: 8,
+        migrations: 0,
+        off_ns: 10 * ms,
+        mono_ns: 50 * ms,
+        queued_ns: 7 * ms,
+    };
+    let back = read.before_read(10, 3 * ms);
+    assert_eq!(
+        (back.switches, back.voluntary, back.involuntary),
+        (10, 4, 6)
+    );
+    assert_eq!(
+        (back.off_ns, back.mono_ns, back.queued_ns),
+        (7 * ms, 47 * ms, 4 * ms)
+    );
+    let end = Mark {
+        switches: 13,
+        voluntary: 5,
+        off_ns: 15 * ms,
+        mono_ns: 60 * ms,
+        ..read
+    };
+    assert_eq!(
+        back.until(&end),
+        Delta {
+            voluntary: 1,
+            involuntary: 2,
+            switches: 3,
+            migrations: 0,
+            off_ns: 8 * ms,
+            queued_ns: 3 * ms,
+        }
+    );
+}
