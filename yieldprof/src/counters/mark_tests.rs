@@ -75,6 +75,49 @@ fn a_switch_after_the_episode_leaves_its_count_exact_and_its_split_apportioned()
     assert_eq!(d, start.until(&now));
 }
 
+/// An episode that began unread where others ended (another call than theirs, no read
+/// between) is apportioned from the same read as they are: the voluntary switches go
+/// to the earlier ones first, and none is counted twice.
+#[test]
+fn episodes_apportioned_from_one_read_never_count_a_switch_twice() {
+    let read = Mark {
+        switches: 10,
+        ahead: 0,
+        counted: false,
+        voluntary: 5,
+        involuntary: 5,
+        migrations: 0,
+        off_ns: 1_000,
+        mono_ns: 1_000_000,
+        queued_ns: 0,
+    };
+    // One voluntary and three involuntary switches since the read: the first episode
+    // 10 -> 12, the second from there to 13, one more after it.
+    let now = Mark {
+        switches: 14,
+        voluntary: 6,
+        involuntary: 8,
+        off_ns: 41_000,
+        mono_ns: 1_100_000,
+        ..read
+    };
+    let (first, _) = read.until_count(12, &now, 20_000, None);
+    let (second, exact) = read.unread_at(12).until_count(13, &now, 20_000, None);
+    assert!(!exact);
+    assert_eq!((first.voluntary, first.involuntary), (1, 1));
+    assert_eq!((second.voluntary, second.involuntary), (0, 1));
+    // With the split read at 12 (a close), the second's start is counted: its window
+    // is its own, and the voluntary switch there is not the first's.
+    let split = Mark {
+        voluntary: 5,
+        involuntary: 7,
+        counted: true,
+        ..read.unread_at(12)
+    };
+    let (second, _) = split.until_count(13, &now, 20_000, None);
+    assert_eq!((second.voluntary, second.involuntary), (1, 0));
+}
+
 #[test]
 fn a_split_read_at_the_close_keeps_a_later_voluntary_switch_out_of_the_episode() {
     let start = Mark {
