@@ -68,22 +68,23 @@ thread_local! {
 
 impl Local {
     /// The thread's switch figures now, for a frame or call that opens and whose
-    /// figures go to `to` (`None`: to nothing that can have ended unread yet): reading them (when the thread was switched since the last
-    /// read) also gives the figures of the episodes that ended unread. Not read where
-    /// the opener may continue one of those (`Local::coalesced`).
+    /// figures go to `to` (`None`: to nothing that can have ended unread yet): reading
+    /// them (when the thread was switched since the last read) also gives the figures
+    /// of the episodes that ended unread. Not read where the opener may continue one of
+    /// those, or is a lock (`lock`), which seldom blocks (`Local::coalesced`).
     #[inline(always)]
-    pub(crate) fn mark(&self, to: impl FnOnce() -> Option<EndedOf>) -> Mark {
+    pub(crate) fn mark(&self, to: impl FnOnce() -> Option<EndedOf>, lock: bool) -> Mark {
         if !self.counters.moved() && self.unread.ended.borrow().is_empty() {
             return self.counters.current(&self.data.counters);
         }
-        self.mark_slow(to)
+        self.mark_slow(to, lock)
     }
 
     /// As [`Local::mark`], read: a job's, whose off-CPU time so far is the pool's in a
     /// report taken while it is open (`OpenFrames`), which needs the thread's clocks
     /// at its mark; through rseq the last mark may hold only the count.
     pub(crate) fn mark_read(&self) -> Mark {
-        let m = self.mark(|| None);
+        let m = self.mark(|| None, false);
         if m.off_clock().is_some() || !self.counters.counted() {
             return m;
         }
@@ -94,17 +95,18 @@ impl Local {
 
     /// Out of line: taken at most once per switched episode.
     #[inline(never)]
-    fn mark_slow(&self, to: impl FnOnce() -> Option<EndedOf>) -> Mark {
+    fn mark_slow(&self, to: impl FnOnce() -> Option<EndedOf>, lock: bool) -> Mark {
         // A getrusage count (rseq) since the last charge (the check that led here)
         // is the profiler's: charged here, in the frame around the opener.
         let charged = self.unread.count_charged.get();
-        let m = match self.coalesced() {
+        let to = to();
+        let m = match self.coalesced(to, lock) {
             Some(m) => m,
             // Through rseq: the count and split now (getrusage, where the thread was
             // switched), exact; the clocks and schedstat wait for the next read, and
             // the episodes between share what they saw (estimated). An opener with no
             // target (a job, a call's first) reads, as `Local::mark_read` does.
-            None if self.counters.counted() && !self.read_due() && to().is_some() => {
+            None if to.is_some() && self.counters.counted() && !self.read_due() => {
                 self.counters.current(&self.data.counters)
             }
             None => {
@@ -132,17 +134,19 @@ impl Local {
     }
 
     /// A mark taken unread (`Mark::unread_at`), where every episode that ended unread
-    /// ended at the switch count now (no switch since): when the opener switches and
-    /// one of them has its target, its episode continues that one (`ended` merges
-    /// them), and only the figures at their two far ends are needed, so a hot loop of
-    /// episodes reads once per `MERGED_BEFORE_READ` of them or `READ_LAG_NS`. An
-    /// opener of another target (a lock taken before a condvar wait, a Mutex loop's
-    /// acquire, whose frame is still pending) needs no figures where it does not
-    /// switch, the common case; where it does, it and the episodes before it are
-    /// apportioned (estimated) from the next read. Reading for it here instead cost
-    /// a Mutex+Condvar ping-pong a full read per episode (117k preads for 120k
-    /// episodes, 20k after; the Mutex loop 0.47× → 0.67× raw, 2026-12-05).
-    fn coalesced(&self) -> Option<Mark> {
+    /// ended at the switch count now (no switch since) and one of them has the
+    /// opener's target: when the opener switches, its episode continues that one
+    /// (`ended` merges them), and only the figures at their two far ends are needed,
+    /// so a hot loop of episodes reads once per `MERGED_BEFORE_READ` of them or
+    /// `READ_LAG_NS`. A different target reads now, but for a lock (`lock`: the lock
+    /// before a condvar wait, a Mutex loop's acquire, whose frame is still pending):
+    /// it needs no figures where it does not block, the common case, and where it
+    /// does, it and the episodes before it are apportioned (estimated) from the next
+    /// read. Reading for it cost a Mutex+Condvar ping-pong a full read per episode
+    /// (117k preads for 120k episodes, 20k after, 2026-12-05). Other calls still read:
+    /// taking the unread mark for all made a pool worker's sleep share its figures
+    /// with the yields after it, and its jobs read 5.4 % short (`tests/pool.rs`).
+    fn coalesced(&self, to: Option<EndedOf>, lock: bool) -> Option<Mark> {
         let now = self.counters.switches()?;
         let u = &self.unread;
         if u.merged.get() >= MERGED_BEFORE_READ {
@@ -154,6 +158,9 @@ impl Local {
         }
         let lag = clock::now().saturating_sub(u.read_tick.get());
         if Scale::rough().map_or(lag, |s| s.ns(lag)) >= READ_LAG_NS {
+            return None;
+        }
+        if !lock && !ended.iter().any(|e| Some(e.to) == to) {
             return None;
         }
         drop(ended);

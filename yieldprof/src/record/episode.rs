@@ -286,7 +286,7 @@ impl CallGuard {
                     let profiled = l.data.profiler_ticks.load(Relaxed);
                     // Only a call that has a slot can continue one of its episodes.
                     let slot = || l.data.find_slot(l.current.get(), key).map(EndedOf::Call);
-                    (start, profiled, l.mark(slot))
+                    (start, profiled, l.mark(slot, kind == Kind::Lock))
                 }
             };
             l.in_call();

@@ -47,7 +47,7 @@ pub(crate) fn open(
     // after), so the profiler's time it takes is the parent's.
     let mark = match begin {
         Some((_, mark)) if wait => mark,
-        None if wait => l.mark(|| Some(EndedOf::Frame(node))),
+        None if wait => l.mark(|| Some(EndedOf::Frame(node)), false),
         // Never continued unread: open frames that continue one are wait frames
         // (`OpenFrames::continues`), so a job that opens after a switch reads.
         _ if job && !deferred_job => l.mark_read(),
