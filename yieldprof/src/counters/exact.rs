@@ -235,7 +235,8 @@ impl Exact {
                     .wrapping_sub(offset)
                     .wrapping_sub(at);
                 let fits = past <= self.switches().wrapping_sub(at) && past <= involuntary;
-                (last.is_read() && fits).then(|| Split {
+                // The set-up's reads come before any mark (`Mark::ZERO`): no offset.
+                (last.is_read() && !last.is_pageless() && fits).then(|| Split {
                     at,
                     voluntary,
                     involuntary: involuntary - past,

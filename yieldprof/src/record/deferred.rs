@@ -148,16 +148,11 @@ impl Local {
     /// with the yields after it, and its jobs read 5.4 % short (`tests/pool.rs`).
     fn coalesced(&self, to: Option<EndedOf>, lock: bool) -> Option<Mark> {
         let now = self.counters.switches()?;
-        let u = &self.unread;
-        if u.merged.get() >= MERGED_BEFORE_READ {
+        if self.read_due() {
             return None;
         }
-        let ended = u.ended.borrow();
+        let ended = self.unread.ended.borrow();
         if ended.is_empty() || ended.iter().any(|e| e.end != now) {
-            return None;
-        }
-        let lag = clock::now().saturating_sub(u.read_tick.get());
-        if Scale::rough().map_or(lag, |s| s.ns(lag)) >= READ_LAG_NS {
             return None;
         }
         if !lock && !ended.iter().any(|e| Some(e.to) == to) {
