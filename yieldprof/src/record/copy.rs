@@ -3,11 +3,11 @@
 use super::thread::*;
 use crate::base::clock;
 use crate::base::ring::Episode;
-use crate::base::site::{self, CallSite, Kind, OVERFLOW_CALL};
+use crate::base::site::{self, Kind, OVERFLOW_CALL};
 use crate::counters::{off_clock_of, Switches, ThreadSnap};
 use crate::model::timeline::Timeline;
 use crate::model::tree::{NodeStats, SlotStats, ThreadProfile};
-use crate::record::fold::spin_site;
+use crate::record::fold::site_at;
 use crate::record::records::Record;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -194,18 +194,39 @@ impl ThreadData {
             frame: n.frame,
             ..Episode::default()
         };
-        if let Some(site) = spin_site(r.spin_site) {
-            let call = site::call_id(site as *const CallSite as usize, || site.info());
-            match n.slots.iter_mut().find(|s| s.call == call) {
-                Some(s) => s.calls += u64::from(r.spins),
-                None => n.slots.push(SlotStats {
-                    call,
-                    calls: u64::from(r.spins),
-                    ..SlotStats::default()
-                }),
+        for (address, calls, ticks) in [
+            (r.spin_site, r.spins, None),
+            (r.call_site, 1, Some(r.call_ticks)),
+        ] {
+            let Some(site) = site_at(address) else {
+                continue;
+            };
+            let call = site::call_id(address, || site.info());
+            let at = match n.slots.iter().position(|s| s.call == call) {
+                Some(at) => at,
+                None => {
+                    n.slots.push(SlotStats {
+                        call,
+                        ..SlotStats::default()
+                    });
+                    n.slots.len() - 1
+                }
+            };
+            let slot = &mut n.slots[at];
+            slot.calls += u64::from(calls);
+            if let Some(ticks) = ticks {
+                slot.ns += ticks;
+                let kind = Some(site.kind);
+                let durations = t
+                    .site_durations
+                    .iter_mut()
+                    .find(|(k, _)| *k == (n.frame, kind));
+                if let Some((_, h)) = durations {
+                    h.add_one(ticks, true);
+                }
             }
-            episode.kinds = site.kind.bit();
-            episode.calls = r.spins;
+            episode.kinds |= site.kind.bit();
+            episode.calls += calls;
         }
         // With the timeline off the ring counts nothing either.
         if t.timeline.capacity > 0 {

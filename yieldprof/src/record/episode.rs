@@ -10,7 +10,7 @@ use crate::counters::Mark;
 use crate::record::frame::{self, on, Closed};
 use crate::record::lazy;
 pub use crate::record::lazy::WaitGuard;
-use crate::record::open::{Claimed, EndedOf, Tally};
+use crate::record::open::{Claimed, EndedOf};
 use crate::record::thread;
 use crate::record::woken::Woken;
 use std::future::Future;
@@ -164,9 +164,12 @@ pub struct CallGuard {
     // A lock taken inside pending episodes: the live count then (`lazy::pending`);
     // `NOT_DEFERRED` otherwise.
     deferred: u32,
+    // Its place, when it opened on the fast path (`lazy::open_call`); `NOT_FAST` else.
+    fast: u32,
 }
 
 const NOT_DEFERRED: u32 = u32::MAX;
+const NOT_FAST: u32 = u32::MAX;
 
 /// A lock acquired in fewer ticks than this (≈0.3–1 µs on a TSC of 1–3 GHz, 1 µs on
 /// the monotonic clock) did not wait: taking a free lock costs tens of ns, while a
@@ -202,34 +205,13 @@ impl Site {
     }
 }
 
-/// Adds one call to the current frame: `ns` of its own time, and its whole length
-/// `ticks` to its kind's durations when it was timed; its slot (its off-CPU time
-/// is added when read, `record::deferred`).
-#[inline(always)]
-fn record(l: &thread::Local, key: usize, site: Site, ns: u64, ticks: Option<u64>) -> u32 {
-    let t = l.tally.get();
-    l.tally.set(Tally {
-        calls: t.calls.saturating_add(1),
-        kinds: t.kinds | site.kind().bit(),
-    });
-    let d = &l.data;
-    let i = d.slot_index(l.current.get(), key, || site.info());
-    let s = d.slot(i);
-    bump(&s.calls, 1);
-    bump(&s.ns, ns);
-    if let Some(t) = ticks {
-        d.record_call_duration(s, t);
-    }
-    i
-}
-
 /// Counts a call that is not timed.
 #[inline(always)]
 fn record_count(key: usize, site: Site) {
     thread::enter(|l| {
         // A wait: the pending episodes around it open now.
         lazy::materialise(l);
-        record(l, key, site, 0, None);
+        l.add_call(key, site.kind(), || site.info(), 0, None);
         // A spin, or an awaited call: no stretch of work runs on from here.
         l.spun_here();
     });
@@ -247,6 +229,7 @@ impl CallGuard {
             claimed: Claimed::ZERO,
             profiled: 0,
             deferred: NOT_DEFERRED,
+            fast: NOT_FAST,
         };
         if !on() {
             return idle;
@@ -254,6 +237,15 @@ impl CallGuard {
         if !kind.timed() {
             record_count(key, site);
             return idle;
+        }
+        if let Some((at, start)) = CallGuard::open_fast(site) {
+            // What a close it cannot keep needs is kept for it (`lazy::call_began`).
+            return CallGuard {
+                start,
+                site: Some(site),
+                fast: at,
+                ..idle
+            };
         }
         let opened = thread::enter(|l| {
             // A lock is a wait only if it does not succeed at once: the pending
@@ -299,9 +291,25 @@ impl CallGuard {
                 profiled,
                 start,
                 deferred: deferred.unwrap_or(NOT_DEFERRED),
+                fast: NOT_FAST,
             }
         });
         opened.unwrap_or(idle)
+    }
+
+    /// Opens on the fast path (`lazy::open_call`) where it can: a call of an annotated
+    /// body whose close is nothing but its time (not a lock, nor async code's, nor a
+    /// backoff split into spun and yielded). Its place and start tick.
+    #[inline(always)]
+    fn open_fast(site: Site) -> Option<(u32, u64)> {
+        let Site::Static(s) = site else {
+            return None;
+        };
+        if s.kind == Kind::Lock || s.in_async || super::snooze::splits(s) {
+            return None;
+        }
+        // Not counted as skipped if it cannot reach the thread: the open below is.
+        thread::with_hot(|l| lazy::open_call(l, s)).flatten()
     }
 }
 
@@ -319,6 +327,9 @@ impl CallGuard {
     #[inline(never)]
     fn close(&self, site: Site) {
         let elapsed = clock::now().saturating_sub(self.start);
+        if self.fast != NOT_FAST && lazy::close_call(self.fast, self.start, elapsed) {
+            return;
+        }
         let deferred = self.deferred != NOT_DEFERRED && lazy::still_pending(self.deferred);
         if deferred && elapsed < FREE_LOCK_TICKS {
             // A free lock: no wait, nothing recorded.
@@ -334,35 +345,47 @@ impl CallGuard {
             super::woken::held(s, self.start, elapsed);
         }
         thread::with(|l| {
+            let (serial, mark, claimed, profiled) = match self.fast {
+                NOT_FAST => (self.serial, self.mark, self.claimed, self.profiled),
+                // Opened on the fast path: the same thread.
+                at => {
+                    let (mark, claimed, profiled) = lazy::call_began(at, self.start)
+                        .unwrap_or_else(|| {
+                            let mark = l.counters.last().unwrap_or(Mark::ZERO);
+                            (mark, l.claimed.get(), l.data.profiler_ticks.load(Relaxed))
+                        });
+                    (l.data.serial(), mark, claimed, profiled)
+                }
+            };
             if deferred {
                 // It blocked: the pending episodes started when it began.
-                lazy::materialise_at(l, (self.start, self.mark));
+                lazy::materialise_at(l, (self.start, mark));
             }
-            if l.data.serial() != self.serial {
+            if l.data.serial() != serial {
                 // Resumed on another thread: this one's figures say nothing of it.
-                record(l, self.key, site, elapsed, Some(elapsed));
+                l.add_call(
+                    self.key,
+                    site.kind(),
+                    || site.info(),
+                    elapsed,
+                    Some(elapsed),
+                );
                 snoozed(elapsed);
                 return;
             }
             // Before its close's own reads: those are the profiler's in the next stretch.
             let charged = l.data.profiler_ticks.load(Relaxed);
-            let profiler = charged.saturating_sub(self.profiled);
+            let profiler = charged.saturating_sub(profiled);
             let mine = elapsed.saturating_sub(profiler);
-            let own = l.claim_ticks(self.claimed.ticks, mine);
-            let slot = record(l, self.key, site, own, Some(elapsed));
+            let own = l.claim_ticks(claimed.ticks, mine);
+            let slot = l.add_call(self.key, site.kind(), || site.info(), own, Some(elapsed));
             snoozed(own);
             // Its off-CPU time, when it switched, is read later (`record::deferred`),
             // within its length less the profiler's time in it.
             let to = EndedOf::Call(slot);
-            let at = l.ended(
-                &self.mark,
-                to,
-                self.claimed.off_ns,
-                mine,
-                self.start + elapsed,
-            );
+            let at = l.ended(&mark, to, claimed.off_ns, mine, self.start + elapsed);
             // The stretch before it, then the next one begins.
-            l.gap_to(l.current.get(), self.start, self.mark.page_count());
+            l.gap_to(l.current.get(), self.start, mark.page_count());
             l.gap_from(self.start + elapsed, at, charged);
         });
     }

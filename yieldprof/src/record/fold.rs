@@ -9,54 +9,69 @@
 
 use crate::base::arena::bump;
 use crate::base::ring::Episode;
-use crate::base::site::CallSite;
+use crate::base::site::{CallInfo, CallSite, Kind};
 use crate::counters::Mark;
 use crate::model::histogram::Batch;
 use crate::record::frame::NO_SAMPLE;
-use crate::record::open::{Lazy, Opened, Tally, LAZY, NO_FAST};
+use crate::record::open::{Lazy, Opened, Tally, IN_CALL, LAZY, NO_FAST};
 use crate::record::records::Record;
 use crate::record::thread::{Local, Node, Slot};
 use std::sync::atomic::Ordering::Relaxed;
 
-/// The call site of spins at `address` (a record's `spin_site`, a fast entry's).
-pub(crate) fn spin_site(address: usize) -> Option<&'static CallSite> {
+/// The call site at `address` (a record's `spin_site` or `call_site`, a fast entry's).
+pub(crate) fn site_at(address: usize) -> Option<&'static CallSite> {
     // SAFETY: `record::lazy` stores only the address of a `&'static CallSite` there,
     // or 0.
     (address != 0).then(|| unsafe { &*(address as *const CallSite) })
 }
 
-/// Records of one node and spin site in a row, being folded.
+/// Records of one node, spin site and call site in a row, being folded.
 struct Run<'l> {
     node: u32,
     spin_site: usize,
+    call_site: usize,
     n: &'l Node,
     /// The site's fine histogram, its buckets found once for the run.
     fine: Option<Batch<'l>>,
     slot: Option<&'l Slot>,
+    call_slot: Option<&'l Slot>,
     frame: u32,
-    /// The kind bit of its spins.
+    /// The kind bits of its spins and its call.
     kinds: u16,
     episodes: u64,
     wall: u64,
     spins: u64,
+    calls: u64,
+    call_ticks: u64,
+}
+
+/// The slot of `site`'s calls in the frame of `node`.
+fn slot_of<'l>(l: &'l Local, node: u32, site: &'static CallSite) -> &'l Slot {
+    l.data
+        .slot_of(node, site as *const CallSite as usize, || site.info())
 }
 
 impl<'l> Run<'l> {
     fn new(l: &'l Local, r: &Record) -> Run<'l> {
         let d = &l.data;
         let n = d.node(r.node);
-        let site = spin_site(r.spin_site);
+        let site = site_at(r.spin_site);
+        let call = site_at(r.call_site);
         Run {
             node: r.node,
             spin_site: r.spin_site,
+            call_site: r.call_site,
             n,
             fine: d.fine_durations(n).map(|f| f.batch()),
-            slot: site.map(|s| d.slot_of(r.node, s as *const CallSite as usize, || s.info())),
+            slot: site.map(|s| slot_of(l, r.node, s)),
+            call_slot: call.map(|s| slot_of(l, r.node, s)),
             frame: n.frame.load(Relaxed),
-            kinds: site.map_or(0, |s| s.kind.bit()),
+            kinds: site.map_or(0, |s| s.kind.bit()) | call.map_or(0, |s| s.kind.bit()),
             episodes: 0,
             wall: 0,
             spins: 0,
+            calls: 0,
+            call_ticks: 0,
         }
     }
 
@@ -68,15 +83,47 @@ impl<'l> Run<'l> {
         if let Some(slot) = self.slot {
             bump(&slot.calls, self.spins);
         }
+        if let Some(slot) = self.call_slot {
+            bump(&slot.calls, self.calls);
+            bump(&slot.ns, self.call_ticks);
+        }
         *claimed = claimed.wrapping_add(self.wall);
         *tally = tally.plus(Tally {
-            calls: u32::try_from(self.spins).unwrap_or(u32::MAX),
+            calls: u32::try_from(self.spins + self.calls).unwrap_or(u32::MAX),
             kinds: self.kinds,
         });
     }
 }
 
 impl Local {
+    /// Adds one call at `key` to the current frame: `ns` of its own time, and its whole
+    /// length `ticks` to its kind's durations when it was timed; its slot (its off-CPU
+    /// time is added when read, `record::deferred`).
+    #[inline(always)]
+    pub(crate) fn add_call(
+        &self,
+        key: usize,
+        kind: Kind,
+        info: impl FnOnce() -> CallInfo,
+        ns: u64,
+        ticks: Option<u64>,
+    ) -> u32 {
+        let t = self.tally.get();
+        self.tally.set(Tally {
+            calls: t.calls.saturating_add(1),
+            kinds: t.kinds | kind.bit(),
+        });
+        let d = &self.data;
+        let i = d.slot_index(self.current.get(), key, info);
+        let s = d.slot(i);
+        bump(&s.calls, 1);
+        bump(&s.ns, ns);
+        if let Some(t) = ticks {
+            d.record_call_duration(s, t);
+        }
+        i
+    }
+
     /// Brings the tree up to date with the hot path, if it is behind.
     #[inline(always)]
     pub(crate) fn catch_up(&self) {
@@ -104,7 +151,13 @@ impl Local {
         let mut run: Option<Run> = None;
         d.records.fold(|r| {
             let x = match run.as_mut() {
-                Some(x) if x.node == r.node && x.spin_site == r.spin_site => x,
+                Some(x)
+                    if x.node == r.node
+                        && x.spin_site == r.spin_site
+                        && x.call_site == r.call_site =>
+                {
+                    x
+                }
                 _ => {
                     if let Some(done) = run.take() {
                         done.add(&mut claimed, &mut tally);
@@ -116,14 +169,20 @@ impl Local {
             if let Some(fine) = x.fine.as_mut() {
                 fine.record(r.duration);
             }
+            let call = u32::from(r.call_site != 0);
+            if let Some(slot) = x.call_slot {
+                d.record_call_duration(slot, r.call_ticks);
+            }
             d.timeline.push(&Episode {
                 start: r.start,
                 duration: r.duration,
                 frame: x.frame,
                 kinds: x.kinds,
-                calls: r.spins,
+                calls: r.spins.saturating_add(call),
                 switches: 0,
             });
+            x.calls += u64::from(call);
+            x.call_ticks = x.call_ticks.wrapping_add(r.call_ticks);
             x.episodes += 1;
             x.wall = x.wall.wrapping_add(r.duration);
             x.spins += u64::from(r.spins);
@@ -137,7 +196,9 @@ impl Local {
     }
 
     /// The fast entry, if one is open, becomes an open frame (its slot in the entry),
-    /// with the start and switch mark it opened at. Its spins stay with the entry.
+    /// with the start and switch mark it opened at. Its spins stay with the entry; its
+    /// call, if it closed, is added as its close would have (one still running closes
+    /// as any call).
     fn promote(&self, z: &Lazy) {
         let at = z.fast.get();
         if at == NO_FAST {
@@ -168,6 +229,28 @@ impl Local {
             tally: self.tally.replace(Tally::ZERO),
         });
         z.slots[at as usize].set(slot);
+        let (call, ticks) = (z.call.get(), z.call_ticks.get());
+        if call == 0 || z.call_at.get() != at {
+            return;
+        }
+        if ticks == IN_CALL {
+            // Nothing moved these since it opened: every change comes through here.
+            let profiled = self.data.profiler_ticks.load(Relaxed);
+            z.call_began.set((mark, self.claimed.get(), profiled));
+            return;
+        }
+        z.call.set(0);
+        if let Some(site) = site_at(call) {
+            let key = site as *const CallSite as usize;
+            let charged = self.data.profiler_ticks.load(Relaxed);
+            self.claim_ticks(self.claimed.get().ticks, ticks);
+            self.add_call(key, site.kind, || site.info(), ticks, Some(ticks));
+            self.gap_from(
+                z.call_start.get() + ticks,
+                Some(z.fast_switches.get()),
+                charged,
+            );
+        }
     }
 
     /// `n` spins at `site` in the frame of `node`, which is open: its slot's calls and

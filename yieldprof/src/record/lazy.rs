@@ -12,24 +12,30 @@
 //!
 //! This file is the hot path, in the order an episode runs: `enter`, its first wait
 //! (`began_waiting`: the fast open), its spins (`spun`), its return (`leave`: the fast
-//! close, one `Record`). An episode on the fast path touches no tree, histogram or
-//! timeline: `record::fold` adds its record to those in batches, and turns it into an
-//! ordinary open frame if anything else needs the thread's state while it is open.
-//! The slow paths follow each fast one.
+//! close, one `Record`), and its one timed call (`open_call`, `close_call`: a receive,
+//! a park, a sleep, which opens the episode if it is its first wait). An episode on
+//! the fast path touches no tree, histogram or timeline: `record::fold` adds its
+//! record to those in batches, and turns it into an ordinary open frame if anything
+//! else needs the thread's state while it is open. The slow paths follow each fast
+//! one; a call the fast path cannot keep (the thread was switched in it: its switch
+//! figures are read as any call's) closes on the slow path.
 
 use crate::base::arena::bump;
 use crate::base::clock;
 use crate::base::site::{CallSite, EpisodeSite};
 use crate::config;
 use crate::counters::Mark;
-use crate::record::fold::spin_site;
+use crate::record::fold::site_at;
 use crate::record::frame;
+use crate::record::gaps;
 use crate::record::open::{
-    lazy, site_of, Lazy, LAZY, LAZY_DEPTH, NESTED, NODE_CACHE, NO_FAST, UNWAITED_CACHE,
+    lazy, site_of, Claimed, Lazy, IN_CALL, LAZY, LAZY_DEPTH, NESTED, NODE_CACHE, NO_FAST,
+    UNWAITED_CACHE,
 };
 use crate::record::records::Record;
 use crate::record::thread::{self, Local, OVERFLOW};
 use std::marker::PhantomData;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{compiler_fence, AtomicU64};
 
@@ -276,7 +282,7 @@ fn close_frame(z: &Lazy, at: u32, deep_slot: u32, end: u64) {
         let Some(node) = l.open.node(slot) else {
             return;
         };
-        if let Some(site) = spin_site(site) {
+        if let Some(site) = site_at(site) {
             // Before its close: its timeline entry counts them.
             l.add_spins(node, site, spins);
         }
@@ -290,7 +296,7 @@ fn close_frame(z: &Lazy, at: u32, deep_slot: u32, end: u64) {
 
 /// Closes the fast entry at tick `end` with one record, unless it needs more than a
 /// record holds (the thread was switched in it: its switch figures; spins past 32
-/// bits): whether it did.
+/// bits; a stretch of work after its call, `record::gaps`): whether it did.
 #[inline(always)]
 fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
     let closed = thread::with_hot(|l| {
@@ -303,6 +309,17 @@ fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
             return false;
         };
         if l.counters.switches().unwrap_or(0) != z.fast_switches.get() {
+            return false;
+        }
+        let (call_site, call_ticks) = match z.call.get() {
+            // A call of an entry around it, running.
+            call if call != 0 && z.call_at.get() != at => (0, 0),
+            call => (call, z.call_ticks.get()),
+        };
+        if call_site != 0
+            && (call_ticks == IN_CALL
+                || end.saturating_sub(z.call_start.get() + call_ticks) >= gaps::gap_ticks())
+        {
             return false;
         }
         let d = &l.data;
@@ -319,13 +336,93 @@ fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
             node: z.fast_node.get(),
             spins,
             spin_site,
+            call_site,
+            call_ticks,
         });
         l.counters.earn(duration);
         z.spins[at as usize].set((0, 0));
+        if call_site != 0 {
+            z.call.set(0);
+            // The stretch after it ended with the episode.
+            d.stretch.store(0, Relaxed);
+        }
         z.fast.set(NO_FAST);
         true
     });
     closed == Some(true)
+}
+
+/// A timed call at `site` opens on the fast path if it is the first wait of the one
+/// pending episode (which opens on the fast path, at the call's start) or the first
+/// call of the fast entry open around it: its place and start tick, else `None`.
+#[inline(always)]
+pub(crate) fn open_call(l: &Local, site: &'static CallSite) -> Option<(u32, u64)> {
+    let z = lazy();
+    if z.call.get() != 0 {
+        return None;
+    }
+    let (at, start) = match z.fast.get() {
+        NO_FAST => {
+            if !open_fast(l, z) {
+                return None;
+            }
+            let start = z.fast_start.get();
+            // The stretch of the frame around it ends here, as at a frame's open.
+            l.gap_to(l.current.get(), start, Some(z.fast_switches.get()));
+            (z.fast.get(), start)
+        }
+        at if at + 1 == z.live.get() && z.depth.get() == at + 1 && !l.counters.moved() => {
+            (at, clock::now())
+        }
+        _ => return None,
+    };
+    z.call.set(site as *const CallSite as usize);
+    z.call_at.set(at);
+    z.call_start.set(start);
+    z.call_ticks.set(IN_CALL);
+    l.in_call();
+    Some((at, start))
+}
+
+/// The call [`open_call`] opened at place `at` and tick `start` closed after `ticks`:
+/// kept with its entry, if that is still open on the fast path and the thread was not
+/// switched since it opened. Whether it was; else it closes as any call
+/// ([`call_began`]).
+#[inline(always)]
+pub(crate) fn close_call(at: u32, start: u64, ticks: u64) -> bool {
+    let z = lazy();
+    let kept = thread::with_hot(|l| {
+        if z.fast.get() != at
+            || z.call_at.get() != at
+            || z.call_start.get() != start
+            || z.call_ticks.get() != IN_CALL
+            || l.counters.switches().unwrap_or(0) != z.fast_switches.get()
+        {
+            return false;
+        }
+        z.call_ticks.set(ticks);
+        // A copy made while the stretch after it runs sees it (`record::gaps`).
+        l.data.stretch_node.store(z.fast_node.get(), Relaxed);
+        l.data.stretch.store(start + ticks, Relaxed);
+        true
+    });
+    kept == Some(true)
+}
+
+/// For the close of a call [`open_call`] opened at place `at` and tick `start` that
+/// its entry could not keep, inside `thread::with` (its entry a frame by then): the
+/// thread's mark, claims and profiler ticks when it opened, from `Local::promote`;
+/// `None` if that is not this call.
+pub(crate) fn call_began(at: u32, start: u64) -> Option<(Mark, Claimed, u64)> {
+    let z = lazy();
+    let ours = z.call.get() != 0
+        && z.call_at.get() == at
+        && z.call_start.get() == start
+        && z.call_ticks.get() == IN_CALL;
+    ours.then(|| {
+        z.call.set(0);
+        z.call_began.get()
+    })
 }
 
 /// Opens the frames of the thread's pending episodes, outermost first, all starting

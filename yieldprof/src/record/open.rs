@@ -232,6 +232,16 @@ pub(crate) struct Lazy {
     pub(crate) fast_start: Cell<u64>,
     pub(crate) fast_switches: Cell<u32>,
     pub(crate) fast_node: Cell<u32>,
+    /// A timed call opened on the fast path (`record::lazy`): the address of its
+    /// `CallSite` (0: none), its entry's place, its start tick and its length
+    /// (`IN_CALL` while it runs). One at a time: while it is set no other opens there.
+    pub(crate) call: Cell<usize>,
+    pub(crate) call_at: Cell<u32>,
+    pub(crate) call_start: Cell<u64>,
+    pub(crate) call_ticks: Cell<u64>,
+    /// What the running call's close needs once its entry became a frame: the
+    /// thread's mark, claims and profiler ticks when it opened (`Local::promote`).
+    pub(crate) call_began: Cell<(Mark, Claimed, u64)>,
     /// Whether the tree is behind the hot path: a fast entry open, or records not
     /// folded (`Local::catch_up`, which every other entry into the thread runs first).
     pub(crate) behind: Cell<bool>,
@@ -243,6 +253,8 @@ pub(crate) struct Lazy {
 
 /// No entry is open on the fast path.
 pub(crate) const NO_FAST: u32 = u32::MAX;
+/// The length of the fast entry's call while it runs.
+pub(crate) const IN_CALL: u64 = u64::MAX;
 /// Nodes the fast path finds without walking the tree.
 pub(crate) const NODE_CACHE: usize = 32;
 
@@ -260,6 +272,11 @@ thread_local! {
             fast_start: Cell::new(0),
             fast_switches: Cell::new(0),
             fast_node: Cell::new(0),
+            call: Cell::new(0),
+            call_at: Cell::new(0),
+            call_start: Cell::new(0),
+            call_ticks: Cell::new(0),
+            call_began: Cell::new((Mark::ZERO, Claimed::ZERO, 0)),
             behind: Cell::new(false),
             nodes: [const { Cell::new((0, 0, 0)) }; NODE_CACHE],
         }

@@ -2,7 +2,7 @@
 //! thread's tree in batches (`record::fold`): the owner writes, any thread copies the
 //! records not folded yet while the owner goes on.
 //!
-//! A push stores four words and one counter: no lock, no allocation, no lookup. The
+//! A push stores six words and one counter: no lock, no allocation, no lookup. The
 //! owner folds every record before the buffer would wrap, so none is ever lost. A fold
 //! announces itself (`folding`) before it touches the tree, so a reader that copied the
 //! tree and then the records counts a record once at most: one whose fold may have
@@ -26,9 +26,13 @@ pub(crate) struct Record {
     /// Its direct spins, and the address of their `CallSite` (0 for none).
     pub(crate) spins: u32,
     pub(crate) spin_site: usize,
+    /// Its one timed call, if it made one: the address of its `CallSite` (0 for none)
+    /// and its length.
+    pub(crate) call_site: usize,
+    pub(crate) call_ticks: u64,
 }
 
-/// A record in four words, each read and written whole.
+/// A record in six words, each read and written whole.
 #[derive(Default)]
 struct Cell {
     start: AtomicU64,
@@ -36,6 +40,8 @@ struct Cell {
     /// `node << 32 | spins`.
     node: AtomicU64,
     spin_site: AtomicU64,
+    call_site: AtomicU64,
+    call_ticks: AtomicU64,
 }
 
 /// A thread's records not folded yet, at most [`RECORDS`].
@@ -86,6 +92,8 @@ impl Records {
             Ordering::Relaxed,
         );
         c.spin_site.store(r.spin_site as u64, Ordering::Relaxed);
+        c.call_site.store(r.call_site as u64, Ordering::Relaxed);
+        c.call_ticks.store(r.call_ticks, Ordering::Relaxed);
         self.written.store(i + 1, Ordering::Release);
     }
 
@@ -160,6 +168,8 @@ impl Records {
             node: (node >> 32) as u32,
             spins: node as u32,
             spin_site: c.spin_site.load(Ordering::Relaxed) as usize,
+            call_site: c.call_site.load(Ordering::Relaxed) as usize,
+            call_ticks: c.call_ticks.load(Ordering::Relaxed),
         }
     }
 }
@@ -175,6 +185,8 @@ mod tests {
             node: 2 + i as u32,
             spins: i as u32,
             spin_site: 8 * i as usize,
+            call_site: 16 * i as usize,
+            call_ticks: 3 + i,
         }
     }
 

@@ -44,15 +44,21 @@ pub extern "C" fn sched_yield() -> libc::c_int {
 /// A wrapped call at `site` is about to run.
 #[inline(always)]
 pub(crate) fn began(site: &'static CallSite) {
-    if cfg!(feature = "count-yields") && site.kind == Kind::Backoff {
+    if splits(site) {
         let _ = AT_START.try_with(|a| a.set(YIELDS.try_with(Cell::get).unwrap_or(0)));
     }
+}
+
+/// Whether calls at `site` are split into spun and yielded.
+#[inline(always)]
+pub(crate) fn splits(site: &'static CallSite) -> bool {
+    cfg!(feature = "count-yields") && site.kind == Kind::Backoff
 }
 
 /// A timed call at `site` has closed, `ticks` its own time (as its slot gets it).
 #[inline(always)]
 pub(crate) fn closed(site: &'static CallSite, ticks: u64) {
-    if cfg!(feature = "count-yields") && site.kind == Kind::Backoff {
+    if splits(site) {
         closed_backoff(site, ticks);
     }
 }
