@@ -1,9 +1,10 @@
-//! The hot path closes a common episode (its first wait a direct spin, no switch in it)
-//! with one record that its thread folds into the tree in batches of 64. A report from
-//! another thread still counts every episode the thread closed, folded or not: its
-//! episodes, spins, durations and timeline entries equal the counts the test arranged,
-//! while the thread is alive with records waiting, and after it exits; one still open
-//! counts as open up to the report.
+//! The hot path closes a common episode (its first wait a direct spin or one timed call,
+//! no switch in it) with one record that its thread folds into the tree in batches of
+//! 64. A report from another thread still counts every episode the thread closed,
+//! folded or not: its episodes, calls, durations and timeline entries equal the counts
+//! the test arranged, while the thread is alive with records waiting, and after it
+//! exits; one still open counts as open up to the report. A call the fast path began
+//! keeps its counts when something else happens in its episode.
 
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
@@ -48,15 +49,68 @@ fn inner_spin() {
     }
 }
 
-/// Runs `k` episodes for each `k` it receives, says when done, and exits when the
-/// sender goes.
-fn worker(batches: Receiver<u64>, done: Sender<()>) -> std::thread::JoinHandle<()> {
+thread_local! {
+    /// The receiving thread's channel: each episode's message is sent just before it.
+    static READY: (Sender<u64>, Receiver<u64>) = channel();
+}
+
+/// One receive of a message already sent: a timed call that does not block, the
+/// episode's one wait.
+#[yieldprof::instrument_wait]
+fn ready_recv(rx: &Receiver<u64>) -> u64 {
+    rx.recv().unwrap()
+}
+
+fn one_ready_recv() {
+    READY.with(|(tx, rx)| {
+        tx.send(1).unwrap();
+        ready_recv(rx);
+    });
+}
+
+/// Spins, then receives a message already sent.
+#[yieldprof::instrument_wait]
+fn spin_then_recv(rx: &Receiver<u64>) -> u64 {
+    for _ in 0..SPINS {
+        std::hint::spin_loop();
+    }
+    rx.recv().unwrap()
+}
+
+/// Two receives: the second finds the first kept on the fast path and makes the
+/// episode a frame.
+#[yieldprof::instrument_wait]
+fn two_recvs(rx: &Receiver<u64>) -> u64 {
+    rx.recv().unwrap() + rx.recv().unwrap()
+}
+
+/// A receive whose argument runs an episode that waits: the receive is running when
+/// the inner episode's wait makes the outer one a frame.
+#[yieldprof::instrument_wait]
+fn recv_around(rx: &Receiver<u64>) -> u64 {
+    rx.recv_timeout(inner_yield()).unwrap()
+}
+
+#[yieldprof::instrument_wait]
+fn inner_yield() -> Duration {
+    std::thread::yield_now();
+    Duration::from_secs(10)
+}
+
+/// Runs `k` episodes of `episode` for each `k` it receives, says when done, and exits
+/// when the sender goes.
+fn worker(
+    name: &str,
+    episode: fn(),
+    batches: Receiver<u64>,
+    done: Sender<()>,
+) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
-        .name("hot-worker".into())
+        .name(name.into())
         .spawn(move || {
             for k in batches {
                 for _ in 0..k {
-                    hot_spin(SPINS);
+                    episode();
                 }
                 done.send(()).unwrap();
             }
@@ -64,27 +118,70 @@ fn worker(batches: Receiver<u64>, done: Sender<()>) -> std::thread::JoinHandle<(
         .unwrap()
 }
 
-/// The site's episodes, spins and durations recorded, and the worker's timeline:
-/// recorded, kept, and the spins of each kept episode.
-fn seen() -> (u64, u64, u64, u64, Vec<u64>) {
+/// What a report says of `site` on the thread `track`: its episodes, calls, durations
+/// and timed calls' durations recorded; the thread's timeline: recorded, kept, and the
+/// calls of each kept episode.
+fn seen(site: &str, track: &str) -> (u64, u64, u64, u64, u64, Vec<u64>) {
     let p = yieldprof::snapshot();
-    let s = p.site("hot_spin").expect("the site");
-    let spins: u64 = s.calls.iter().map(|c| c.calls).sum();
+    let s = p.site(site).expect("the site");
+    let calls: u64 = s.calls.iter().map(|c| c.calls).sum();
+    let timed: u64 = s.call_durations.iter().map(|(_, h)| h.count()).sum();
     let mut text = Vec::new();
     p.write_trace(&mut text).unwrap();
     let trace: Value = serde_json::from_slice(&text).unwrap();
     let events = trace["traceEvents"].as_array().unwrap();
     let meta = events
         .iter()
-        .find(|e| e["name"] == "thread_name" && e["args"]["name"] == "hot-worker")
+        .find(|e| e["name"] == "thread_name" && e["args"]["name"] == track)
         .expect("the worker's track");
-    let calls = events
+    let each = events
         .iter()
         .filter(|e| e["ph"] == "X" && e["tid"] == meta["tid"])
         .map(|e| e["args"]["calls"].as_u64().unwrap())
         .collect();
     let recorded = meta["args"]["episodes_recorded"].as_u64().unwrap();
-    (s.episodes, spins, s.durations.count(), recorded, calls)
+    (
+        s.episodes,
+        calls,
+        s.durations.count(),
+        timed,
+        recorded,
+        each,
+    )
+}
+
+/// Runs batches of 10, 150 and 3 episodes on a worker (none folded yet; two folds of
+/// 64 and 32 waiting; 3 more left at the thread's exit), each making `per` calls of
+/// which `timed` are timed, and checks every count after each and after the exit.
+fn every_episode_counted(site: &str, episode: fn(), per: u64, timed: u64) {
+    let (tx, batches) = channel();
+    let (done, finished) = channel();
+    let track = format!("hot-{site}");
+    let w = worker(&track, episode, batches, done);
+    let mut total = 0;
+    for k in [10, 150, 3] {
+        tx.send(k).unwrap();
+        finished.recv().unwrap();
+        total += k;
+        let (episodes, calls, durations, call_durations, recorded, each) = seen(site, &track);
+        eprintln!("after {total}: {episodes} episodes, {calls} calls, {recorded} in the timeline");
+        assert_eq!(episodes, total, "episodes");
+        assert_eq!(calls, total * per, "calls");
+        assert_eq!(durations, total, "durations");
+        assert_eq!(call_durations, total * timed, "timed calls");
+        assert_eq!(recorded, total, "timeline recorded");
+        assert_eq!(each.len() as u64, total.min(u64::from(KEPT)), "kept");
+        assert!(each.iter().all(|&c| c == per), "{each:?}");
+    }
+    drop(tx);
+    w.join().unwrap();
+    let (episodes, calls, durations, call_durations, recorded, each) = seen(site, &track);
+    assert_eq!(
+        (episodes, calls, durations, call_durations, recorded),
+        (total, total * per, total, total * timed, total),
+        "after the thread's exit"
+    );
+    assert_eq!(each.len() as u64, u64::from(KEPT));
 }
 
 #[test]
@@ -95,34 +192,8 @@ fn reports_count_every_episode_closed_on_the_hot_path_folded_or_not() {
         .out_dir(&dir)
         .name("hot")
         .init();
-    let (tx, batches) = channel();
-    let (done, finished) = channel();
-    let w = worker(batches, done);
-    let mut total = 0;
-    // 10: none folded yet (the thread waits outside any episode); then 150 more: two
-    // folds of 64 and 32 waiting; 3 more, left at the thread's exit.
-    for k in [10, 150, 3] {
-        tx.send(k).unwrap();
-        finished.recv().unwrap();
-        total += k;
-        let (episodes, spins, durations, recorded, calls) = seen();
-        eprintln!("after {total}: {episodes} episodes, {spins} spins, {recorded} in the timeline");
-        assert_eq!(episodes, total, "episodes");
-        assert_eq!(spins, total * SPINS, "spins");
-        assert_eq!(durations, total, "durations");
-        assert_eq!(recorded, total, "timeline recorded");
-        assert_eq!(calls.len() as u64, total.min(u64::from(KEPT)), "kept");
-        assert!(calls.iter().all(|&c| c == SPINS), "{calls:?}");
-    }
-    drop(tx);
-    w.join().unwrap();
-    let (episodes, spins, durations, recorded, calls) = seen();
-    assert_eq!(
-        (episodes, spins, durations, recorded),
-        (total, total * SPINS, total, total),
-        "after the thread's exit"
-    );
-    assert_eq!(calls.len() as u64, u64::from(KEPT));
+    every_episode_counted("hot_spin", || hot_spin(SPINS), SPINS, 0);
+    every_episode_counted("ready_recv", one_ready_recv, 1, 1);
     drop(guard);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -150,6 +221,73 @@ fn episodes_opened_on_the_hot_path_keep_their_counts_when_something_else_happens
     assert_eq!(kinds("outer_spin"), (N, N, 0, N));
     // Only the calls made directly in it: the inner episode's spins are its own.
     assert_eq!(kinds("inner_spin"), (N, N * SPINS, 0, N));
+}
+
+#[test]
+fn a_call_begun_on_the_hot_path_keeps_its_counts_when_something_else_happens_in_it() {
+    const N: u64 = 100;
+    let before = yieldprof::snapshot();
+    let walls = std::thread::spawn(|| {
+        let (tx, rx) = channel();
+        let mut walls = Vec::new();
+        for _ in 0..N {
+            tx.send(1).unwrap();
+            spin_then_recv(&rx);
+            tx.send(1).unwrap();
+            tx.send(2).unwrap();
+            two_recvs(&rx);
+            tx.send(3).unwrap();
+            let t = Instant::now();
+            recv_around(&rx);
+            walls.push(t.elapsed());
+        }
+        walls
+    })
+    .join()
+    .unwrap();
+    let d = yieldprof::snapshot().since(&before);
+    let kinds = |name: &str| {
+        let s = d.site(name).expect("the site");
+        let spins = s.calls_of(yieldprof::Kind::Spin);
+        let received = s.calls_of(yieldprof::Kind::Channel);
+        let timed: u64 = s.call_durations.iter().map(|(_, h)| h.count()).sum();
+        (s.episodes, spins, received, timed, s.durations.count())
+    };
+    assert_eq!(kinds("spin_then_recv"), (N, N * SPINS, N, N, N));
+    assert_eq!(kinds("two_recvs"), (N, 0, 2 * N, 2 * N, N));
+    assert_eq!(kinds("recv_around"), (N, 0, N, N, N));
+    let inner = d.site("inner_yield").expect("the inner site");
+    let yields = inner.calls_of(yieldprof::Kind::Yield);
+    assert_eq!((inner.episodes, yields), (N, N));
+    // The receive's own time and the inner episode's, never counted twice, fit in
+    // the caller's clock around each; each receive is timed whole, inner one included.
+    let s = d.site("recv_around").expect("the site");
+    let c = s
+        .calls
+        .iter()
+        .find(|c| c.site.kind == yieldprof::Kind::Channel)
+        .unwrap();
+    let walls_ns: Vec<u64> = walls.iter().map(|w| w.as_nanos() as u64).collect();
+    let wall: u64 = walls_ns.iter().sum();
+    assert!(
+        c.ns + inner.wall_ns <= wall,
+        "{} + {} ns in {wall} ns",
+        c.ns,
+        inner.wall_ns
+    );
+    let (_, h) = s
+        .call_durations
+        .iter()
+        .find(|(k, _)| *k == yieldprof::Kind::Channel)
+        .unwrap();
+    let longest = *walls_ns.iter().max().unwrap();
+    // Bucketed: the longest receive's bucket may reach a few % past it.
+    assert!(
+        h.max().unwrap() <= longest + longest / 8,
+        "{:?} > {longest}",
+        h.max()
+    );
+    assert!(h.min().unwrap() > 0);
 }
 
 static STARTED: AtomicBool = AtomicBool::new(false);
