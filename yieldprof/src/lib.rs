@@ -424,8 +424,8 @@ pub mod __private {
     pub use crate::base::site::{CallSite, EpisodeSite, Kind, WorkSite};
     pub use crate::record::asked::{asked, asked_micros, asked_timespec, Timespec};
     pub use crate::record::episode::{
-        call, count, enter_nested, enter_work, framed, nested, timed, wake_start, woke, CallGuard,
-        EpisodeGuard, Instrumented, WaitGuard,
+        count, enter_nested, enter_work, framed, nested, wake_start, woke, CallGuard, EpisodeGuard,
+        Instrumented, WaitGuard,
     };
     #[cfg(not(feature = "tracing"))]
     pub use crate::record::episode::{enter, instrument};

@@ -247,6 +247,24 @@ impl CallGuard {
                 ..idle
             };
         }
+        CallGuard::open_slow(kind, key, site)
+    }
+
+    /// Out of line: the fast open above writes its guard where the caller wants it, which
+    /// one more way to build the guard made a copy of for every call.
+    #[inline(never)]
+    fn open_slow(kind: Kind, key: usize, site: Site) -> CallGuard {
+        let idle = CallGuard {
+            key,
+            start: 0,
+            site: None,
+            serial: 0,
+            mark: Mark::ZERO,
+            claimed: Claimed::ZERO,
+            profiled: 0,
+            deferred: NOT_DEFERRED,
+            fast: NOT_FAST,
+        };
         let opened = thread::enter(|l| {
             // A lock is a wait only if it does not succeed at once: the pending
             // episodes around it stay pending until it is known to have blocked.
@@ -391,23 +409,14 @@ impl CallGuard {
     }
 }
 
-/// The value of a wrapped wait call: `guard` was opened before `value` was computed
-/// and closes now that it is.
-#[doc(hidden)]
-#[inline(always)]
-pub fn timed<T>(guard: CallGuard, value: T) -> T {
-    drop(guard);
-    value
-}
-
 /// Counts (spin) or times (every other kind) one rewritten call.
 ///
-/// Out of line: inlined, its thread-local path was compiled again into every wrapped
-/// call of every annotated function (the generated crate of `scripts/compile_time.sh`
-/// built 3.1× slower in release), for about a nanosecond saved on a call that waits.
-#[doc(hidden)]
-#[inline(never)]
-pub fn call(site: &'static CallSite) -> CallGuard {
+/// Inlined into its one caller, `outlined::open_call`, which is out of line (inlined,
+/// its thread-local path was compiled again into every wrapped call of every annotated
+/// function): the guard is written straight into that call's return slot, where one
+/// returned from here into a copy cost a store-forwarding stall on every call.
+#[inline(always)]
+pub(crate) fn call(site: &'static CallSite) -> CallGuard {
     super::snooze::began(site);
     CallGuard::open(
         site.kind,
@@ -416,7 +425,7 @@ pub fn call(site: &'static CallSite) -> CallGuard {
     )
 }
 
-/// Counts a call without timing it (an awaited one). Out of line, as [`call`].
+/// Counts a call without timing it (an awaited one). Out of line, as `outlined::open_call`.
 #[doc(hidden)]
 #[inline(never)]
 pub fn count(site: &'static CallSite) {

@@ -40,9 +40,8 @@ pub fn enter_nested(_: &'static EpisodeSite) -> WaitGuard {
     WaitGuard
 }
 
-#[doc(hidden)]
 #[inline(always)]
-pub fn call(_: &'static CallSite) -> CallGuard {
+pub(crate) fn call(_: &'static CallSite) -> CallGuard {
     CallGuard
 }
 
@@ -59,12 +58,6 @@ pub fn wake_start() -> u64 {
 #[doc(hidden)]
 #[inline(always)]
 pub fn woke<T>(_: u64, value: T) -> T {
-    value
-}
-
-#[doc(hidden)]
-#[inline(always)]
-pub fn timed<T>(_: CallGuard, value: T) -> T {
     value
 }
 
