@@ -29,7 +29,8 @@ pub(super) struct Probed {
 /// The software events the probe opened, kept open for the life of the process. The
 /// kernel turns a software event type's hooks on when the first event of that type
 /// opens anywhere and off when the last one closes, rewriting its code each time
-/// (~40–60 µs per type on the build VM, at open and again at close): while these
+/// (~40–60 µs per type on the build VM, at open and again at close; 16–20 ms for the
+/// first open after no perf event was open on the machine for a second): while these
 /// live, a thread opens and closes its own counters at ~5 µs each, so a thread's
 /// first episode and its exit stay cheap. A few fds, counted in the pool.
 struct Anchor {
