@@ -367,7 +367,7 @@ impl CallGuard {
                 NOT_FAST => (self.serial, self.mark, self.claimed, self.profiled),
                 // Opened on the fast path: the same thread.
                 at => {
-                    let (mark, claimed, profiled) = lazy::call_began(at, self.start)
+                    let (mark, claimed, profiled) = lazy::call_began(l, at, self.start)
                         .unwrap_or_else(|| {
                             let mark = l.counters.last().unwrap_or(Mark::ZERO);
                             (mark, l.claimed.get(), l.data.profiler_ticks.load(Relaxed))

@@ -41,7 +41,6 @@ struct Run<'l> {
     episodes: u64,
     wall: u64,
     spins: u64,
-    calls: u64,
     call_ticks: u64,
 }
 
@@ -70,7 +69,6 @@ impl<'l> Run<'l> {
             episodes: 0,
             wall: 0,
             spins: 0,
-            calls: 0,
             call_ticks: 0,
         }
     }
@@ -83,13 +81,18 @@ impl<'l> Run<'l> {
         if let Some(slot) = self.slot {
             bump(&slot.calls, self.spins);
         }
+        let calls = if self.call_slot.is_some() {
+            self.episodes
+        } else {
+            0
+        };
         if let Some(slot) = self.call_slot {
-            bump(&slot.calls, self.calls);
+            bump(&slot.calls, calls);
             bump(&slot.ns, self.call_ticks);
         }
         *claimed = claimed.wrapping_add(self.wall);
         *tally = tally.plus(Tally {
-            calls: u32::try_from(self.spins + self.calls).unwrap_or(u32::MAX),
+            calls: u32::try_from(self.spins + calls).unwrap_or(u32::MAX),
             kinds: self.kinds,
         });
     }
@@ -169,20 +172,21 @@ impl Local {
             if let Some(fine) = x.fine.as_mut() {
                 fine.record(r.duration);
             }
-            let call = u32::from(r.call_site != 0);
+            // A run's records all made a call, or none did.
+            let mut calls = r.spins;
             if let Some(slot) = x.call_slot {
                 d.record_call_duration(slot, r.call_ticks);
+                x.call_ticks = x.call_ticks.wrapping_add(r.call_ticks);
+                calls = calls.saturating_add(1);
             }
             d.timeline.push(&Episode {
                 start: r.start,
                 duration: r.duration,
                 frame: x.frame,
                 kinds: x.kinds,
-                calls: r.spins.saturating_add(call),
+                calls,
                 switches: 0,
             });
-            x.calls += u64::from(call);
-            x.call_ticks = x.call_ticks.wrapping_add(r.call_ticks);
             x.episodes += 1;
             x.wall = x.wall.wrapping_add(r.duration);
             x.spins += u64::from(r.spins);
@@ -236,7 +240,7 @@ impl Local {
         if ticks == IN_CALL {
             // Nothing moved these since it opened: every change comes through here.
             let profiled = self.data.profiler_ticks.load(Relaxed);
-            z.call_began.set((mark, self.claimed.get(), profiled));
+            self.open.call_began((mark, self.claimed.get(), profiled));
             return;
         }
         z.call.set(0);

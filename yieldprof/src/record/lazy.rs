@@ -311,16 +311,18 @@ fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
         if l.counters.switches().unwrap_or(0) != z.fast_switches.get() {
             return false;
         }
-        let (call_site, call_ticks) = match z.call.get() {
-            // A call of an entry around it, running.
-            call if call != 0 && z.call_at.get() != at => (0, 0),
-            call => (call, z.call_ticks.get()),
-        };
-        if call_site != 0
-            && (call_ticks == IN_CALL
-                || end.saturating_sub(z.call_start.get() + call_ticks) >= gaps::gap_ticks())
-        {
-            return false;
+        let (mut call_site, mut call_ticks) = (z.call.get(), 0);
+        if call_site != 0 {
+            if z.call_at.get() != at {
+                // A call of an entry around it, running.
+                call_site = 0;
+            } else {
+                call_ticks = z.call_ticks.get();
+                let after = end.saturating_sub(z.call_start.get().wrapping_add(call_ticks));
+                if call_ticks == IN_CALL || after >= gaps::gap_ticks() {
+                    return false;
+                }
+            }
         }
         let d = &l.data;
         if d.records.full() {
@@ -413,16 +415,17 @@ pub(crate) fn close_call(at: u32, start: u64, ticks: u64) -> bool {
 /// its entry could not keep, inside `thread::with` (its entry a frame by then): the
 /// thread's mark, claims and profiler ticks when it opened, from `Local::promote`;
 /// `None` if that is not this call.
-pub(crate) fn call_began(at: u32, start: u64) -> Option<(Mark, Claimed, u64)> {
+pub(crate) fn call_began(l: &Local, at: u32, start: u64) -> Option<(Mark, Claimed, u64)> {
     let z = lazy();
     let ours = z.call.get() != 0
         && z.call_at.get() == at
         && z.call_start.get() == start
         && z.call_ticks.get() == IN_CALL;
-    ours.then(|| {
-        z.call.set(0);
-        z.call_began.get()
-    })
+    if !ours {
+        return None;
+    }
+    z.call.set(0);
+    l.open.take_call()
 }
 
 /// Opens the frames of the thread's pending episodes, outermost first, all starting

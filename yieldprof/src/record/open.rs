@@ -75,11 +75,27 @@ pub(crate) struct Opened {
     pub(crate) tally: Tally,
 }
 
-/// This thread's open frames in the order they opened, each with whether it closed.
+/// This thread's open frames in the order they opened, each with whether it closed;
+/// and what the close of a call begun on the fast path needs once its entry became a
+/// frame (`record::lazy`): the thread's mark, claims and profiler ticks when it opened.
 #[derive(Default)]
-pub(crate) struct OpenFrames(RefCell<Vec<(Opened, bool)>>);
+pub(crate) struct OpenFrames(
+    RefCell<Vec<(Opened, bool)>>,
+    Cell<Option<(Mark, Claimed, u64)>>,
+);
 
 impl OpenFrames {
+    /// A call begun on the fast path is running in a frame that just opened: what its
+    /// close will need.
+    pub(crate) fn call_began(&self, began: (Mark, Claimed, u64)) {
+        self.1.set(Some(began));
+    }
+
+    /// That call closes: what [`OpenFrames::call_began`] kept.
+    pub(crate) fn take_call(&self) -> Option<(Mark, Claimed, u64)> {
+        self.1.take()
+    }
+
     /// A frame opened: its slot.
     #[inline]
     pub(crate) fn push(&self, opened: Opened) -> u32 {
@@ -239,9 +255,6 @@ pub(crate) struct Lazy {
     pub(crate) call_at: Cell<u32>,
     pub(crate) call_start: Cell<u64>,
     pub(crate) call_ticks: Cell<u64>,
-    /// What the running call's close needs once its entry became a frame: the
-    /// thread's mark, claims and profiler ticks when it opened (`Local::promote`).
-    pub(crate) call_began: Cell<(Mark, Claimed, u64)>,
     /// Whether the tree is behind the hot path: a fast entry open, or records not
     /// folded (`Local::catch_up`, which every other entry into the thread runs first).
     pub(crate) behind: Cell<bool>,
@@ -276,7 +289,6 @@ thread_local! {
             call_at: Cell::new(0),
             call_start: Cell::new(0),
             call_ticks: Cell::new(0),
-            call_began: Cell::new((Mark::ZERO, Claimed::ZERO, 0)),
             behind: Cell::new(false),
             nodes: [const { Cell::new((0, 0, 0)) }; NODE_CACHE],
         }

@@ -185,8 +185,9 @@ mod tests {
             node: 2 + i as u32,
             spins: i as u32,
             spin_site: 8 * i as usize,
-            call_site: 16 * i as usize,
-            call_ticks: 3 + i,
+            // Every other one with a call.
+            call_site: (i % 2 * 16 * i) as usize,
+            call_ticks: i % 2 * (3 + i),
         }
     }
 
