@@ -211,16 +211,25 @@ fn episodes_opened_on_the_hot_path_keep_their_counts_when_something_else_happens
     .join()
     .unwrap();
     let d = yieldprof::snapshot().since(&before);
-    let kinds = |name: &str| {
-        let s = d.site(name).expect("the site");
-        let spins = s.calls_of(yieldprof::Kind::Spin);
-        let yields = s.calls_of(yieldprof::Kind::Yield);
-        (s.episodes, spins, yields, s.durations.count())
-    };
-    assert_eq!(kinds("spin_then_yield"), (N, N * SPINS, N, N));
-    assert_eq!(kinds("outer_spin"), (N, N, 0, N));
+    let kinds = |name| counts(&d, name, yieldprof::Kind::Yield);
+    assert_eq!(kinds("spin_then_yield"), (N, N * SPINS, N, N, N));
+    assert_eq!(kinds("outer_spin"), (N, N, 0, 0, N));
     // Only the calls made directly in it: the inner episode's spins are its own.
-    assert_eq!(kinds("inner_spin"), (N, N * SPINS, 0, N));
+    assert_eq!(kinds("inner_spin"), (N, N * SPINS, 0, 0, N));
+}
+
+/// A site's episodes, spins, calls of `kind`, timed calls and episode durations in `d`.
+fn counts(d: &yieldprof::Profile, name: &str, kind: yieldprof::Kind) -> (u64, u64, u64, u64, u64) {
+    let s = d.site(name).expect("the site");
+    let spins = s.calls_of(yieldprof::Kind::Spin);
+    let timed: u64 = s.call_durations.iter().map(|(_, h)| h.count()).sum();
+    (
+        s.episodes,
+        spins,
+        s.calls_of(kind),
+        timed,
+        s.durations.count(),
+    )
 }
 
 #[test]
@@ -246,13 +255,7 @@ fn a_call_begun_on_the_hot_path_keeps_its_counts_when_something_else_happens_in_
     .join()
     .unwrap();
     let d = yieldprof::snapshot().since(&before);
-    let kinds = |name: &str| {
-        let s = d.site(name).expect("the site");
-        let spins = s.calls_of(yieldprof::Kind::Spin);
-        let received = s.calls_of(yieldprof::Kind::Channel);
-        let timed: u64 = s.call_durations.iter().map(|(_, h)| h.count()).sum();
-        (s.episodes, spins, received, timed, s.durations.count())
-    };
+    let kinds = |name| counts(&d, name, yieldprof::Kind::Channel);
     assert_eq!(kinds("spin_then_recv"), (N, N * SPINS, N, N, N));
     assert_eq!(kinds("two_recvs"), (N, 0, 2 * N, 2 * N, N));
     assert_eq!(kinds("recv_around"), (N, 0, N, N, N));

@@ -218,9 +218,10 @@ fn record_count(key: usize, site: Site) {
 }
 
 impl CallGuard {
+    /// A guard that times nothing.
     #[inline(always)]
-    fn open(kind: Kind, key: usize, site: Site) -> CallGuard {
-        let idle = CallGuard {
+    fn idle(key: usize) -> CallGuard {
+        CallGuard {
             key,
             start: 0,
             site: None,
@@ -230,7 +231,12 @@ impl CallGuard {
             profiled: 0,
             deferred: NOT_DEFERRED,
             fast: NOT_FAST,
-        };
+        }
+    }
+
+    #[inline(always)]
+    fn open(kind: Kind, key: usize, site: Site) -> CallGuard {
+        let idle = CallGuard::idle(key);
         if !on() {
             return idle;
         }
@@ -254,17 +260,7 @@ impl CallGuard {
     /// one more way to build the guard made a copy of for every call.
     #[inline(never)]
     fn open_slow(kind: Kind, key: usize, site: Site) -> CallGuard {
-        let idle = CallGuard {
-            key,
-            start: 0,
-            site: None,
-            serial: 0,
-            mark: Mark::ZERO,
-            claimed: Claimed::ZERO,
-            profiled: 0,
-            deferred: NOT_DEFERRED,
-            fast: NOT_FAST,
-        };
+        let idle = CallGuard::idle(key);
         let opened = thread::enter(|l| {
             // A lock is a wait only if it does not succeed at once: the pending
             // episodes around it stay pending until it is known to have blocked.
