@@ -347,3 +347,40 @@ fn a_report_counts_an_episode_open_on_the_hot_path_up_to_the_report() {
     let s = after.site("held_spin").expect("the site");
     assert_eq!((s.episodes, s.open_ns), (101, 0), "closed");
 }
+
+/// Receives once: blocked until the test sends.
+#[yieldprof::instrument_wait]
+fn blocked_recv(rx: &Receiver<u64>) -> u64 {
+    rx.recv().unwrap()
+}
+
+#[test]
+fn a_report_splits_an_episode_blocked_in_its_first_call_up_to_the_report() {
+    let (tx, rx) = channel();
+    let (started, begun) = channel();
+    let worker = std::thread::spawn(move || {
+        // Its first episodes add the site's node and set up the thread's counters.
+        for i in 0..100 {
+            tx.send(i).unwrap();
+            blocked_recv(&rx);
+        }
+        let (tx2, rx2) = channel();
+        started.send(tx2).unwrap();
+        blocked_recv(&rx2)
+    });
+    let release = begun.recv().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let p = yieldprof::snapshot();
+    release.send(7).unwrap();
+    worker.join().unwrap();
+    let s = p.site("blocked_recv").expect("the site");
+    let off = s.time.off_cpu_ns.value().unwrap_or(0);
+    eprintln!("open {} ns, off-CPU {off} ns, time {:?}", s.open_ns, s.time);
+    assert!(s.open_ns >= 40_000_000, "{} ns open", s.open_ns);
+    // Blocked all but a few µs of its open part: off the CPU, as a closed one reads.
+    assert!(
+        off >= s.open_ns * 9 / 10,
+        "{off} ns off the CPU of {} open",
+        s.open_ns
+    );
+}

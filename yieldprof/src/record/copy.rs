@@ -94,30 +94,40 @@ impl ThreadData {
         // The thread's off-CPU clock now, read once where a frame open on it has a
         // mark to count from: a live thread only.
         let mut off_now = None;
+        // A frame open on `n` since tick `since`, the thread's off-CPU clock `base` then
+        // (0: not known), counts up to the copy.
+        let mut add_open = |n: &mut NodeStats, since: u64, base: u64| {
+            let open_ns = now.saturating_sub(since);
+            // Its open frame's off-CPU time so far: its switch figures come at its
+            // close, and a job's would read as business until then.
+            let open_off = (open_ns > 0 && base != 0 && ended == 0)
+                .then(|| *off_now.get_or_insert_with(|| off_clock_of(self.tid)))
+                .flatten()
+                .map(|off| {
+                    off.saturating_sub(base)
+                        .min(clock::Scale::current().ns(open_ns))
+                });
+            if open_off.is_some_and(|off| n.counts.add_open(off, open_ns)) {
+                n.open_split_ns += open_ns;
+            }
+            n.wall_ns += open_ns;
+            n.open_ns += open_ns;
+        };
         let mut nodes: Vec<NodeStats> = nodes
             .into_iter()
             .map(|(mut n, since, base)| {
-                if since == 0 {
-                    return n;
+                if since != 0 {
+                    add_open(&mut n, since, base);
                 }
-                let open_ns = now.saturating_sub(since);
-                // Its open frame's off-CPU time so far: its switch figures come at its
-                // close, and a job's would read as business until then.
-                let open_off = (open_ns > 0 && base != 0 && ended == 0)
-                    .then(|| *off_now.get_or_insert_with(|| off_clock_of(self.tid)))
-                    .flatten()
-                    .map(|off| {
-                        off.saturating_sub(base)
-                            .min(clock::Scale::current().ns(open_ns))
-                    });
-                if open_off.is_some_and(|off| n.counts.add_open(off, open_ns)) {
-                    n.open_split_ns = open_ns;
-                }
-                n.wall_ns += open_ns;
-                n.open_ns = open_ns;
                 n
             })
             .collect();
+        // The episode open on the hot path, as a frame open on its node.
+        if let Some((node, start, base)) = hot_open {
+            if let Some(n) = nodes.get_mut(node as usize) {
+                add_open(n, start, base);
+            }
+        }
         // The stretch between waits running now (a job in progress), up to the copy:
         // whether the thread was switched in it is not known here (`model::own`).
         let from = self.stretch.load(Relaxed);
@@ -125,13 +135,6 @@ impl ThreadData {
             let node = self.stretch_node.load(Relaxed) as usize;
             if let Some(n) = nodes.get_mut(node).filter(|n| n.open_ns > 0) {
                 n.gap_switched_ns += now - from;
-            }
-        }
-        if let Some((node, start)) = hot_open {
-            if let Some(n) = nodes.get_mut(node as usize) {
-                let open_ns = now.saturating_sub(start);
-                n.wall_ns += open_ns;
-                n.open_ns += open_ns;
             }
         }
         // After the nodes: a switch the thread stores between the two reads is then in

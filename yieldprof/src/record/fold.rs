@@ -212,14 +212,14 @@ impl Local {
         let (node, start) = (z.fast_node.get(), z.fast_start.get());
         // Its open count and the current node, as `frame::open` makes them; no longer
         // counted open in the records first, so no report counts it twice.
-        self.data.records.closed();
-        self.data.node(node).opened(start);
-        let prev = self.current.replace(node);
-        // It spun: no stretch of the frame around it runs on (`record::gaps`).
-        self.spun_here();
         // No read of the figures since it opened (any would have come here first), and
         // none was due then: the last mark is its mark.
         let mark = self.counters.last().unwrap_or(Mark::ZERO);
+        self.data.records.closed();
+        self.data.node(node).opened_at(start, mark.off_clock());
+        let prev = self.current.replace(node);
+        // It spun: no stretch of the frame around it runs on (`record::gaps`).
+        self.spun_here();
         let slot = self.open.push(Opened {
             node,
             prev,

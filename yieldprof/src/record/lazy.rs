@@ -186,11 +186,14 @@ fn open_fast(l: &Local, z: &Lazy) -> bool {
         return false;
     };
     let start = clock::now();
+    // Not moved: the page's count is the last mark's, and the thread was not off the
+    // CPU since, so the mark's off-CPU clock is the one at the start too.
+    let mark = c.last().unwrap_or(Mark::ZERO);
     // Not its node's open count: a report counts it open from here.
-    l.data.records.opened(node, start);
-    // Not moved: the page's count is the last mark's.
-    z.fast_switches
-        .set(c.last().map_or(0, |m: Mark| m.switches));
+    l.data
+        .records
+        .opened(node, start, mark.off_clock().unwrap_or(0));
+    z.fast_switches.set(mark.switches);
     z.fast_start.set(start);
     z.fast_node.set(node);
     z.fast.set(at);

@@ -93,15 +93,9 @@ impl ThreadData {
 }
 
 impl Node {
-    /// A frame on it opened at tick `start`: what a report counts it from while it
-    /// stays open (the first of several open at once).
-    #[inline(always)]
-    pub(crate) fn opened(&self, start: u64) {
-        self.opened_at(start, None);
-    }
-
-    /// As [`Node::opened`], for a frame whose switch mark had the thread's off-CPU
-    /// clock at `off` (`Mark::off_clock`).
+    /// A frame on it opened at tick `start`, its switch mark with the thread's off-CPU
+    /// clock at `off` (`Mark::off_clock`): what a report counts it from while it stays
+    /// open (the first of several open at once).
     #[inline(always)]
     pub(crate) fn opened_at(&self, start: u64, off: Option<u64>) {
         let n = &self.open;

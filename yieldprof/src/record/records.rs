@@ -51,10 +51,12 @@ pub(crate) struct Records {
     written: AtomicU64,
     /// Records ever folded or being folded: a fold stores it before touching the tree.
     folding: AtomicU64,
-    /// The episode open on the hot path: its start tick (0: none) and node. A report
-    /// counts it open up to the copy, as it counts an open frame on its node.
+    /// The episode open on the hot path: its start tick (0: none), node and the
+    /// thread's off-CPU clock at its mark (0: not known). A report counts it open up to
+    /// the copy, as it counts an open frame on its node.
     open_start: AtomicU64,
     open_node: AtomicU32,
+    open_off: AtomicU64,
 }
 
 impl Default for Records {
@@ -65,6 +67,7 @@ impl Default for Records {
             folding: AtomicU64::new(0),
             open_start: AtomicU64::new(0),
             open_node: AtomicU32::new(0),
+            open_off: AtomicU64::new(0),
         }
     }
 }
@@ -97,11 +100,13 @@ impl Records {
         self.written.store(i + 1, Ordering::Release);
     }
 
-    /// Owner only: an episode on `node` opened on the hot path at tick `start`.
+    /// Owner only: an episode on `node` opened on the hot path at tick `start`, the
+    /// thread's off-CPU clock `off` at its mark (0: not known).
     #[inline(always)]
-    pub(crate) fn opened(&self, node: u32, start: u64) {
+    pub(crate) fn opened(&self, node: u32, start: u64, off: u64) {
         self.open_node.store(node, Ordering::Relaxed);
-        // A reader that sees the start sees its node.
+        self.open_off.store(off, Ordering::Relaxed);
+        // A reader that sees the start sees its node and clock.
         self.open_start.store(start.max(1), Ordering::Release);
     }
 
@@ -113,13 +118,16 @@ impl Records {
     }
 
     /// Any thread, after [`Records::written`]: the episode open on the hot path, its
-    /// node and start tick; `None` when none is, or it changed during the read.
-    pub(crate) fn open(&self) -> Option<(u32, u64)> {
+    /// node, start tick and off-CPU clock at its mark (0: not known); `None` when none
+    /// is, or it changed during the read.
+    pub(crate) fn open(&self) -> Option<(u32, u64, u64)> {
         let start = self.open_start.load(Ordering::Acquire);
-        // Acquire: the start's re-read below comes after it. A later open's node
-        // stored in between makes that re-read differ.
-        let node = self.open_node.load(Ordering::Acquire);
-        (start != 0 && self.open_start.load(Ordering::Relaxed) == start).then_some((node, start))
+        // Acquire: the start's re-read below comes after them. A later open's node
+        // and clock stored in between make that re-read differ.
+        let node = self.open_node.load(Ordering::Relaxed);
+        let off = self.open_off.load(Ordering::Acquire);
+        (start != 0 && self.open_start.load(Ordering::Relaxed) == start)
+            .then_some((node, start, off))
     }
 
     /// Owner only: hands every record not folded yet to `fold`, oldest first, after
