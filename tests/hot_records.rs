@@ -369,8 +369,16 @@ fn a_report_splits_an_episode_blocked_in_its_first_call_up_to_the_report() {
         blocked_recv(&rx2)
     });
     let release = begun.recv().unwrap();
-    std::thread::sleep(Duration::from_millis(50));
-    let p = yieldprof::snapshot();
+    // Until the episode has been open 40 ms (a loaded machine may start it late).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let p = loop {
+        std::thread::sleep(Duration::from_millis(50));
+        let p = yieldprof::snapshot();
+        let open = p.site("blocked_recv").map_or(0, |s| s.open_ns);
+        if open >= 40_000_000 || Instant::now() > deadline {
+            break p;
+        }
+    };
     release.send(7).unwrap();
     worker.join().unwrap();
     let s = p.site("blocked_recv").expect("the site");
