@@ -1,5 +1,5 @@
-//! The hot path closes a common episode (its first wait a direct spin or one timed call,
-//! no switch in it) with one record that its thread folds into the tree in batches of
+//! The hot path closes a common episode (its first wait a direct spin or a timed call,
+//! its calls at one site, no switch in it) with one record that its thread folds into the tree in batches of
 //! 64. A report from another thread still counts every episode the thread closed,
 //! folded or not: its episodes, calls, durations and timeline entries equal the counts
 //! the test arranged, while the thread is alive with records waiting, and after it
@@ -65,6 +65,22 @@ fn one_ready_recv() {
     READY.with(|(tx, rx)| {
         tx.send(1).unwrap();
         ready_recv(rx);
+    });
+}
+
+/// Three receives of messages already sent: each but the last goes into the tree as
+/// the next opens, the episode still closed with one record.
+#[yieldprof::instrument_wait]
+fn three_recvs(rx: &Receiver<u64>) -> u64 {
+    rx.recv().unwrap() + rx.recv().unwrap() + rx.recv().unwrap()
+}
+
+fn three_ready_recvs() {
+    READY.with(|(tx, rx)| {
+        for i in 0..3 {
+            tx.send(i).unwrap();
+        }
+        three_recvs(rx);
     });
 }
 
@@ -194,6 +210,7 @@ fn reports_count_every_episode_closed_on_the_hot_path_folded_or_not() {
         .init();
     every_episode_counted("hot_spin", || hot_spin(SPINS), SPINS, 0);
     every_episode_counted("ready_recv", one_ready_recv, 1, 1);
+    every_episode_counted("three_recvs", three_ready_recvs, 3, 3);
     drop(guard);
     let _ = std::fs::remove_dir_all(&dir);
 }

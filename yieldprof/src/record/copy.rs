@@ -197,6 +197,7 @@ impl ThreadData {
             frame: n.frame,
             ..Episode::default()
         };
+        // The last call only: the ones before it are in the tree already.
         for (address, calls, ticks) in [
             (r.spin_site, r.spins, None),
             (r.call_site, 1, Some(r.call_ticks)),
@@ -229,7 +230,7 @@ impl ThreadData {
                 }
             }
             episode.kinds |= site.kind.bit();
-            episode.calls += calls;
+            episode.calls += if ticks.is_some() { r.calls } else { calls };
         }
         // With the timeline off the ring counts nothing either.
         if t.timeline.capacity > 0 {

@@ -41,6 +41,8 @@ struct Run<'l> {
     episodes: u64,
     wall: u64,
     spins: u64,
+    /// Its calls, those added to the tree as the next opened included.
+    calls: u64,
     call_ticks: u64,
 }
 
@@ -69,6 +71,7 @@ impl<'l> Run<'l> {
             episodes: 0,
             wall: 0,
             spins: 0,
+            calls: 0,
             call_ticks: 0,
         }
     }
@@ -81,18 +84,14 @@ impl<'l> Run<'l> {
         if let Some(slot) = self.slot {
             bump(&slot.calls, self.spins);
         }
-        let calls = if self.call_slot.is_some() {
-            self.episodes
-        } else {
-            0
-        };
+        // Each record's last call; the ones before it are in the tree already.
         if let Some(slot) = self.call_slot {
-            bump(&slot.calls, calls);
+            bump(&slot.calls, self.episodes);
             bump(&slot.ns, self.call_ticks);
         }
         *claimed = claimed.wrapping_add(self.wall);
         *tally = tally.plus(Tally {
-            calls: u32::try_from(self.spins + calls).unwrap_or(u32::MAX),
+            calls: u32::try_from(self.spins + self.calls).unwrap_or(u32::MAX),
             kinds: self.kinds,
         });
     }
@@ -116,8 +115,21 @@ impl Local {
             calls: t.calls.saturating_add(1),
             kinds: t.kinds | kind.bit(),
         });
+        self.add_to_slot(self.current.get(), key, info, ns, ticks)
+    }
+
+    /// As [`Local::add_call`], to `node`'s slot only (not the tally).
+    #[inline(always)]
+    pub(crate) fn add_to_slot(
+        &self,
+        node: u32,
+        key: usize,
+        info: impl FnOnce() -> CallInfo,
+        ns: u64,
+        ticks: Option<u64>,
+    ) -> u32 {
         let d = &self.data;
-        let i = d.slot_index(self.current.get(), key, info);
+        let i = d.slot_index(node, key, info);
         let s = d.slot(i);
         bump(&s.calls, 1);
         bump(&s.ns, ns);
@@ -172,13 +184,13 @@ impl Local {
             if let Some(fine) = x.fine.as_mut() {
                 fine.record(r.duration);
             }
-            // A run's records all made a call, or none did.
-            let mut calls = r.spins;
+            // A run's records all made calls, or none did.
             if let Some(slot) = x.call_slot {
                 d.record_call_duration(slot, r.call_ticks);
                 x.call_ticks = x.call_ticks.wrapping_add(r.call_ticks);
-                calls = calls.saturating_add(1);
+                x.calls += u64::from(r.calls);
             }
+            let calls = r.spins.saturating_add(r.calls);
             d.timeline.push(&Episode {
                 start: r.start,
                 duration: r.duration,
@@ -220,6 +232,16 @@ impl Local {
         let prev = self.current.replace(node);
         // It spun: no stretch of the frame around it runs on (`record::gaps`).
         self.spun_here();
+        let (call, ticks) = (z.call.get(), z.call_ticks.get());
+        let ours = call != 0 && z.call_at.get() == at;
+        // Its calls added to the tree as the next opened: in its tally now.
+        let flushed = match site_at(call).filter(|_| ours) {
+            Some(site) => Tally {
+                calls: z.flushed.replace(0),
+                kinds: site.kind.bit(),
+            },
+            None => Tally::ZERO,
+        };
         let slot = self.open.push(Opened {
             node,
             prev,
@@ -230,11 +252,10 @@ impl Local {
             mark,
             claimed: self.claimed.get(),
             sample: NO_SAMPLE,
-            tally: self.tally.replace(Tally::ZERO),
+            tally: self.tally.replace(flushed),
         });
         z.slots[at as usize].set(slot);
-        let (call, ticks) = (z.call.get(), z.call_ticks.get());
-        if call == 0 || z.call_at.get() != at {
+        if !ours {
             return;
         }
         if ticks == IN_CALL {

@@ -12,8 +12,9 @@
 //!
 //! This file is the hot path, in the order an episode runs: `enter`, its first wait
 //! (`began_waiting`: the fast open), its spins (`spun`), its return (`leave`: the fast
-//! close, one `Record`), and its one timed call (`open_call`, `close_call`: a receive,
-//! a park, a sleep, which opens the episode if it is its first wait). An episode on
+//! close, one `Record`), and its timed calls at one site (`open_call`, `close_call`: a
+//! receive, a park, a sleep, which opens the episode if it is its first wait; each
+//! but the last goes into the tree as the next opens). An episode on
 //! the fast path touches no tree, histogram or timeline: `record::fold` adds its
 //! record to those in batches, and turns it into an ordinary open frame if anything
 //! else needs the thread's state while it is open. The slow paths follow each fast
@@ -32,7 +33,7 @@ use crate::record::open::{
     lazy, site_of, Claimed, Lazy, IN_CALL, LAZY, LAZY_DEPTH, NESTED, NODE_CACHE, NO_FAST,
     UNWAITED_CACHE,
 };
-use crate::record::records::Record;
+use crate::record::records::{Record, MAX_CALLS, MAX_CALL_TICKS};
 use crate::record::thread::{self, Local, OVERFLOW};
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering::Relaxed;
@@ -314,7 +315,7 @@ fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
         if l.counters.switches().unwrap_or(0) != z.fast_switches.get() {
             return false;
         }
-        let (mut call_site, mut call_ticks) = (z.call.get(), 0);
+        let (mut call_site, mut call_ticks, mut calls) = (z.call.get(), 0, 0);
         if call_site != 0 {
             if z.call_at.get() != at {
                 // A call of an entry around it, running.
@@ -322,9 +323,10 @@ fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
             } else {
                 call_ticks = z.call_ticks.get();
                 let after = end.saturating_sub(z.call_start.get().wrapping_add(call_ticks));
-                if call_ticks == IN_CALL || after >= gaps::gap_ticks() {
+                if call_ticks > MAX_CALL_TICKS || after >= gaps::gap_ticks() {
                     return false;
                 }
+                calls = z.flushed.get() + 1;
             }
         }
         let d = &l.data;
@@ -343,11 +345,13 @@ fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
             spin_site,
             call_site,
             call_ticks,
+            calls,
         });
         l.counters.earn(duration);
         z.spins[at as usize].set((0, 0));
         if call_site != 0 {
             z.call.set(0);
+            z.flushed.set(0);
             // The stretch after it ended with the episode.
             d.stretch.store(0, Relaxed);
         }
@@ -358,17 +362,17 @@ fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
 }
 
 /// A timed call at `site` opens on the fast path if it is the first wait of the one
-/// pending episode (which opens on the fast path, at the call's start) or the first
-/// call of the fast entry open around it: its place and start tick, else `None`.
+/// pending episode (which opens on the fast path, at the call's start), or a call of
+/// the fast entry open around it that made no other call or only calls at `site` (a
+/// back-off loop's): its place and start tick, else `None`.
 #[inline(always)]
 pub(crate) fn open_call(l: &Local, site: &'static CallSite) -> Option<(u32, u64)> {
     let z = lazy();
-    if z.call.get() != 0 {
-        return None;
-    }
+    let key = site as *const CallSite as usize;
     let (at, start) = match z.fast.get() {
         NO_FAST => {
-            if !open_fast(l, z) {
+            // A call of an entry around that became a frame, running.
+            if z.call.get() != 0 || !open_fast(l, z) {
                 return None;
             }
             let start = z.fast_start.get();
@@ -377,16 +381,44 @@ pub(crate) fn open_call(l: &Local, site: &'static CallSite) -> Option<(u32, u64)
             (z.fast.get(), start)
         }
         at if at + 1 == z.live.get() && z.depth.get() == at + 1 && !l.counters.moved() => {
-            (at, clock::now())
+            let start = clock::now();
+            if z.call.get() != 0 && !next_call(l, z, at, key, start) {
+                return None;
+            }
+            (at, start)
         }
         _ => return None,
     };
-    z.call.set(site as *const CallSite as usize);
+    z.call.set(key);
     z.call_at.set(at);
     z.call_start.set(start);
     z.call_ticks.set(IN_CALL);
     l.in_call();
     Some((at, start))
+}
+
+/// A call at `key` opening at `start` in the fast entry at `at`, whose last call is
+/// in `Lazy`: if that one closed at the same site, no stretch of work between them
+/// and the record has room, it goes into the tree now (its slot, its duration; the
+/// tally counts it at the entry's close) and this one takes its place. Whether it did.
+#[inline(always)]
+fn next_call(l: &Local, z: &Lazy, at: u32, key: usize, start: u64) -> bool {
+    let ticks = z.call_ticks.get();
+    let ended = z.call_start.get().wrapping_add(ticks);
+    if z.call.get() != key
+        || z.call_at.get() != at
+        || ticks == IN_CALL
+        || z.flushed.get() + 1 >= MAX_CALLS
+        || start.saturating_sub(ended) >= gaps::gap_ticks()
+    {
+        return false;
+    }
+    let Some(site) = site_at(key) else {
+        return false;
+    };
+    l.add_to_slot(z.fast_node.get(), key, || site.info(), ticks, Some(ticks));
+    z.flushed.set(z.flushed.get() + 1);
+    true
 }
 
 /// The call [`open_call`] opened at place `at` and tick `start` closed after `ticks`:

@@ -255,6 +255,9 @@ pub(crate) struct Lazy {
     pub(crate) call_at: Cell<u32>,
     pub(crate) call_start: Cell<u64>,
     pub(crate) call_ticks: Cell<u64>,
+    /// The calls at that site before it, in the same entry: each added to the tree
+    /// (not to the tally) as the next one opened (`record::lazy`).
+    pub(crate) flushed: Cell<u32>,
     /// Whether the tree is behind the hot path: a fast entry open, or records not
     /// folded (`Local::catch_up`, which every other entry into the thread runs first).
     pub(crate) behind: Cell<bool>,
@@ -289,6 +292,7 @@ thread_local! {
             call_at: Cell::new(0),
             call_start: Cell::new(0),
             call_ticks: Cell::new(0),
+            flushed: Cell::new(0),
             behind: Cell::new(false),
             nodes: [const { Cell::new((0, 0, 0)) }; NODE_CACHE],
         }

@@ -26,11 +26,19 @@ pub(crate) struct Record {
     /// Its direct spins, and the address of their `CallSite` (0 for none).
     pub(crate) spins: u32,
     pub(crate) spin_site: usize,
-    /// Its one timed call, if it made one: the address of its `CallSite` (0 for none)
-    /// and its length.
+    /// Its timed calls on the fast path, all at one site: the address of its
+    /// `CallSite` (0 for none), the last call's length (the others were added to the
+    /// tree as the next one opened), and how many (0 for none).
     pub(crate) call_site: usize,
     pub(crate) call_ticks: u64,
+    pub(crate) calls: u32,
 }
+
+/// The longest call and the most calls a record holds: its calls' count shares a word
+/// with the last one's length (2^48 ticks: a day and more at 3 GHz).
+pub(crate) const MAX_CALL_TICKS: u64 = (1 << CALLS_SHIFT) - 1;
+pub(crate) const MAX_CALLS: u32 = u16::MAX as u32;
+const CALLS_SHIFT: u32 = 48;
 
 /// A record in six words, each read and written whole.
 #[derive(Default)]
@@ -41,6 +49,7 @@ struct Cell {
     node: AtomicU64,
     spin_site: AtomicU64,
     call_site: AtomicU64,
+    /// `calls << CALLS_SHIFT | call_ticks`.
     call_ticks: AtomicU64,
 }
 
@@ -96,7 +105,10 @@ impl Records {
         );
         c.spin_site.store(r.spin_site as u64, Ordering::Relaxed);
         c.call_site.store(r.call_site as u64, Ordering::Relaxed);
-        c.call_ticks.store(r.call_ticks, Ordering::Relaxed);
+        c.call_ticks.store(
+            u64::from(r.calls) << CALLS_SHIFT | r.call_ticks,
+            Ordering::Relaxed,
+        );
         self.written.store(i + 1, Ordering::Release);
     }
 
@@ -170,6 +182,7 @@ impl Records {
     fn read(&self, i: u64) -> Record {
         let c = &self.cells[i as usize % RECORDS];
         let node = c.node.load(Ordering::Relaxed);
+        let calls = c.call_ticks.load(Ordering::Relaxed);
         Record {
             start: c.start.load(Ordering::Relaxed),
             duration: c.duration.load(Ordering::Relaxed),
@@ -177,7 +190,8 @@ impl Records {
             spins: node as u32,
             spin_site: c.spin_site.load(Ordering::Relaxed) as usize,
             call_site: c.call_site.load(Ordering::Relaxed) as usize,
-            call_ticks: c.call_ticks.load(Ordering::Relaxed),
+            call_ticks: calls & MAX_CALL_TICKS,
+            calls: (calls >> CALLS_SHIFT) as u32,
         }
     }
 }
@@ -193,9 +207,10 @@ mod tests {
             node: 2 + i as u32,
             spins: i as u32,
             spin_site: 8 * i as usize,
-            // Every other one with a call.
+            // Every other one with calls.
             call_site: (i % 2 * 16 * i) as usize,
             call_ticks: i % 2 * (3 + i),
+            calls: (i % 2 * i) as u32,
         }
     }
 
