@@ -5,25 +5,21 @@ use super::*;
 fn a_delta_is_the_difference_of_two_marks_across_a_wrap() {
     let a = Mark {
         switches: u32::MAX - 1,
-        ahead: 0,
-        counted: false,
         voluntary: u32::MAX,
         involuntary: 7,
         migrations: 1,
         off_ns: 1_000,
-        mono_ns: 0,
         queued_ns: 50,
+        ..Mark::ZERO
     };
     let b = Mark {
         switches: 3,
-        ahead: 0,
-        counted: false,
         voluntary: 3,
         involuntary: 8,
         migrations: 1,
         off_ns: 201_000,
-        mono_ns: 0,
         queued_ns: 1_050,
+        ..Mark::ZERO
     };
     assert_eq!(
         a.until(&b),
@@ -43,26 +39,22 @@ fn a_delta_is_the_difference_of_two_marks_across_a_wrap() {
 fn a_switch_after_the_episode_leaves_its_count_exact_and_its_split_apportioned() {
     let start = Mark {
         switches: 10,
-        ahead: 0,
-        counted: false,
         voluntary: 5,
         involuntary: 5,
-        migrations: 0,
         off_ns: 1_000,
         mono_ns: 1_000_000,
-        queued_ns: 0,
+        ..Mark::ZERO
     };
     // The episode blocked once (count 10 -> 11); then its thread was preempted.
     let now = Mark {
         switches: 12,
-        ahead: 0,
-        counted: false,
         voluntary: 6,
         involuntary: 6,
         migrations: 1,
         off_ns: 41_000,
         mono_ns: 1_100_000,
         queued_ns: 10_000,
+        ..Mark::ZERO
     };
     let (d, exact) = start.until_count(11, &now, 15_000, None);
     assert!(!exact);
@@ -82,14 +74,11 @@ fn a_switch_after_the_episode_leaves_its_count_exact_and_its_split_apportioned()
 fn episodes_apportioned_from_one_read_never_count_a_switch_twice() {
     let read = Mark {
         switches: 10,
-        ahead: 0,
-        counted: false,
         voluntary: 5,
         involuntary: 5,
-        migrations: 0,
         off_ns: 1_000,
         mono_ns: 1_000_000,
-        queued_ns: 0,
+        ..Mark::ZERO
     };
     // One voluntary and three involuntary switches since the read: the first episode
     // 10 -> 12, the second from there to 13, one more after it.
@@ -122,14 +111,10 @@ fn episodes_apportioned_from_one_read_never_count_a_switch_twice() {
 fn a_split_read_at_the_close_keeps_a_later_voluntary_switch_out_of_the_episode() {
     let start = Mark {
         switches: 10,
-        ahead: 0,
-        counted: false,
         voluntary: 5,
         involuntary: 5,
-        migrations: 0,
         off_ns: 1_000,
-        mono_ns: 0,
-        queued_ns: 0,
+        ..Mark::ZERO
     };
     // Preempted in the episode (10 -> 11), then blocked in the thread's own code
     // (a join) before the figures were read.
@@ -160,14 +145,7 @@ fn a_short_switch_after_a_long_episode_leaves_it_its_own_off_cpu_time() {
     let ms = 1_000_000;
     let start = Mark {
         switches: 10,
-        ahead: 0,
-        counted: false,
-        voluntary: 0,
-        involuntary: 0,
-        migrations: 0,
-        off_ns: 0,
-        mono_ns: 0,
-        queued_ns: 0,
+        ..Mark::ZERO
     };
     // 30 preemptions, 380 ms off the CPU in a 400 ms episode; then one of 0.1 ms
     // before the read, 0.2 ms after the episode's end.
@@ -194,14 +172,12 @@ fn a_read_preempted_in_it_goes_back_to_where_it_began() {
     let ms = 1_000_000;
     let read = Mark {
         switches: 12,
-        ahead: 0,
-        counted: false,
         voluntary: 4,
         involuntary: 8,
-        migrations: 0,
         off_ns: 10 * ms,
         mono_ns: 50 * ms,
         queued_ns: 7 * ms,
+        ..Mark::ZERO
     };
     let back = read.before_read(10, 3 * ms);
     assert_eq!(
