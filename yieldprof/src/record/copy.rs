@@ -197,10 +197,10 @@ impl ThreadData {
             frame: n.frame,
             ..Episode::default()
         };
-        // The last call only: the ones before it are in the tree already.
-        for (address, calls, ticks) in [
-            (r.spin_site, r.spins, None),
-            (r.call_site, 1, Some(r.call_ticks)),
+        // Its slot gets the last call only: the ones before it are in the tree already.
+        for (address, calls, ticks, in_timeline) in [
+            (r.spin_site, r.spins, None, r.spins),
+            (r.call_site, 1, Some(r.call_ticks), r.calls),
         ] {
             let Some(site) = site_at(address) else {
                 continue;
@@ -230,7 +230,7 @@ impl ThreadData {
                 }
             }
             episode.kinds |= site.kind.bit();
-            episode.calls += if ticks.is_some() { r.calls } else { calls };
+            episode.calls += in_timeline;
         }
         // With the timeline off the ring counts nothing either.
         if t.timeline.capacity > 0 {

@@ -222,11 +222,11 @@ impl Local {
         }
         z.fast.set(NO_FAST);
         let (node, start) = (z.fast_node.get(), z.fast_start.get());
-        // Its open count and the current node, as `frame::open` makes them; no longer
-        // counted open in the records first, so no report counts it twice.
         // No read of the figures since it opened (any would have come here first), and
         // none was due then: the last mark is its mark.
         let mark = self.counters.last().unwrap_or(Mark::ZERO);
+        // Its open count and the current node, as `frame::open` makes them; no longer
+        // counted open in the records first, so no report counts it twice.
         self.data.records.closed();
         self.data.node(node).opened_at(start, mark.off_clock());
         let prev = self.current.replace(node);
@@ -281,8 +281,7 @@ impl Local {
     /// `n` spins at `site` in the frame of `node`, which is open: its slot's calls and
     /// the thread's tally (its timeline entry counts them when it closes).
     pub(crate) fn add_spins(&self, node: u32, site: &'static CallSite, n: u64) {
-        let key = site as *const CallSite as usize;
-        bump(&self.data.slot_of(node, key, || site.info()).calls, n);
+        bump(&slot_of(self, node, site).calls, n);
         self.tally.set(self.tally.get().plus(Tally {
             calls: u32::try_from(n).unwrap_or(u32::MAX),
             kinds: site.kind.bit(),

@@ -323,6 +323,7 @@ fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
             } else {
                 call_ticks = z.call_ticks.get();
                 let after = end.saturating_sub(z.call_start.get().wrapping_add(call_ticks));
+                // A call still running (`IN_CALL`) is longer than any a record holds.
                 if call_ticks > MAX_CALL_TICKS || after >= gaps::gap_ticks() {
                     return false;
                 }
@@ -382,7 +383,7 @@ pub(crate) fn open_call(l: &Local, site: &'static CallSite) -> Option<(u32, u64)
         }
         at if at + 1 == z.live.get() && z.depth.get() == at + 1 && !l.counters.moved() => {
             let start = clock::now();
-            if z.call.get() != 0 && !next_call(l, z, at, key, start) {
+            if z.call.get() != 0 && !next_call(l, z, at, site, start) {
                 return None;
             }
             (at, start)
@@ -397,12 +398,13 @@ pub(crate) fn open_call(l: &Local, site: &'static CallSite) -> Option<(u32, u64)
     Some((at, start))
 }
 
-/// A call at `key` opening at `start` in the fast entry at `at`, whose last call is
+/// A call at `site` opening at `start` in the fast entry at `at`, whose last call is
 /// in `Lazy`: if that one closed at the same site, no stretch of work between them
 /// and the record has room, it goes into the tree now (its slot, its duration; the
 /// tally counts it at the entry's close) and this one takes its place. Whether it did.
 #[inline(always)]
-fn next_call(l: &Local, z: &Lazy, at: u32, key: usize, start: u64) -> bool {
+fn next_call(l: &Local, z: &Lazy, at: u32, site: &'static CallSite, start: u64) -> bool {
+    let key = site as *const CallSite as usize;
     let ticks = z.call_ticks.get();
     let ended = z.call_start.get().wrapping_add(ticks);
     if z.call.get() != key
@@ -413,9 +415,6 @@ fn next_call(l: &Local, z: &Lazy, at: u32, key: usize, start: u64) -> bool {
     {
         return false;
     }
-    let Some(site) = site_at(key) else {
-        return false;
-    };
     l.add_to_slot(z.fast_node.get(), key, || site.info(), ticks, Some(ticks));
     z.flushed.set(z.flushed.get() + 1);
     true
