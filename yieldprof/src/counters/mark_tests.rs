@@ -35,16 +35,19 @@ fn a_delta_is_the_difference_of_two_marks_across_a_wrap() {
     assert_eq!(b.since(&a), a.until(&b));
 }
 
+/// A read at switch count 10: 5 voluntary, 5 involuntary, 1 µs off the CPU.
+const READ: Mark = Mark {
+    switches: 10,
+    voluntary: 5,
+    involuntary: 5,
+    off_ns: 1_000,
+    mono_ns: 1_000_000,
+    ..Mark::ZERO
+};
+
 #[test]
 fn a_switch_after_the_episode_leaves_its_count_exact_and_its_split_apportioned() {
-    let start = Mark {
-        switches: 10,
-        voluntary: 5,
-        involuntary: 5,
-        off_ns: 1_000,
-        mono_ns: 1_000_000,
-        ..Mark::ZERO
-    };
+    let start = READ;
     // The episode blocked once (count 10 -> 11); then its thread was preempted.
     let now = Mark {
         switches: 12,
@@ -72,14 +75,7 @@ fn a_switch_after_the_episode_leaves_its_count_exact_and_its_split_apportioned()
 /// to the earlier ones first, and none is counted twice.
 #[test]
 fn episodes_apportioned_from_one_read_never_count_a_switch_twice() {
-    let read = Mark {
-        switches: 10,
-        voluntary: 5,
-        involuntary: 5,
-        off_ns: 1_000,
-        mono_ns: 1_000_000,
-        ..Mark::ZERO
-    };
+    let read = READ;
     // One voluntary and three involuntary switches since the read: the first episode
     // 10 -> 12, the second from there to 13, one more after it.
     let now = Mark {
