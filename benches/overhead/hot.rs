@@ -87,6 +87,23 @@ fn receives(n: u64, f: fn(&Receiver<u64>) -> u64) {
     });
 }
 
+/// The raw case, the same with a bare clock pair and annotated, interleaved round by
+/// round, `n` each: what the pair and the annotation add, ns per call.
+fn against_pair(
+    n: u64,
+    raw: impl Fn(u64),
+    paired: impl Fn(u64),
+    annotated: impl Fn(u64),
+) -> (f64, f64) {
+    let (mut r, mut p, mut a) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
+    for _ in 0..ROUNDS {
+        r = r.min(best(n, &raw));
+        p = p.min(best(n, &paired));
+        a = a.min(best(n, &annotated));
+    }
+    (p - r, a - r)
+}
+
 /// Runs a case on a thread of its own with the given counter settings.
 pub(crate) type OnThread<'a> =
     dyn Fn(CounterSampling, usize, &(dyn Fn() -> (f64, f64) + Sync)) -> (f64, f64) + 'a;
@@ -138,13 +155,12 @@ pub(crate) fn hot_rows(on_thread: &OnThread) {
     // The same fn with a bare clock pair around its body, interleaved with the raw fn
     // and the episode: the floor as issue 25 states it.
     let waits = || {
-        let (mut raw, mut paired, mut inst) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
-        for _ in 0..ROUNDS {
-            raw = raw.min(best(n, |n| episodes(n, raw_one_spin)));
-            paired = paired.min(best(n, |n| episodes(n, paired_one_spin)));
-            inst = inst.min(best(n, |n| episodes(n, one_spin_episode)));
-        }
-        (paired - raw, inst - raw)
+        against_pair(
+            n,
+            |n| episodes(n, raw_one_spin),
+            |n| episodes(n, paired_one_spin),
+            |n| episodes(n, one_spin_episode),
+        )
     };
     let (same_fn, cost) = on_thread(CounterSampling::Every(u32::MAX), 512, &waits);
     println!(
@@ -155,13 +171,12 @@ pub(crate) fn hot_rows(on_thread: &OnThread) {
     // The same with a wrapped call as the one wait, as most wait sites are (a
     // receive, a park, a sleep): three clock reads, the call's and the episode's.
     let calls = || {
-        let (mut raw, mut paired, mut inst) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
-        for _ in 0..ROUNDS {
-            raw = raw.min(best(n / 2, |n| receives(n, raw_recv)));
-            paired = paired.min(best(n / 2, |n| receives(n, paired_recv)));
-            inst = inst.min(best(n / 2, |n| receives(n, recv_episode)));
-        }
-        (paired - raw, inst - raw)
+        against_pair(
+            n / 2,
+            |n| receives(n, raw_recv),
+            |n| receives(n, paired_recv),
+            |n| receives(n, recv_episode),
+        )
     };
     let (same_fn, cost) = on_thread(CounterSampling::Every(u32::MAX), 512, &calls);
     println!(
