@@ -9,6 +9,17 @@
 //! bounded number of times; if the machine never leaves the spinners alone the test
 //! reports the result as inconclusive instead of failing.
 //!
+//! Each spinner waits once before its CPU clock starts, and the test's own thread once
+//! before the first attempt: the profiler's set-up on a thread (its state, the process's
+//! clock rate and perf probe, whose first `perf_event_open` can take the kernel
+//! milliseconds) is its own time, outside the episode, but inside a CPU clock read
+//! around it (0.5–1 ms short in every first attempt).
+//!
+//! The bound is 1 % + 1 ms, under the 4 ms slice a busy machine gives: the episode's
+//! end once took such a slice (the thread switched out in the profiler's work after
+//! the end, read as the episode's off-CPU time) one attempt in four under 4 busy loops,
+//! labelled exact, within the 5 % the test allowed then.
+//!
 //! A spinner preempted between its episode's end and the read of its figures gets
 //! its split apportioned (issue 26: 77 ms on the CPU against the clocks' 95 ms, marked
 //! exact): the split is then labelled estimated, and the run is retried too.
@@ -42,6 +53,12 @@ fn cas_spin(turn: &AtomicU64, mine: u64, stop: &AtomicBool) -> u64 {
     passes
 }
 
+/// One wait on the calling thread: its profiler set-up happens here.
+#[yieldprof::instrument_wait]
+fn warm_up() {
+    std::hint::spin_loop();
+}
+
 /// Pins the calling thread to `cpu`; false where the affinity call is refused.
 fn pin(cpu: usize) -> bool {
     // SAFETY: a zeroed cpu_set_t is empty; CPU_SET writes inside it.
@@ -71,6 +88,7 @@ fn attempt() -> (Vec<Spun>, SiteStats) {
                 let (turn, stop) = (&turn, &stop);
                 s.spawn(move || {
                     pin(me as usize % cores);
+                    warm_up();
                     let (start, c0) = (Instant::now(), cpu_ns());
                     let passes = cas_spin(turn, me, stop);
                     Spun {
@@ -95,6 +113,7 @@ fn attempt() -> (Vec<Spun>, SiteStats) {
 
 #[test]
 fn a_cas_spin_loop_on_two_busy_threads_is_measured_on_the_cpu() {
+    warm_up();
     for n in 1..=ATTEMPTS {
         let (spun, site) = attempt();
         assert_eq!(site.episodes, 2);
@@ -129,8 +148,9 @@ fn a_cas_spin_loop_on_two_busy_threads_is_measured_on_the_cpu() {
             "{:?}",
             site.time
         );
+        // 1 % + 1 ms: a scheduler slice (4 ms here) taken for the episode's is caught.
         assert!(
-            on.abs_diff(truth) as f64 <= 0.05 * truth as f64 + 1_000_000.0,
+            on.abs_diff(truth) as f64 <= 0.01 * truth as f64 + 1_000_000.0,
             "on-CPU {on} ns, the threads' CPU clocks {truth} ns"
         );
         let share = on as f64 / (on + off) as f64;

@@ -135,7 +135,7 @@ impl LocalCounters {
         }
         // Switch totals are the thread's whole life's (getrusage's); perf counters start
         // at 0 now.
-        let r = local.read();
+        let r = local.read(Side::Closes);
         local.publish(shared, &r);
         OPEN.with(|o| o.set(true));
         local

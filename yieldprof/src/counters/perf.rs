@@ -169,6 +169,8 @@ pub(crate) struct Reading {
     /// The off-CPU clock (see `exact::Mark`), read with getrusage where switches are
     /// not seen on every episode.
     pub(super) off_ns: Option<u64>,
+    /// The thread's CPU clock, read with it.
+    pub(super) cpu_ns: u64,
 }
 
 /// The reading taken when a sampled episode opened, and when it was started.

@@ -4,12 +4,6 @@
 use std::fs::File;
 use std::os::fd::{AsRawFd, RawFd};
 
-/// The calling thread's off-CPU clock: `CLOCK_MONOTONIC` minus its CPU time.
-pub(crate) fn off_clock_ns() -> u64 {
-    let cpu = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
-    clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(cpu)
-}
-
 /// The off-CPU clock of thread `tid` of this process, read from any of its threads
 /// (its CPU clock is the one `pthread_getcpuclockid` names: `CPUCLOCK_SCHED` of the
 /// thread); `None` once it is gone.

@@ -429,7 +429,7 @@ fn a_deferred_episode_holds_at_most_its_wall_off_the_cpu() {
         let local = LocalCounters::open(&shared, None);
         assert!(local.deferred(), "the default sampling defers the counters");
         let node = NodeCounts::default();
-        let sample = local.begin(&shared);
+        let sample = local.begin(&shared, false);
         std::thread::sleep(std::time::Duration::from_millis(2));
         let (start, end) = (crate::base::clock::now(), crate::base::clock::now());
         local.finish(&shared, &node, sample, start, end);
@@ -439,6 +439,51 @@ fn a_deferred_episode_holds_at_most_its_wall_off_the_cpu() {
             off <= wall_ns.max(1),
             "off-CPU {off} ns in an episode of {wall_ns} ns"
         );
+    })
+    .join()
+    .unwrap();
+}
+
+/// A deferred episode's reads are outside its own start and end, and a switch there
+/// is not the episode's: its off-CPU time is its wall less its time on the CPU.
+/// Ground truth: the thread's CPU clock read at the episode's start and end; 5 ms of
+/// sleep after its end, before the read; for an episode begun before its first read
+/// (a pending one), 2 ms of spinning before that read, on the CPU.
+#[test]
+fn a_deferred_episode_takes_no_off_cpu_time_from_outside_it() {
+    use crate::base::clock;
+    use std::time::{Duration, Instant};
+    let spin = |d: Duration| {
+        let t = Instant::now();
+        while t.elapsed() < d {
+            std::hint::spin_loop();
+        }
+    };
+    let cpu = || super::exact::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+    std::thread::spawn(move || {
+        let shared = ThreadCounters::default();
+        let local = LocalCounters::open(&shared, None);
+        for started in [false, true] {
+            let node = NodeCounts::default();
+            let early = (!started).then(|| local.begin(&shared, false));
+            let (start, c0) = (clock::now(), cpu());
+            if started {
+                spin(Duration::from_millis(2));
+            }
+            let sample = early.unwrap_or_else(|| local.begin(&shared, true));
+            spin(Duration::from_millis(8));
+            let (end, c1) = (clock::now(), cpu());
+            std::thread::sleep(Duration::from_millis(5));
+            local.finish(&shared, &node, sample, start, end);
+            let wall = clock::Scale::rough().map_or(end - start, |s| s.ns(end - start));
+            let truth = wall.saturating_sub(c1 - c0);
+            let off = node.off_ns.load(std::sync::atomic::Ordering::Relaxed);
+            assert!(
+                off.abs_diff(truth) <= 500_000,
+                "begun before its read: {started}; off-CPU {off} ns, its wall less its CPU \
+                 clock {truth} ns"
+            );
+        }
     })
     .join()
     .unwrap();

@@ -56,7 +56,7 @@ pub(crate) fn open(
     l.current.set(node);
     let sample = if (wait && l.counters.wants_sample()) || deferred_job {
         let t0 = clock::now();
-        let sample = l.counters.begin(&l.data.counters);
+        let sample = l.counters.begin(&l.data.counters, begin.is_some());
         // The profiler's time: inside this frame where it started before (pending
         // episodes opened at a wait), else before it, in the parent's.
         let at = if begin.is_some() { node } else { prev };
