@@ -136,9 +136,12 @@ fn enter_deep(key: usize, d: u32, z: &Lazy) -> WaitGuard {
 /// body (`SpinCounts`). In the common case (one pending episode, not sampled, no
 /// switch figures to read, its node known) it opens on the fast path: a start tick and
 /// the page's switch count kept in `Lazy`, its node made current. Anything else opens
-/// every pending episode as frames (`materialise`).
+/// every pending episode as frames (`materialise`). `extern "C"`, which cannot unwind:
+/// the spinning fn needs no landing pad for it, which kept its spin count in memory,
+/// stored at every PAUSE, where its loop has no other call that unwinds
+/// (`record/outlined.rs`).
 #[inline(never)]
-pub(crate) fn began_waiting() {
+pub(crate) extern "C" fn began_waiting() {
     let z = lazy();
     let opened = thread::enter_hot(|l| {
         if !open_fast(l, z) {
