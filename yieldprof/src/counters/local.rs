@@ -483,10 +483,9 @@ impl LocalCounters {
 /// Which side of a reading the time it bounds lies on. Reading the thread's CPU clock
 /// brings the scheduler's accounting up to date, and a thread whose slice is spent is
 /// switched out as that call returns (Linux 6.18 here, a loop under 4 busy loops:
-/// 0.29 % of CPU clock reads against 0.005 % of getrusage calls; one end in four of a
-/// 200 ms spin, its 4 ms slice read as the episode's off-CPU time). So the CPU clock is
-/// read where such a switch falls outside the time: its switch count and its off-CPU
-/// time both.
+/// 0.29 % of CPU clock reads took a slice, against 0.005 % of getrusage calls; docs/
+/// cost.md). So the CPU clock is read where such a switch falls outside the time: its
+/// switch count and its clocks both.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Side {
     /// The time starts after the reading: the CPU clock first.
