@@ -14,6 +14,8 @@ pub(crate) mod fork;
 #[cfg(feature = "enabled")]
 pub(crate) mod host;
 #[cfg(feature = "enabled")]
+pub(crate) mod ids;
+#[cfg(feature = "enabled")]
 pub(crate) mod json;
 #[cfg(feature = "enabled")]
 pub(crate) mod reentry;

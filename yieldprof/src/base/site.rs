@@ -4,7 +4,9 @@
 #[cfg(feature = "enabled")]
 use crate::base::fork::{ForkMutex, Locked};
 #[cfg(feature = "enabled")]
-use crate::base::text::host_name;
+use crate::base::ids::Ids;
+#[cfg(feature = "enabled")]
+use crate::base::text::{host_name, last_segments};
 #[cfg(feature = "enabled")]
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU32;
@@ -379,6 +381,12 @@ fn lock() -> Locked<Table> {
     t
 }
 
+/// The ids given so far, read without the table's lock (`base/ids.rs`).
+#[cfg(feature = "enabled")]
+static FRAME_IDS: Ids = Ids::new();
+#[cfg(feature = "enabled")]
+static CALL_IDS: Ids = Ids::new();
+
 #[cfg(feature = "enabled")]
 pub(crate) const THREAD_FRAME: u32 = 0;
 #[cfg(feature = "enabled")]
@@ -389,6 +397,9 @@ pub(crate) const OVERFLOW_CALL: u32 = 0;
 /// Frame id for the static at `key`, creating it with `info` the first time.
 #[cfg(feature = "enabled")]
 pub(crate) fn frame_id(key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
+    if let Some(id) = FRAME_IDS.get(key) {
+        return id;
+    }
     let mut t = lock();
     if let Some(&id) = t.frame_ids.get(&key) {
         return id;
@@ -397,12 +408,16 @@ pub(crate) fn frame_id(key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
     t.frames.push(info());
     t.frame_ids.insert(key, id);
     t.qualify(id);
+    FRAME_IDS.put(key, id);
     id
 }
 
 /// Call id for the static (or `Location`) at `key`.
 #[cfg(feature = "enabled")]
 pub(crate) fn call_id(key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
+    if let Some(id) = CALL_IDS.get(key) {
+        return id;
+    }
     let mut t = lock();
     if let Some(&id) = t.call_ids.get(&key) {
         return id;
@@ -410,6 +425,7 @@ pub(crate) fn call_id(key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
     let id = t.calls.len() as u32;
     t.calls.push(info());
     t.call_ids.insert(key, id);
+    CALL_IDS.put(key, id);
     id
 }
 
@@ -472,58 +488,6 @@ impl EpisodeSite {
             .and_then(|p| p.strip_prefix("::"))
             .unwrap_or(&path);
         Some(format!("{module}::{}", last_segments(within)))
-    }
-}
-
-/// Every `a::b::C` inside `<..>` cut to `C` (`<m::R as m::H>::f` → `<R as H>::f`);
-/// the path outside them (`outer::inner`, `Ring<..>::push`) stays.
-#[cfg(feature = "enabled")]
-fn last_segments(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
-    let mut start = 0;
-    let mut depth = 0u32;
-    let mut rest = path;
-    while let Some(c) = rest.chars().next() {
-        if let Some(after) = rest.strip_prefix("::") {
-            if depth > 0 && !out[start..].is_empty() {
-                out.truncate(start);
-            } else {
-                out.push_str("::");
-                start = out.len();
-            }
-            rest = after;
-            continue;
-        }
-        out.push(c);
-        match c {
-            '<' => depth += 1,
-            '>' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        if !(c.is_alphanumeric() || c == '_') {
-            start = out.len();
-        }
-        rest = &rest[c.len_utf8()..];
-    }
-    out
-}
-
-#[cfg(all(test, feature = "enabled"))]
-mod tests {
-    use super::last_segments;
-
-    #[test]
-    fn inner_paths_keep_their_last_segment() {
-        assert_eq!(
-            last_segments("<m::chan::Recv as m::chan::Handle>::try_select"),
-            "<Recv as Handle>::try_select"
-        );
-        assert_eq!(last_segments("Ring<_>::push"), "Ring<_>::push");
-        assert_eq!(last_segments("outer::inner"), "outer::inner");
-        assert_eq!(
-            last_segments("G<m::A, core::option::Option<u8>>::f"),
-            "G<A, Option<u8>>::f"
-        );
     }
 }
 

@@ -192,6 +192,38 @@ pub fn read_utf8(path: &std::path::Path) -> std::io::Result<String> {
     })
 }
 
+/// Every `a::b::C` inside `<..>` cut to `C` (`<m::R as m::H>::f` → `<R as H>::f`);
+/// the path outside them (`outer::inner`, `Ring<..>::push`) stays.
+pub(crate) fn last_segments(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut start = 0;
+    let mut depth = 0u32;
+    let mut rest = path;
+    while let Some(c) = rest.chars().next() {
+        if let Some(after) = rest.strip_prefix("::") {
+            if depth > 0 && !out[start..].is_empty() {
+                out.truncate(start);
+            } else {
+                out.push_str("::");
+                start = out.len();
+            }
+            rest = after;
+            continue;
+        }
+        out.push(c);
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if !(c.is_alphanumeric() || c == '_') {
+            start = out.len();
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,5 +279,19 @@ mod tests {
     #[test]
     fn dates_are_utc_to_the_minute() {
         assert_eq!(date_time(1_709_164_800 + 3_723), "2024-02-29 01:02 UTC");
+    }
+
+    #[test]
+    fn inner_paths_keep_their_last_segment() {
+        assert_eq!(
+            last_segments("<m::chan::Recv as m::chan::Handle>::try_select"),
+            "<Recv as Handle>::try_select"
+        );
+        assert_eq!(last_segments("Ring<_>::push"), "Ring<_>::push");
+        assert_eq!(last_segments("outer::inner"), "outer::inner");
+        assert_eq!(
+            last_segments("G<m::A, core::option::Option<u8>>::f"),
+            "G<A, Option<u8>>::f"
+        );
     }
 }
