@@ -562,3 +562,25 @@ pub(crate) fn names_site(name: &str, path: &str, query: &str) -> bool {
             .strip_suffix(query)
             .is_some_and(|head| head.ends_with("::"))
 }
+
+#[cfg(all(test, feature = "enabled"))]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A thread's first slot of a call site another thread recorded takes no lock.
+    /// Ground truth: the table's lock held here while another thread looks the id up.
+    #[test]
+    fn an_id_given_before_is_found_while_the_table_is_locked() {
+        static SITE: CallSite = CallSite::new(Kind::Yield, file!(), line!(), 1);
+        let key = &SITE as *const CallSite as usize;
+        let id = call_id(key, || SITE.info());
+        let held = lock();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let looker = std::thread::spawn(move || tx.send(call_id(key, || SITE.info())));
+        let found = rx.recv_timeout(Duration::from_secs(10));
+        drop(held);
+        looker.join().unwrap().ok();
+        assert_eq!(found, Ok(id), "the look-up waited for the lock");
+    }
+}
