@@ -136,10 +136,8 @@ fn enter_deep(key: usize, d: u32, z: &Lazy) -> WaitGuard {
 /// body (`SpinCounts`). In the common case (one pending episode, not sampled, no
 /// switch figures to read, its node known) it opens on the fast path: a start tick and
 /// the page's switch count kept in `Lazy`, its node made current. Anything else opens
-/// every pending episode as frames (`materialise`). `extern "C"`, which cannot unwind:
-/// the spinning fn needs no landing pad for it, which kept its spin count in memory,
-/// stored at every PAUSE, where its loop has no other call that unwinds
-/// (`record/outlined.rs`).
+/// every pending episode as frames (`materialise`). `extern "C"` (no unwinding): no
+/// landing pad for it in a spinning fn, whose count then stays in a register.
 #[inline(never)]
 pub(crate) extern "C" fn began_waiting() {
     let z = lazy();
