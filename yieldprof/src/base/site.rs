@@ -296,8 +296,8 @@ pub struct CallInfo {
 }
 
 /// Ids for frames and call sites, keyed by the address of their static (or of the
-/// `Location` for the public wrappers). Only node and slot creation touch it: the cold
-/// path, once per thread per site.
+/// `Location` for the public wrappers). Only node and slot creation touch it, and its
+/// lock once per site: later look-ups read `FRAME_IDS` and `CALL_IDS`.
 #[cfg(feature = "enabled")]
 struct Table {
     frames: Vec<FrameInfo>,
