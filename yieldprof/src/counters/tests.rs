@@ -449,8 +449,9 @@ fn a_deferred_episode_holds_at_most_its_wall_off_the_cpu() {
 /// Ground truth: the thread's CPU clock read at the episode's start and end; 5 ms of
 /// sleep after its end, before the read; for an episode begun before its first read
 /// (a pending one), 2 ms of spinning before that read, on the CPU. The code takes that
-/// stretch as on the CPU (a frame opening), so an attempt switched out in it says
-/// nothing and runs again (5 at most, then inconclusive).
+/// stretch, up to the read, as on the CPU (a frame opening), so an attempt switched out
+/// in it (in the spin, or in the syscalls the read begins with) says nothing and runs
+/// again (5 at most, then inconclusive).
 #[test]
 fn a_deferred_episode_takes_no_off_cpu_time_from_outside_it() {
     use crate::base::clock;
@@ -474,8 +475,15 @@ fn a_deferred_episode_takes_no_off_cpu_time_from_outside_it() {
                 if started {
                     spin(Duration::from_millis(2));
                 }
-                let (read, c_read) = (clock::now(), cpu());
                 let sample = early.unwrap_or_else(|| local.begin(&shared, true));
+                // Where the code's stretch ends: the first read's start, and its CPU clock.
+                let (read, c_read) = {
+                    let open = local.open_samples.borrow();
+                    (
+                        open[sample as usize].t0,
+                        open[sample as usize].reading.cpu_ns,
+                    )
+                };
                 spin(Duration::from_millis(8));
                 let (end, c1) = (clock::now(), cpu());
                 std::thread::sleep(Duration::from_millis(5));
