@@ -16,9 +16,10 @@ dir=$(cd "${1:-/tmp/crossbeam-check}" && pwd)
 repo=$(cd "${2:-$here/../..}" && pwd)
 rounds=${ROUNDS:-3}
 bench_rounds=${BENCH_ROUNDS:-5}
+bench=xbeam-bench
 [ -f "$repo/yieldprof/Cargo.toml" ] || { echo "no yieldprof crate under $repo" >&2; exit 1; }
-# The timed runs use yieldprof's defaults, whatever the caller's environment says.
-for v in $(env | grep -o '^YIELDPROF[A-Z_]*' || true); do unset "$v"; done
+# shellcheck source=../check-lib.sh
+. "$here/../check-lib.sh"
 
 find_src() { ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/crossbeam-channel-0.5.* 2>/dev/null | sort -V | tail -1 || true; }
 src=$(find_src)
@@ -45,15 +46,7 @@ debug-assertions = false
 [workspace]
 TOML
 
-# One attribute above the line that starts with $2 (indentation included) in src/$1.
-annotate() {
-    local f="$dir/annotated/src/$1" before after
-    [ "$(grep -c "^$2" "$f")" = 1 ] || { echo "src/$1: '$2' does not match one line: crossbeam-channel changed?" >&2; exit 1; }
-    before=$(grep -c 'yieldprof::instrument_wait' "$f" || true)
-    sed -i "s|^\( *\)$2|\1#[yieldprof::instrument_wait]\n&|" "$f"
-    after=$(grep -c 'yieldprof::instrument_wait' "$f")
-    [ "$after" = $((before + 1)) ] || { echo "src/$1: sed did not annotate '$2'" >&2; exit 1; }
-}
+annotate() { annotate_in "$dir/annotated" "$@"; }
 # Backoff loops on a contended slot or a block being installed or written.
 annotate flavors/array.rs '    fn start_send(&self, token: &mut Token) -> bool {'
 annotate flavors/array.rs '    fn start_recv(&self, token: &mut Token) -> bool {'
@@ -87,18 +80,7 @@ sites=$(cat "$dir"/annotated/src/*.rs "$dir"/annotated/src/flavors/*.rs | grep -
 # forbids unsafe code (select_macro.rs): `link_section` is unsafe, and its tests stay as
 # written; that binary records and writes nothing.
 for t in "$dir"/annotated/tests/*.rs; do
-    grep -q 'forbid(unsafe_code)' "$t" && continue
-    cat >> "$t" <<'RS'
-
-#[used]
-#[link_section = ".init_array"]
-static YIELDPROF_GUARD: extern "C" fn() = {
-    extern "C" fn init() {
-        std::mem::forget(yieldprof::Options::from_env().init());
-    }
-    init
-};
-RS
+    grep -q 'forbid(unsafe_code)' "$t" || append_init_guard "$t"
 done
 
 # The builds, before anything is timed: test binaries (listed) and the bench.
@@ -108,71 +90,12 @@ for v in raw annotated; do
     (cd "$dir/$v" && CARGO_TARGET_DIR="$dir/target-$v" cargo test --release --tests --no-run --message-format=json 2>/dev/null) |
         grep -o '"executable":"[^"]*"' | cut -d'"' -f4 > "$dir/bins-$v"
     mkdir -p "$dir/bench-$v/src" && cp "$here/bench.rs" "$dir/bench-$v/src/main.rs"
-    printf '[package]\nname = "xbeam-bench"\nversion = "0.1.0"\nedition = "2021"\npublish = false\n\n[dependencies]\ncrossbeam-channel = { path = "../%s" }\n\n[workspace]\n' "$v" \
+    printf '[package]\nname = "%s"\nversion = "0.1.0"\nedition = "2021"\npublish = false\n\n[dependencies]\ncrossbeam-channel = { path = "../%s" }\n\n[workspace]\n' "$bench" "$v" \
         > "$dir/bench-$v/Cargo.toml"
     (cd "$dir/bench-$v" && CARGO_TARGET_DIR="$dir/target-$v" cargo build --release 2>>"$dir/build-$v.log") \
         || { echo "the $v bench build failed: $dir/build-$v.log" >&2; exit 1; }
 done
 echo "test binaries: $(wc -l < "$dir/bins-raw") raw, $(wc -l < "$dir/bins-annotated") annotated; $sites sites annotated"
 
-# Every test binary of variant $1, in turn, from the crate's folder as cargo runs them;
-# logs in $2, "wall user sys" in $2/time.
-suite() {
-    mkdir -p "$2"
-    /usr/bin/time -f "%e %U %S" -o "$2/time" bash -c 'cd "$1"; out=$2; shift 2
-        for b; do "$b" > "$out/$(basename "$b").log" 2>&1 || true; done' _ "$dir/$1" "$2" $(cat "$dir/bins-$1")
-}
-load() { cut -d' ' -f1-3 /proc/loadavg; }
-load_start=$(load)
-for r in $(seq "$rounds"); do
-    for v in raw annotated; do
-        suite "$v" "$dir/logs/$v-$r"
-        echo "suite $v round $r: wall user sys $(cat "$dir/logs/$v-$r/time")"
-    done
-done
-for r in $(seq "$bench_rounds"); do
-    for v in raw annotated; do
-        "$dir/target-$v/release/xbeam-bench" | sed "s/^/$v\t/" >> "$dir/bench.tsv"
-    done
-done
-load_end=$(load)
-
-# Medians of the suite's wall and CPU (user + sys), and of each case's messages/s.
-med() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-wall() { cat "$dir"/logs/"$1"-*/time | awk '{print $1}' | med; }
-cpu() { cat "$dir"/logs/"$1"-*/time | awk '{print $2 + $3}' | med; }
-echo
-echo "load average (1, 5, 15 min): $load_start at the start, $load_end at the end"
-printf '%-34s %12s %12s %8s\n' "median of $rounds suite / $bench_rounds bench rounds" raw annotated ratio
-for what in wall cpu; do
-    raw=$($what raw) ann=$($what annotated)
-    printf '%-34s %11.1fs %11.1fs %7.2fx\n' "test suite $what (s)" "$raw" "$ann" "$(echo "$ann $raw" | awk '{print $1 / $2}')"
-done
-cut -f2 "$dir/bench.tsv" | awk '!seen[$0]++' | while IFS= read -r case; do
-    raw=$(awk -F'\t' -v c="$case" '$1 == "raw" && $2 == c {print $3}' "$dir/bench.tsv" | med)
-    ann=$(awk -F'\t' -v c="$case" '$1 == "annotated" && $2 == c {print $3}' "$dir/bench.tsv" | med)
-    printf '%-34s %12.0f %12.0f %7.2fx\n' "$case (msg/s)" "$raw" "$ann" "$(echo "$ann $raw" | awk '{print $1 / $2}')"
-done
-
-# One more annotated run that writes each test binary's report at its exit.
-YIELDPROF_WRITE_AT_EXIT=on YIELDPROF_OUT="$dir/out" suite annotated "$dir/logs/report"
-grep -ho 'yieldprof: wrote .*' "$dir"/logs/report/*.log > "$dir/logs/wrote" || true
-sizes=$(grep -o '[0-9.]* MB in [0-9.]* s' "$dir/logs/wrote" || true)
-echo
-echo "reports written by one annotated suite run (wall user sys $(cat "$dir/logs/report/time")):" \
-    "$(wc -l < "$dir/logs/wrote") binaries, $(echo "$sizes" | awk '{mb += $1; s += $4} END {printf "%.1f MB in %.2f s", mb, s}')" \
-    "(largest: $(echo "$sizes" | sort -g | tail -1)); files in $dir/out"
-
-# Tests that failed in some round, by binary, and those failing annotated only.
-failed() { grep -H ' \.\.\. FAILED$' "$@" 2>/dev/null |
-    sed 's|.*/\([^/-]*\)-[0-9a-f]*\.log:test \(.*\) \.\.\. FAILED|\1::\2|' | sort | uniq -c || true; }
-nores() { for l in "$@"; do grep -q '^test result:' "$l" || echo "  no result line: $l"; done; }
-counts() { for d in "$@"; do printf '  %s: %s\n' "$(basename "$d")" "$(grep -h '^test result' "$d"/*.log |
-    awk '{p += $4; f += $6} END {print p " passed, " f " failed"}')"; done; }
-echo "tests per run:"; counts "$dir"/logs/raw-* "$dir"/logs/annotated-* "$dir/logs/report"
-echo "failed raw (times, over $rounds rounds):"
-failed "$dir"/logs/raw-*/*.log; nores "$dir"/logs/raw-*/*.log
-echo "failed annotated (times, over $rounds rounds and the report run):"
-failed "$dir"/logs/annotated-*/*.log "$dir"/logs/report/*.log; nores "$dir"/logs/annotated-*/*.log "$dir"/logs/report/*.log
-echo "failing annotated only: $(comm -13 <(failed "$dir"/logs/raw-*/*.log | awk '{print $2}' | sort) \
-    <(failed "$dir"/logs/annotated-*/*.log "$dir"/logs/report/*.log | awk '{print $2}' | sort) | tr '\n' ' ')"
+compare msg/s
+report_and_failures
