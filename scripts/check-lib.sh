@@ -1,9 +1,39 @@
 # Shared by scripts/*-check/run.sh: a crate we did not write, raw and annotated, run in
 # turn (its test suite, then a bench), and what the annotated runs showed. The caller
-# sets dir (the work folder), rounds, bench_rounds and bench (the bench's binary name),
-# then builds each variant v (raw, annotated): the crate in $dir/$v, its test binaries
-# listed one a line in $dir/bins-$v, the bench in $dir/target-$v/release/$bench, which
-# prints `case<TAB>rate` a line.
+# sets bench (the bench's binary name; its source is bench.rs beside the caller), calls
+# check_args, copies and annotates each variant v (raw, annotated) into $dir/$v, and
+# calls build_variant for each: its test binaries are then listed one a line in
+# $dir/bins-$v, the bench is $dir/target-$v/release/$bench, which prints
+# `case<TAB>rate` a line.
+lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# The arguments, [DIR] [REPO] (DIR defaults to $1, REPO to this checkout), and the rounds
+# (ROUNDS suite rounds, default 3; BENCH_ROUNDS bench rounds, default 5).
+check_args() {
+    local default=$1
+    shift
+    mkdir -p "${1:-$default}"
+    dir=$(cd "${1:-$default}" && pwd)
+    repo=$(cd "${2:-$lib_dir/..}" && pwd)
+    rounds=${ROUNDS:-3}
+    bench_rounds=${BENCH_ROUNDS:-5}
+    [ -f "$repo/yieldprof/Cargo.toml" ] || { echo "no yieldprof crate under $repo" >&2; exit 1; }
+}
+
+# Builds variant $1 before anything is timed: its test binaries (listed) and the bench,
+# whose Cargo.toml takes $2 as its dependency sections; $3 is the bench's source.
+build_variant() {
+    local v=$1
+    (cd "$dir/$v" && CARGO_TARGET_DIR="$dir/target-$v" cargo test --release --tests --no-run >"$dir/build-$v.log" 2>&1) ||
+        { echo "the $v test build failed against $repo: $dir/build-$v.log" >&2; grep -A12 '^error' "$dir/build-$v.log" >&2; exit 1; }
+    (cd "$dir/$v" && CARGO_TARGET_DIR="$dir/target-$v" cargo test --release --tests --no-run --message-format=json 2>/dev/null) |
+        grep -o '"executable":"[^"]*"' | cut -d'"' -f4 > "$dir/bins-$v"
+    mkdir -p "$dir/bench-$v/src" && cp "$3" "$dir/bench-$v/src/main.rs"
+    printf '[package]\nname = "%s"\nversion = "0.1.0"\nedition = "2021"\npublish = false\n\n%s\n\n[workspace]\n' "$bench" "$2" \
+        > "$dir/bench-$v/Cargo.toml"
+    (cd "$dir/bench-$v" && CARGO_TARGET_DIR="$dir/target-$v" cargo build --release 2>>"$dir/build-$v.log") \
+        || { echo "the $v bench build failed: $dir/build-$v.log" >&2; exit 1; }
+}
 
 # The timed runs use yieldprof's defaults, whatever the caller's environment says.
 for v in $(env | grep -o '^YIELDPROF[A-Z_]*' || true); do unset "$v"; done

@@ -11,15 +11,10 @@
 # Needs the registry (or its cache) and minutes: not part of the tests or .ci/run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "${1:-/tmp/crossbeam-check}"
-dir=$(cd "${1:-/tmp/crossbeam-check}" && pwd)
-repo=$(cd "${2:-$here/../..}" && pwd)
-rounds=${ROUNDS:-3}
-bench_rounds=${BENCH_ROUNDS:-5}
 bench=xbeam-bench
-[ -f "$repo/yieldprof/Cargo.toml" ] || { echo "no yieldprof crate under $repo" >&2; exit 1; }
 # shellcheck source=../check-lib.sh
 . "$here/../check-lib.sh"
+check_args /tmp/crossbeam-check "$@"
 
 find_src() { ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/crossbeam-channel-0.5.* 2>/dev/null | sort -V | tail -1 || true; }
 src=$(find_src)
@@ -83,17 +78,8 @@ for t in "$dir"/annotated/tests/*.rs; do
     grep -q 'forbid(unsafe_code)' "$t" || append_init_guard "$t"
 done
 
-# The builds, before anything is timed: test binaries (listed) and the bench.
 for v in raw annotated; do
-    (cd "$dir/$v" && CARGO_TARGET_DIR="$dir/target-$v" cargo test --release --tests --no-run >"$dir/build-$v.log" 2>&1) ||
-        { echo "the $v test build failed against $repo: $dir/build-$v.log" >&2; grep -A12 '^error' "$dir/build-$v.log" >&2; exit 1; }
-    (cd "$dir/$v" && CARGO_TARGET_DIR="$dir/target-$v" cargo test --release --tests --no-run --message-format=json 2>/dev/null) |
-        grep -o '"executable":"[^"]*"' | cut -d'"' -f4 > "$dir/bins-$v"
-    mkdir -p "$dir/bench-$v/src" && cp "$here/bench.rs" "$dir/bench-$v/src/main.rs"
-    printf '[package]\nname = "%s"\nversion = "0.1.0"\nedition = "2021"\npublish = false\n\n[dependencies]\ncrossbeam-channel = { path = "../%s" }\n\n[workspace]\n' "$bench" "$v" \
-        > "$dir/bench-$v/Cargo.toml"
-    (cd "$dir/bench-$v" && CARGO_TARGET_DIR="$dir/target-$v" cargo build --release 2>>"$dir/build-$v.log") \
-        || { echo "the $v bench build failed: $dir/build-$v.log" >&2; exit 1; }
+    build_variant "$v" "$(printf '[dependencies]\ncrossbeam-channel = { path = "../%s" }' "$v")" "$here/bench.rs"
 done
 echo "test binaries: $(wc -l < "$dir/bins-raw") raw, $(wc -l < "$dir/bins-annotated") annotated; $sites sites annotated"
 
