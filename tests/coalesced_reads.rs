@@ -307,7 +307,7 @@ fn hot_loop(handoff: Handoff, site: &str) {
             // wall, ticks made ns with a ratio within ~1e-5 of the truth: one queued
             // nearly all its time can lose that much (21 ns once under 4 busy loops).
             // Apportioned episodes share a window's queued time by their switches, at
-            // most their wall each: 15-31 µs of 0.2-1.9 ms apart (2026-12-05).
+            // most their wall each: 15-54 µs of 0.2-1.9 ms apart (2026-12-05).
             let clip = match apportioned {
                 false => s.wall_ns / 100_000 + reads,
                 true => kq / 10 + 100_000,
