@@ -20,6 +20,19 @@ check_args() {
     [ -f "$repo/yieldprof/Cargo.toml" ] || { echo "no yieldprof crate under $repo" >&2; exit 1; }
 }
 
+# The newest source of crate $1 at version $2.x in the cargo registry, fetched first
+# through a crate of one dependency where the registry has none.
+registry_src() {
+    newest() { ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$1"-"$2".* 2>/dev/null | sort -V | tail -1 || true; }
+    if [ -z "$(newest "$1" "$2")" ]; then
+        mkdir -p "$dir/fetch-$1/src" && echo 'fn main() {}' > "$dir/fetch-$1/src/main.rs"
+        printf '[package]\nname = "fetch"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n%s = "%s"\n\n[workspace]\n' "$1" "$2" \
+            > "$dir/fetch-$1/Cargo.toml"
+        (cd "$dir/fetch-$1" && cargo fetch >&2)
+    fi
+    newest "$1" "$2"
+}
+
 # Builds variant $1 before anything is timed: its test binaries (listed) and the bench,
 # whose Cargo.toml takes $2 as its dependency sections; $3 is the bench's source.
 build_variant() {

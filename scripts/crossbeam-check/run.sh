@@ -16,14 +16,7 @@ bench=xbeam-bench
 . "$here/../check-lib.sh"
 check_args /tmp/crossbeam-check "$@"
 
-find_src() { ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/crossbeam-channel-0.5.* 2>/dev/null | sort -V | tail -1 || true; }
-src=$(find_src)
-if [ -z "$src" ]; then
-    mkdir -p "$dir/fetch/src" && echo 'fn main() {}' > "$dir/fetch/src/main.rs"
-    printf '[package]\nname = "fetch"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\ncrossbeam-channel = "0.5"\n\n[workspace]\n' > "$dir/fetch/Cargo.toml"
-    (cd "$dir/fetch" && cargo fetch)
-    src=$(find_src)
-fi
+src=$(registry_src crossbeam-channel 0.5)
 echo "crossbeam-channel: $src; yieldprof: $repo ($(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'))"
 rm -rf "$dir/raw" "$dir/annotated" "$dir/out" "$dir/logs"
 cp -r "$src" "$dir/raw" && cp -r "$src" "$dir/annotated" && chmod -R u+w "$dir/raw" "$dir/annotated"

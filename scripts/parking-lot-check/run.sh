@@ -17,14 +17,7 @@ bench=lock-bench
 . "$here/../check-lib.sh"
 check_args /tmp/parking-lot-check "$@"
 
-find_src() { ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$1"-"$2".* 2>/dev/null | sort -V | tail -1 || true; }
-lot=$(find_src parking_lot 0.12) core=$(find_src parking_lot_core 0.9)
-if [ -z "$lot" ] || [ -z "$core" ]; then
-    mkdir -p "$dir/fetch/src" && echo 'fn main() {}' > "$dir/fetch/src/main.rs"
-    printf '[package]\nname = "fetch"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nparking_lot = "0.12"\n\n[workspace]\n' > "$dir/fetch/Cargo.toml"
-    (cd "$dir/fetch" && cargo fetch)
-    lot=$(find_src parking_lot 0.12) core=$(find_src parking_lot_core 0.9)
-fi
+lot=$(registry_src parking_lot 0.12) core=$(registry_src parking_lot_core 0.9)
 echo "parking_lot: $lot; parking_lot_core: $core; yieldprof: $repo ($(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'))"
 rm -rf "$dir/raw" "$dir/annotated" "$dir/core-raw" "$dir/core-annotated" "$dir/out" "$dir/logs"
 for v in raw annotated; do
