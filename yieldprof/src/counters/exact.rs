@@ -266,15 +266,19 @@ impl Exact {
     }
 
     /// The last mark read, taken again unread at switch count `at`
-    /// (`Mark::unread_at`): counted (its split exact) where the split read at a
-    /// switched close is at `at`.
+    /// (`Mark::unread_at`), with the split read at a switched close since, where
+    /// there was one: exact where that is at `at`, else nearer than the read's.
     pub(crate) fn unread_at(&self, at: u32) -> Mark {
         let last = self.last.get().unread_at(at);
-        match self.split.get().filter(|s| s.at == at) {
+        match self
+            .split
+            .get()
+            .filter(|s| at.wrapping_sub(s.at) < last.split_ahead)
+        {
             Some(s) => Mark {
                 voluntary: s.voluntary,
                 involuntary: s.involuntary,
-                counted: true,
+                split_ahead: at.wrapping_sub(s.at),
                 ..last
             },
             None => last,
@@ -313,7 +317,7 @@ impl Exact {
             return (last, false);
         }
         match self.unread_at(at) {
-            m if m.counted => {
+            m if m.split_ahead == 0 => {
                 self.last.set(m);
                 (m, false)
             }
@@ -386,7 +390,7 @@ fn read_sources(cpu_ns: Option<u64>, schedstat: Option<RawFd>, split: Option<Spl
     Mark {
         switches: 0,
         ahead: 0,
-        counted: false,
+        split_ahead: 0,
         voluntary,
         involuntary,
         migrations: 0,

@@ -12,9 +12,11 @@ pub(crate) struct Mark {
     /// How many switches the figures below are older than `switches`: 0 for a read
     /// mark, else the mark was taken unread (`Mark::unread_at`).
     pub(super) ahead: u32,
-    /// Whether `voluntary` and `involuntary` are at `switches` though the rest is
-    /// `ahead` (`Exact::current` through rseq: getrusage's count and split).
-    pub(super) counted: bool,
+    /// How many switches `voluntary` and `involuntary` are older than `switches`:
+    /// 0 for a read mark and through rseq (`Exact::current`: getrusage's count and
+    /// split); for one taken unread, `ahead`, or fewer where a close's split was read
+    /// since (`Exact::unread_at`).
+    pub(super) split_ahead: u32,
     pub(super) voluntary: u32,
     pub(super) involuntary: u32,
     pub(super) migrations: u32,
@@ -52,7 +54,7 @@ impl Mark {
     pub(crate) const ZERO: Mark = Mark {
         switches: 0,
         ahead: 0,
-        counted: false,
+        split_ahead: 0,
         voluntary: 0,
         involuntary: 0,
         migrations: 0,
@@ -88,9 +90,9 @@ impl Mark {
     /// A mark taken unread (`Mark::unread_at`) is apportioned the same way, over the
     /// figures from the read its values come from.
     /// With `at_end`, the getrusage split read at the episode's close (count `end`),
-    /// the voluntary/involuntary split of a read or counted mark is that exact
-    /// difference: a later switch (a join, a blocking write in the thread's own code)
-    /// is no longer guessed into it.
+    /// the voluntary/involuntary split is that difference, exact where the mark's
+    /// split is at its count (`split_ahead` 0): a later switch (a join, a blocking
+    /// write in the thread's own code) is no longer guessed into it.
     pub(crate) fn until_count(
         &self,
         end: u32,
@@ -107,20 +109,20 @@ impl Mark {
             let v = u128::from(v) * u128::from(mine) / u128::from(all.switches.max(1));
             u64::try_from(v).unwrap_or(u64::MAX)
         };
-        // Taken unread without its split, the window's first `ahead` switches came
-        // before it, and the episodes that ended there take its voluntary ones first
-        // (apportioned from the same read): this one has what they leave, so that
-        // the two never count one switch twice.
-        let before = match self.counted {
-            true => 0,
-            false => u64::from(self.ahead).min(all.voluntary),
-        };
+        // The voluntary switches from the mark's split on: to the episode's close
+        // where its split was read there, else to `now`.
         let voluntary = match at_end {
-            Some(s) if s.at == end && (self.is_read() || self.counted) => {
-                u64::from(s.voluntary.wrapping_sub(self.voluntary)).min(mine)
-            }
-            _ => (all.voluntary - before).min(mine),
+            Some(s) if s.at == end => u64::from(s.voluntary.wrapping_sub(self.voluntary)),
+            _ => all.voluntary,
         };
+        // Taken unread, the first `split_ahead` of them came before it, and the
+        // episodes that ended there take voluntary ones first (apportioned from the
+        // same read): this one has what they leave, so that the two never count one
+        // switch twice. A yield's split read at its close, then a lock's block after
+        // a `recv`: with the split of the read before the yield, that block was
+        // counted involuntary, one more in waits than the thread made (CI, 1 run in
+        // ~200, 2026-12-05).
+        let voluntary = (voluntary - u64::from(self.split_ahead).min(voluntary)).min(mine);
         let around = now
             .mono_ns
             .saturating_sub(self.mono_ns)
@@ -149,7 +151,7 @@ impl Mark {
         Mark {
             switches,
             ahead: switches.wrapping_sub(self.read_at()),
-            counted: false,
+            split_ahead: switches.wrapping_sub(self.read_at()),
             ..*self
         }
     }

@@ -96,11 +96,55 @@ fn episodes_apportioned_from_one_read_never_count_a_switch_twice() {
     let split = Mark {
         voluntary: 5,
         involuntary: 7,
-        counted: true,
+        split_ahead: 0,
         ..read.unread_at(12)
     };
     let (second, _) = split.until_count(13, &now, 20_000, None);
     assert_eq!((second.voluntary, second.involuntary), (1, 0));
+}
+
+/// The sequence CI met: a yield whose split was read at its close (involuntary,
+/// 11 -> 12), a voluntary switch outside any episode (a `recv`, 12 -> 13), then a lock
+/// opened unread that blocked (13 -> 14), its split read at its close. From the read
+/// before the yield, the lock's window had two voluntary switches, both supposed the
+/// yield's and the `recv`'s: the lock's block counted involuntary, one more in waits
+/// than the thread made. From the yield's split, only the `recv` came before it.
+#[test]
+fn an_unread_mark_takes_the_split_of_the_last_close_and_its_block_stays_voluntary() {
+    let read = Mark {
+        switches: 11,
+        voluntary: 0,
+        involuntary: 11,
+        ..READ
+    };
+    let now = Mark {
+        switches: 14,
+        voluntary: 2,
+        involuntary: 12,
+        ..read
+    };
+    let lock_close = Split {
+        at: 14,
+        voluntary: 2,
+        involuntary: 12,
+    };
+    let from_read = read.unread_at(13);
+    let (d, _) = from_read.until_count(14, &now, 20_000_000, Some(lock_close));
+    assert_eq!(
+        (d.voluntary, d.involuntary),
+        (0, 1),
+        "the read's split guesses"
+    );
+    // `Exact::unread_at` with the yield's split, read at 12.
+    let from_yield = Mark {
+        voluntary: 0,
+        involuntary: 12,
+        split_ahead: 1,
+        ..from_read
+    };
+    let (d, exact) = from_yield.until_count(14, &now, 20_000_000, Some(lock_close));
+    assert!(!exact);
+    assert_eq!((d.switches, d.voluntary, d.involuntary), (1, 1, 0));
 }
 
 #[test]
