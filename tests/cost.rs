@@ -11,12 +11,14 @@
 //! reported inconclusive; no attempt may ever show more than the kernel counted.
 //! (Own test binary: the sites are read process-wide.)
 
+use affinity::pin;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use yieldprof::counters::{capabilities, Count, CounterEvent};
 
+mod affinity;
 mod kernel;
 #[macro_use]
 mod turns;
@@ -295,16 +297,6 @@ fn a_thread_preempted_between_episodes_keeps_exact_voluntary_counts_and_says_wha
 fn yield_then_spin() {
     std::thread::yield_now();
     run_for(Duration::from_micros(60));
-}
-
-/// Pins the calling thread to `cpu`.
-fn pin(cpu: usize) {
-    // SAFETY: the set is zeroed, then `cpu` (< CPU_SETSIZE) is set; the call reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
 }
 
 /// The first CPU this process may run on.

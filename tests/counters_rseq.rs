@@ -10,8 +10,10 @@
 //! minus schedstat's on-CPU time; schedstat's run delay) within 5 % and 0.5 ms.
 //! (Own test binary: the sites are read process-wide.)
 
+mod affinity;
 mod kernel;
 
+use affinity::pin;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use yieldprof::counters::{capabilities, Count, CounterEvent};
 
@@ -45,15 +47,6 @@ fn kernel_now() -> (u64, u64, u64, u64) {
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     let mono = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
     (v, i, mono - cpu, queued)
-}
-
-fn pin(cpu: usize) {
-    // SAFETY: `set` is a valid, zeroed cpu_set_t; the call changes this thread only.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
 }
 
 fn exact(c: Count) -> u64 {

@@ -2,6 +2,9 @@
 //! Every test uses sites of its own and a this-thread session, so they run in
 //! parallel without seeing each other.
 
+mod affinity;
+
+use affinity::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use yieldprof::report::{Costs, Finding, Rule};
@@ -143,16 +146,6 @@ fn usleep_zero_is_flagged_as_timer_slack_and_a_millisecond_sleep_is_not() {
 fn lonely_yields() {
     for _ in 0..2_000 {
         std::thread::yield_now();
-    }
-}
-
-/// Pins the calling thread to `core`.
-fn pin(core: usize) -> bool {
-    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET stays within it for small cores.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(core, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
     }
 }
 

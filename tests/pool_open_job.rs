@@ -5,6 +5,9 @@
 //! open or closed: the truth is 1 − the worker's CPU clock inside the job ÷ its life,
 //! both read by this test around the snapshot.
 
+mod affinity;
+
+use affinity::pin;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -93,15 +96,6 @@ fn wait_inside_job(s: &Shared) {
 fn wait_then_run(s: &Shared) {
     std::thread::sleep(Duration::from_millis(30));
     run_job(s);
-}
-
-fn pin(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes inside it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
 }
 
 struct Run {

@@ -15,8 +15,10 @@
 //! around each episode and between them. A preemption outside the yields makes its
 //! attempt run again, a few at most, then the test reports inconclusive. (Own test binary: the sites are read process-wide.)
 
+mod affinity;
 mod kernel;
 
+use affinity::pin;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex};
@@ -68,7 +70,7 @@ fn attempt() -> (Truth, yieldprof::Profile) {
     let peer = {
         let (stop, spin) = (stop.clone(), spin.clone());
         std::thread::spawn(move || {
-            kernel::pin(0);
+            pin(0);
             while !stop.load(Relaxed) {
                 if spin.swap(false, Relaxed) {
                     let t = Instant::now();
@@ -86,7 +88,7 @@ fn attempt() -> (Truth, yieldprof::Profile) {
     let holder = {
         let m = m.clone();
         std::thread::spawn(move || {
-            kernel::pin(1);
+            pin(1);
             while gone.recv().is_ok() {
                 let g = m.lock().unwrap();
                 held.send(()).unwrap();
@@ -96,7 +98,7 @@ fn attempt() -> (Truth, yieldprof::Profile) {
         })
     };
     let (truth, profile) = std::thread::spawn(move || {
-        kernel::pin(0);
+        pin(0);
         let me = tid();
         let mut t = Truth {
             tid: me,
