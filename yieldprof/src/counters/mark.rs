@@ -127,9 +127,24 @@ impl Mark {
             .mono_ns
             .saturating_sub(self.mono_ns)
             .saturating_sub(wall_ns);
-        let off_ns = share(all.off_ns)
-            .max(all.off_ns.saturating_sub(around))
-            .min(wall_ns);
+        // Time blocked goes with the voluntary switches, time queued (a preemption's
+        // whole off-CPU time, a wake-up's delay) with every switch: by count alone, a
+        // pool worker's 300 µs sleep read with a job preempted after it got half the
+        // window's off-CPU time, and the other half read as the pool's own
+        // (`tests/pool.rs`, 8 ms where its jobs were preempted 1.9 ms). By count
+        // without schedstat (no time queued), or where the split is not the read's.
+        let by_kind = all.queued_ns > 0 && self.split_ahead == self.ahead;
+        let off_ns = match by_kind {
+            true => {
+                proportion(
+                    all.off_ns.saturating_sub(all.queued_ns),
+                    voluntary,
+                    all.voluntary,
+                ) + share(all.queued_ns.min(all.off_ns))
+            }
+            false => share(all.off_ns),
+        };
+        let off_ns = off_ns.max(all.off_ns.saturating_sub(around)).min(wall_ns);
         let d = Delta {
             voluntary,
             involuntary: mine - voluntary,

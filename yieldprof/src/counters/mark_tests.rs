@@ -247,3 +247,31 @@ fn a_read_preempted_in_it_goes_back_to_where_it_began() {
         }
     );
 }
+
+/// A pool worker's sleep (blocked 300 µs, woken 5 µs late) read after the job that
+/// followed it was preempted (20 µs queued): the sleep's off-CPU time is its block
+/// and a share of the time queued, not half the window's by count.
+#[test]
+fn time_blocked_goes_with_the_voluntary_switches_and_time_queued_with_all() {
+    let us = 1_000;
+    let start = READ;
+    let now = Mark {
+        switches: 12,
+        voluntary: 6,
+        involuntary: 6,
+        off_ns: READ.off_ns + 325 * us,
+        mono_ns: READ.mono_ns + 850 * us,
+        queued_ns: READ.queued_ns + 25 * us,
+        ..READ
+    };
+    let (sleep, _) = start.until_count(11, &now, 400 * us, None);
+    assert_eq!((sleep.voluntary, sleep.involuntary), (1, 0));
+    assert_eq!(sleep.off_ns, 300 * us + 25 * us / 2);
+    // Without schedstat, by count: half.
+    let no_schedstat = Mark {
+        queued_ns: READ.queued_ns,
+        ..now
+    };
+    let (sleep, _) = start.until_count(11, &no_schedstat, 400 * us, None);
+    assert_eq!(sleep.off_ns, 325 * us / 2);
+}
