@@ -79,6 +79,7 @@ pub(crate) fn open(
     // so a frame open at a report (a pool's job) still gets its off-CPU time so far.
     let off = match mark.off_clock() {
         None if sample != NO_SAMPLE => l.counters.begun_off_clock(sample),
+        None if !mark.is_pageless() => l.unread_off_clock(start),
         off => off,
     };
     l.data.node(node).opened_at(start, off);
