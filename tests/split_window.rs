@@ -1,19 +1,20 @@
-//! Episodes whose voluntary/involuntary split is apportioned, beside ones whose split
-//! was read at their close, take no more switches of either kind than their thread
-//! made (`counters::Left`). The sequence CI met once in ~200 runs
-//! (`yieldprof-cli/tests/show.rs`, "involuntary-switches in waits 4 > its total 3"):
-//! a yield that switched (involuntary; long enough that its split is read at its
-//! close), a block outside any episode (voluntary), then a lock that blocked
+//! An episode opened unread after one whose split was read at its close takes its split
+//! from that close (`Mark::split_ahead`), not from the read before it. The sequence CI
+//! met once in ~200 runs (`yieldprof-cli/tests/show.rs`, "involuntary-switches in waits
+//! 4 > its total 3"): a yield that switched (involuntary; long enough that its split is
+//! read at its close), a block outside any episode (voluntary), then a lock that blocked
 //! (voluntary), whose episode opened unread after that block. Its split was guessed
-//! voluntary-first over the window, the voluntary switches were given to what came
-//! before it, and the lock's block was counted involuntary.
+//! voluntary-first from the read before the yield, the voluntary switches were given to
+//! what came before it, and the lock's block was counted involuntary: more in waits
+//! than the thread made.
 //!
 //! Arranged: the recording thread and a peer that yields in a loop share CPU 0; before
 //! each yield of the thread the peer is told to spin 100 µs once (so the yield
-//! switches to it for that long: its split is read at its close); a holder on CPU
-//! 1 takes the lock and holds it 2 ms. Ground truth: the thread's status file read
+//! switches to it for that long: its split is read at its close); a holder on CPU 1
+//! takes the lock and holds it 2 ms. Ground truth: the thread's status file read
 //! around each episode and between them. A preemption outside the yields makes its
-//! attempt run again, a few at most, then the test reports inconclusive. (Own test binary: the sites are read process-wide.)
+//! attempt run again, a few at most, then the test reports inconclusive. (Own test
+//! binary: the sites are read process-wide.)
 
 mod affinity;
 mod kernel;
@@ -147,7 +148,7 @@ fn attempt() -> (Truth, yieldprof::Profile) {
 }
 
 #[test]
-fn a_lock_read_beside_a_yields_read_split_takes_the_voluntary_switches_left() {
+fn a_lock_opened_unread_after_a_yields_read_split_keeps_its_block_voluntary() {
     if !capabilities()
         .get(CounterEvent::ContextSwitches)
         .is_available()
