@@ -13,6 +13,7 @@
 //! are then apportioned, estimated), is run again, a few times at most, then reported
 //! inconclusive. (Own test binary: the site is read process-wide.)
 
+mod affinity;
 mod clocks;
 mod kernel;
 #[macro_use]
@@ -101,14 +102,8 @@ fn warm_up() {
 /// wake-up goes to the other CPU instead of preempting the waker outside the site.
 fn pin(cpu: usize) {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cpus < 2 {
-        return;
-    }
-    // SAFETY: `set` is a valid, zeroed cpu_set_t; the call changes this thread only.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu % cpus, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    if cpus >= 2 {
+        affinity::pin(cpu % cpus);
     }
 }
 
