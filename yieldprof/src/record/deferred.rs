@@ -243,9 +243,11 @@ impl Local {
     /// (`Local::coalesced`): the last read's plus all the time since (off the CPU at
     /// most that). A report made while the frame is open reads its open part off the
     /// CPU at least that far, short of the truth by the time the thread ran between
-    /// the read and `start`: under `READ_LAG_NS`, since a mark is taken unread only
-    /// before a read falls due. Without it, a `recv` blocked 50 ms in an episode that
-    /// continued a switched one read its open part on the CPU.
+    /// the read and `start`: under `READ_LAG_NS` where episodes wait unread, since a
+    /// mark is then taken unread only before a read falls due (through rseq, with none
+    /// waiting, it can be longer, and the open part reads shorter, never longer).
+    /// Without it, a `recv` blocked 50 ms in an episode that continued a switched one
+    /// read its open part on the CPU.
     pub(crate) fn unread_off_clock(&self, start: u64) -> Option<u64> {
         let (tick, off) = (self.unread.read_tick.get(), self.unread.read_off.get());
         let scale = Scale::rough().filter(|_| tick != 0 && off != 0)?;
