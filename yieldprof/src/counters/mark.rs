@@ -133,16 +133,19 @@ impl Mark {
         // window's off-CPU time, and the other half read as the pool's own
         // (`tests/pool.rs`, 8 ms where its jobs were preempted 1.9 ms). By count
         // without schedstat (no time queued), or where the split is not the read's.
+        // Its time queued is then its share of the window's by count, not by off-CPU
+        // time (which gave it a blocked share's queued part too: 15 % over schedstat's).
         let by_kind = all.queued_ns > 0 && self.split_ahead == self.ahead;
-        let off_ns = match by_kind {
+        let (off_ns, queued) = match by_kind {
             true => {
-                proportion(
-                    all.off_ns.saturating_sub(all.queued_ns),
-                    voluntary,
-                    all.voluntary,
-                ) + share(all.queued_ns.min(all.off_ns))
+                let queued = share(all.queued_ns.min(all.off_ns));
+                let blocked = all.off_ns.saturating_sub(all.queued_ns);
+                (
+                    proportion(blocked, voluntary, all.voluntary) + queued,
+                    Some(queued),
+                )
             }
-            false => share(all.off_ns),
+            false => (share(all.off_ns), None),
         };
         let off_ns = off_ns.max(all.off_ns.saturating_sub(around)).min(wall_ns);
         let d = Delta {
@@ -151,9 +154,11 @@ impl Mark {
             switches: mine,
             migrations: all.migrations.min(mine),
             off_ns,
-            // The window's queued share of its off-CPU time: an episode given more
-            // off-CPU time than its share of switches gets its queued part too.
-            queued_ns: proportion(all.queued_ns, off_ns, all.off_ns).min(off_ns),
+            // By count, the window's queued share of its off-CPU time: an episode given
+            // more off-CPU time than its share of switches gets its queued part too.
+            queued_ns: queued
+                .unwrap_or_else(|| proportion(all.queued_ns, off_ns, all.off_ns))
+                .min(off_ns),
         };
         (d, false)
     }

@@ -62,9 +62,9 @@ fn a_switch_after_the_episode_leaves_its_count_exact_and_its_split_apportioned()
     let (d, exact) = start.until_count(11, &now, 15_000, None);
     assert!(!exact);
     assert_eq!((d.switches, d.voluntary, d.involuntary), (1, 1, 0));
-    // Queued: the window's queued share of the episode's off-CPU time,
-    // 10 000 × 15 000 / 40 000.
-    assert_eq!((d.off_ns, d.queued_ns, d.migrations), (15_000, 3_750, 1));
+    // Queued: the window's by its share of switches, 10 000 × 1 / 2 (its blocked
+    // time, 30 000 by its voluntary switch, plus that, capped at its wall).
+    assert_eq!((d.off_ns, d.queued_ns, d.migrations), (15_000, 5_000, 1));
     let (d, exact) = start.until_count(12, &now, u64::MAX, None);
     assert!(exact);
     assert_eq!(d, start.until(&now));
