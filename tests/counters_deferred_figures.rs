@@ -164,9 +164,11 @@ fn a_deferred_threads_timeline_counts_each_episodes_switches() {
         let s = e["args"]["switches"]
             .as_u64()
             .unwrap_or_else(|| panic!("switches counted while deferred: {e}"));
-        // Each block is inside the episode; a preemption can also land outside it.
+        // The three sleeps block inside the episode, and the kernel's figures around it
+        // can hold more: a preemption, or a block in reading them (the status file
+        // waits for the address space's lock: 4 voluntary once in CI, 3 counted).
         assert!(
-            (voluntary..=voluntary + involuntary).contains(&s),
+            (3..=voluntary + involuntary).contains(&s),
             "{s} switches, the kernel saw {voluntary} voluntary, {involuntary} involuntary: {e}"
         );
         assert!(voluntary >= 3, "3 sleeps: {voluntary}");
