@@ -81,7 +81,15 @@ fn a_rendezvous_ping_pong_is_named_a_handoff() {
             .iter()
             .find(|f| f.subject == "findings_handoff::exchange")
             .unwrap_or_else(|| {
-                panic!("/proc: {switched} switches in {EXCHANGES} exchanges; {found:#?}")
+                panic!(
+                    "/proc: {switched} switches in {EXCHANGES} exchanges; the site's \
+                     voluntary {:?} in {} timed episodes, {} ns of the threads' {} ns; \
+                     {found:#?}",
+                    site.counters.voluntary_switches,
+                    site.timed_episodes(),
+                    site.wall_ns,
+                    profile.threads().iter().map(|t| t.wall_ns).sum::<u64>()
+                )
             });
         // At the line of one of the site's channel calls.
         let calls: Vec<String> = include_str!("findings_handoff.rs")
