@@ -9,6 +9,7 @@
 
 mod clocks;
 mod kernel;
+mod rusage;
 
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -183,16 +184,6 @@ fn run_delay() -> Option<u64> {
     s.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// The calling thread's (voluntary, involuntary) switches, getrusage.
-fn own_switches() -> (i64, i64) {
-    // SAFETY: getrusage fills the zeroed struct it is given.
-    unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_THREAD, &mut u);
-        (u.ru_nvcsw, u.ru_nivcsw)
-    }
-}
-
 /// What a crunching thread saw: its schedstat at the start and end of its work, the
 /// wall between, whether it had switched before it first recorded, and whether it was
 /// preempted 10 times.
@@ -231,10 +222,10 @@ fn a_deferred_thread_that_never_waits_keeps_its_run_queue_total() {
                     yieldprof::frame!("crunch");
                     // Not switched until it recorded (its run-queue total then counts
                     // from 0): none of its wait fell between `q0` and its registration.
-                    let fresh = own_switches() == (0, 0);
+                    let fresh = rusage::switches() == (0, 0);
                     // Until preempted 10 times (what the exit read needs), 2 s at most.
-                    let i0 = own_switches().1;
-                    while own_switches().1 < i0 + 10 && t.elapsed() < Duration::from_secs(2) {
+                    let i0 = rusage::switches().1;
+                    while rusage::switches().1 < i0 + 10 && t.elapsed() < Duration::from_secs(2) {
                         for _ in 0..10_000 {
                             std::hint::black_box(0u64);
                         }
@@ -244,7 +235,7 @@ fn a_deferred_thread_that_never_waits_keeps_its_run_queue_total() {
                         queued: (q0, q1),
                         life_ns,
                         fresh,
-                        preempted: own_switches().1 >= i0 + 10,
+                        preempted: rusage::switches().1 >= i0 + 10,
                     }
                 })
                 .unwrap()

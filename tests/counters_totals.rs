@@ -13,23 +13,16 @@
 //! so most threads get an exact bracket; a storm where too few did is run again (3 at
 //! most), then called inconclusive for the exact part.
 
+use rusage::switches as own;
 use std::cell::Cell;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 use yieldprof::counters::{capabilities, Count, CounterEvent, Counters};
 
 mod kernel;
+mod rusage;
 
 const THREADS: usize = 64;
-
-/// `(voluntary, involuntary)` switches of the calling thread since it started.
-fn own() -> (u64, u64) {
-    // SAFETY: rusage is plain integers; all-zero is a valid value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD reads this thread.
-    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) }, 0);
-    (ru.ru_nvcsw as u64, ru.ru_nivcsw as u64)
-}
 
 fn tid() -> i32 {
     // SAFETY: gettid has no preconditions.

@@ -3,6 +3,7 @@
 //! parallel without seeing each other.
 
 mod affinity;
+mod rusage;
 
 use affinity::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -396,16 +397,6 @@ fn involuntary_switches_from_oversubscription_are_flagged_and_a_lone_thread_is_n
     );
 }
 
-/// The calling thread's involuntary switches, as the kernel counts them.
-fn involuntary_switches() -> i64 {
-    // SAFETY: getrusage fills the zeroed struct it is given.
-    unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_THREAD, &mut u);
-        u.ru_nivcsw
-    }
-}
-
 #[test]
 fn an_oversubscribed_finding_over_many_threads_names_the_most_preempted_and_sums_the_rest() {
     let _one_at_a_time = SCHEDULER.lock().unwrap_or_else(|e| e.into_inner());
@@ -418,8 +409,8 @@ fn an_oversubscribed_finding_over_many_threads_names_the_most_preempted_and_sums
                 yieldprof::frame!("crunch");
                 // Until the kernel has preempted it 30 times (its own count), 5 s at most.
                 let end = Instant::now() + Duration::from_secs(5);
-                let start = involuntary_switches();
-                while involuntary_switches() < start + 30 && Instant::now() < end {
+                let start = rusage::switches().1;
+                while rusage::switches().1 < start + 30 && Instant::now() < end {
                     for _ in 0..10_000 {
                         std::hint::black_box(0u64);
                     }

@@ -1,10 +1,12 @@
 //! The hot path closes a common episode (its first wait a direct spin or a timed call,
-//! its calls at one site, no switch in it) with one record that its thread folds into the tree in batches of
-//! 64. A report from another thread still counts every episode the thread closed,
-//! folded or not: its episodes, calls, durations and timeline entries equal the counts
-//! the test arranged, while the thread is alive with records waiting, and after it
-//! exits; one still open counts as open up to the report. A call the fast path began
-//! keeps its counts when something else happens in its episode.
+//! its calls at one site, no switch in it) with one record that its thread folds into
+//! the tree in batches of 64. A report from another thread still counts every episode
+//! the thread closed, folded or not: its episodes, calls, durations and timeline
+//! entries equal the counts the test arranged, while the thread is alive with records
+//! waiting, and after it exits; one still open counts as open up to the report. A call
+//! the fast path began keeps its counts when something else happens in its episode.
+
+mod rusage;
 
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
@@ -410,16 +412,23 @@ fn blocked_at_a_report(
             }
             tx.send(99).unwrap();
         });
-        if late.is_none() {
-            sender.join().unwrap();
-        }
-        let (r0, s0) = (yieldprof::__private::switch_reads(), own_switches());
+        // On time: the message waits before the call; late: the call waits for it.
+        let sender = match late {
+            None => sender.join().map(|()| None).unwrap(),
+            Some(_) => Some(sender),
+        };
+        let (r0, s0) = (yieldprof::__private::switch_reads(), rusage::switches());
         site(&rx);
-        let switched = own_switches() > s0;
+        let switched = rusage::switches() != s0;
         let (tx2, rx2) = channel();
         started.send(tx2).unwrap();
         site(&rx2);
-        (switched, yieldprof::__private::switch_reads() - r0)
+        let reads = yieldprof::__private::switch_reads() - r0;
+        // Joined last: a join that blocks would be a switch in the arrangement.
+        if let Some(s) = sender {
+            s.join().unwrap();
+        }
+        (switched, reads)
     });
     let release = begun.recv().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -445,15 +454,6 @@ fn blocked_at_a_report(
         switched,
         reads,
     }
-}
-
-/// The calling thread's switches so far (getrusage).
-fn own_switches() -> u64 {
-    // SAFETY: rusage is plain integers; all-zero is a valid value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD reads this thread.
-    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) }, 0);
-    (ru.ru_nvcsw + ru.ru_nivcsw) as u64
 }
 
 /// Blocked all but a few µs of its open part: off the CPU, as a closed one reads.
