@@ -226,6 +226,18 @@ fn spin_for(d: Duration) {
     }
 }
 
+/// Spins for `d`, unless `ready`: then it returns without waiting (not timed).
+#[yieldprof::instrument_wait]
+fn spin_unless(ready: bool, d: Duration) {
+    if ready {
+        return;
+    }
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
+}
+
 #[yieldprof::instrument_wait]
 fn short_spin() {
     for _ in 0..4 {
@@ -242,14 +254,27 @@ fn long_spin_only_episodes_are_flagged_and_short_ones_are_not() {
     // withheld. Retried a few times; inconclusive if never on the CPU enough.
     let mut judged = false;
     for attempt in 1..=5 {
-        let r = run(|| (0..20).for_each(|_| spin_for(Duration::from_micros(500))));
-        let share = r.site("spin_for").and_then(|s| s.time.on_cpu_share());
+        // 20 that wait, the rule's least, and 30 checks that find it ready at once.
+        let r = run(|| {
+            for i in 0..50 {
+                spin_unless(i % 5 > 1, Duration::from_micros(500));
+            }
+        });
+        let share = r.site("spin_unless").and_then(|s| s.time.on_cpu_share());
         if share.is_some_and(|s| s < 0.6) {
             eprintln!("attempt {attempt}: on the CPU {share:?} of the time, retrying");
             continue;
         }
-        let found = findings(&r, &costs, "spin_for");
+        let found = findings(&r, &costs, "spin_unless");
         assert_eq!(rules(&found), vec![Rule::LongSpin], "{found:?}");
+        // Its count is of the episodes its median is of.
+        assert!(
+            found[0].evidence.starts_with(
+                "20 spin-only episodes that waited (30 more returned without waiting), median "
+            ),
+            "{}",
+            found[0]
+        );
         assert!(
             found[0]
                 .fix
@@ -274,6 +299,13 @@ fn long_spin_only_episodes_are_flagged_and_short_ones_are_not() {
     // Too few episodes to say what is typical, however long.
     let r = run(|| (0..5).for_each(|_| spin_for(Duration::from_millis(1))));
     assert_eq!(findings(&r, &costs, "spin_for"), vec![]);
+    // Nor with many more that returned without waiting: they have no duration.
+    let r = run(|| {
+        for i in 0..105 {
+            spin_unless(i >= 5, Duration::from_millis(1));
+        }
+    });
+    assert_eq!(findings(&r, &costs, "spin_unless"), vec![]);
 }
 
 #[test]

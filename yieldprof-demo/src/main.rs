@@ -483,7 +483,7 @@ fn demo(run_for: Duration, rounds: usize) -> Result<(), String> {
     println!("\nPacked and padded rings, spinning, alternating ({rounds} rounds)");
     println!(
         "round  {:>13} {:>13}  {:>13}  queued for a CPU (packed, padded)",
-        "packed msg/s", "padded msg/s", "packed/padded"
+        "packed msg/s", "padded msg/s", "padded/packed"
     );
     let (mut packed_rates, mut padded_rates, mut ratios) = (vec![], vec![], vec![]);
     let mut queued: f64 = 0.0;
@@ -582,7 +582,7 @@ fn demo(run_for: Duration, rounds: usize) -> Result<(), String> {
         .iter()
         .fold((f64::MAX, 0.0f64), |(l, h), &r| (l.min(r), h.max(r)));
     println!(
-        "\npacked/padded: {}× (rounds {}–{})",
+        "\npadded/packed: {}× (rounds {}–{})",
         ratio_text(median(&mut ratios)),
         ratio_text(low),
         ratio_text(high)

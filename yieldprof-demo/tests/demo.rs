@@ -74,7 +74,7 @@ fn the_demo_names_the_shared_line_and_its_diff_marks_the_fix() {
     // The ratio line: the median within the rounds' range.
     let ratio = stdout
         .lines()
-        .find_map(|l| l.strip_prefix("packed/padded: "))
+        .find_map(|l| l.strip_prefix("padded/packed: "))
         .unwrap_or_else(|| panic!("no ratio line: {stdout}"));
     let numbers: Vec<f64> = ratio
         .split(['×', ' ', '(', ')', '–'])

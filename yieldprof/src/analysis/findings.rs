@@ -10,6 +10,7 @@
 //! each site and each thread; the summary, JSON and budgets all use this definition.
 
 use crate::analysis::costs::Costs;
+use crate::analysis::false_sharing::shared_spins;
 use crate::analysis::oversubscribed::{oversubscribed, MachineLoad, Preempted};
 use crate::analysis::pools::{pool_findings, Cause};
 use crate::base::site::Kind;
@@ -263,8 +264,10 @@ fn site_findings(site: &SiteStats, costs: &Costs, threads_ns: u64, out: &mut Vec
     // Judged on the median episode, with enough of them: one long wait among many short
     // ones is not a habit, and a mean pulled up by it would flip between runs.
     let median = site.durations.quantile(0.5);
-    let enough =
-        spins > 0 && slow == 0 && site.episodes >= MIN_EPISODES && site.spin_ns() >= 1_000_000;
+    // Counted over the timed episodes, the ones the median is of: a consumer's checks
+    // that found a message at once return without waiting and have no duration.
+    let timed = site.timed_episodes();
+    let enough = spins > 0 && slow == 0 && timed >= MIN_EPISODES && site.spin_ns() >= 1_000_000;
     if let (Some(on_cpu), Some(median), true) = (on_cpu, median, enough) {
         let yields_worth = median as f64 / costs.yield_ns;
         if yields_worth >= LONG_SPIN_YIELDS {
@@ -272,9 +275,12 @@ fn site_findings(site: &SiteStats, costs: &Costs, threads_ns: u64, out: &mut Vec
                 Rule::LongSpin,
                 call_at(site, Kind::Spin),
                 format!(
-                    "{} spin-only episodes, median {} ({:.0}× a {} yield), p90 {}, burnt {} \
-                     of CPU ({:.0}% of their time on the CPU)",
-                    site.episodes,
+                    "{timed} spin-only episodes that waited{}, median {} ({:.0}× a {} yield), \
+                     p90 {}, burnt {} of CPU ({:.0}% of their time on the CPU)",
+                    match site.returned_without_waiting {
+                        0 => String::new(),
+                        n => format!(" ({n} more returned without waiting)"),
+                    },
                     duration(median),
                     yields_worth,
                     duration(costs.yield_ns as u64),
@@ -443,35 +449,14 @@ impl Profile {
         for site in sites {
             site_findings(site, costs, threads_ns, &mut out);
         }
-        for line in self.sharing().iter().filter(|l| l.verdict.is_suspicious()) {
-            let fields: Vec<String> = line
-                .words
-                .iter()
-                .map(|w| format!("`{}` +{}", w.name, w.offset))
-                .collect();
-            for spinner in &line.wait_sites {
-                out.push(Finding {
-                    rule: Rule::FalseSharing,
-                    subject: spinner.name.clone(),
-                    location: sites.iter().find(|s| s.name == spinner.name).map(site_at),
-                    evidence: format!(
-                        "spins on the {}-B line at {:#x} ({}), {}: {} invalidations, {} between \
-                         different bytes; {} reads inside its episodes",
-                        line.size,
-                        line.address,
-                        fields.join(", "),
-                        line.verdict,
-                        line.invalidations,
-                        line.false_invalidations,
-                        spinner.reads
-                    ),
-                    fix: format!(
-                        "{}; tuning this site's spin is useless while its line ping-pongs",
-                        line.fix
-                    ),
-                });
-            }
-        }
+        out.extend(shared_spins(self).into_iter().map(|s| Finding {
+            rule: Rule::FalseSharing,
+            location: sites.iter().find(|x| x.name == s.subject).map(site_at),
+            subject: s.subject,
+            evidence: s.evidence,
+            fix: s.fix,
+        }));
+        spin_after_sharing(&mut out);
         thread_findings(self.thread_views(), costs, &mut out);
         out.extend(pool_findings(self, costs).into_iter().map(|f| Finding {
             rule: match f.cause {
@@ -485,6 +470,21 @@ impl Profile {
             fix: f.fix.into(),
         }));
         out
+    }
+}
+
+/// A long-spin finding on a site that spins on a falsely shared line says its spin is
+/// worth tuning only once the line stops ping-ponging (else the fixes contradict).
+fn spin_after_sharing(out: &mut [Finding]) {
+    let shared: Vec<String> = out
+        .iter()
+        .filter(|f| f.rule == Rule::FalseSharing)
+        .map(|f| f.subject.clone())
+        .collect();
+    for f in out.iter_mut() {
+        if f.rule == Rule::LongSpin && shared.contains(&f.subject) {
+            f.fix = format!("first remove the false sharing below; then {}", f.fix);
+        }
     }
 }
 
@@ -570,5 +570,31 @@ mod tests {
         assert_eq!(f.episodes_per_s, None);
         let f = Fragmentation::of(1000, RATE_FLOOR_NS, &none, &costs);
         assert_eq!(f.episodes_per_s, Some(1e6));
+    }
+
+    #[test]
+    fn a_long_spin_on_a_falsely_shared_site_is_tuned_after_the_line() {
+        let finding = |rule, subject: &str| Finding {
+            rule,
+            subject: subject.into(),
+            location: None,
+            evidence: String::new(),
+            fix: "fix".into(),
+        };
+        let mut out = vec![
+            finding(Rule::LongSpin, "a::spin"),
+            finding(Rule::LongSpin, "b::spin"),
+            finding(Rule::FalseSharing, "a::spin"),
+        ];
+        spin_after_sharing(&mut out);
+        let fixes: Vec<&str> = out.iter().map(|f| f.fix.as_str()).collect();
+        assert_eq!(
+            fixes,
+            [
+                "first remove the false sharing below; then fix",
+                "fix",
+                "fix"
+            ]
+        );
     }
 }

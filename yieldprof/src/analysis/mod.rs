@@ -8,6 +8,8 @@ pub(crate) mod budget;
 pub(crate) mod costs;
 pub(crate) mod declared;
 #[cfg(feature = "enabled")]
+pub(crate) mod false_sharing;
+#[cfg(feature = "enabled")]
 pub(crate) mod findings;
 #[cfg(feature = "enabled")]
 pub(crate) mod handoff;

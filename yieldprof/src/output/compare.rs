@@ -24,9 +24,10 @@ pub struct Row {
     /// The wait site.
     pub site: String,
     /// `false_sharing` (1 where the site spins on a falsely shared line, else 0; only
-    /// for a site marked in either run), `episodes`, `episodes_per_s` (per second of the
-    /// wall time of the threads that ran them: a site entered once per unit of work gives
-    /// the throughput), `wall_ns`, `switches`, `p50_ns`, `p99_ns`, or `<kind> calls`.
+    /// for a site marked in either run), `episodes`, `episodes_per_s` (those that
+    /// waited, per second of the wall time of the threads that ran them: a site entered
+    /// once per unit of work that always waits gives the throughput; shown as
+    /// `waited/s`), `wall_ns`, `switches`, `p50_ns`, `p99_ns`, or `<kind> calls`.
     pub figure: String,
     /// Before and after.
     pub change: Change,
@@ -167,8 +168,15 @@ impl fmt::Display for Comparison {
                     mark(r.change.after).to_string(),
                     mark_change(&r.change).to_string(),
                 ),
+                // Its episodes that waited (timed), beside all its episodes.
+                "episodes_per_s" => (
+                    "waited/s".to_string(),
+                    cell(r.change.before, false),
+                    cell(r.change.after, false),
+                    pct(&r.change),
+                ),
                 figure => (
-                    figure.trim_end_matches("_ns").replace("_per_s", "/s"),
+                    figure.trim_end_matches("_ns").to_string(),
                     cell(r.change.before, ns),
                     cell(r.change.after, ns),
                     pct(&r.change),

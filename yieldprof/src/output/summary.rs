@@ -264,7 +264,7 @@ impl Profile {
             if let Some(short) = frag.short_share {
                 let rate = frag.episodes_per_s.map_or_else(
                     || format!("rate n/a (threads ran < {})", duration(RATE_FLOOR_NS)),
-                    |r| format!("{r:.0} episodes/s"),
+                    |r| format!("{r:.0} waited episodes/s"),
                 );
                 let _ = writeln!(
                     s,
@@ -542,7 +542,10 @@ fn write_thread_counters(
 /// A user's dev build compiles yieldprof unoptimised too, and its own time is then
 /// several times what it is in release (crossbeam-channel's `tests/zero.rs`, 2026-12-04:
 /// 31.4 s CPU against 9.3 s raw, 13.1 s with the override below).
-const UNOPTIMISED: &str = "yieldprof itself was built without optimisation (a dev profile): its      own time is 2-3x what it is optimised; to profile tests or debug builds at release cost,      add to the workspace's Cargo.toml: [profile.dev.package.yieldprof] opt-level = 3,      debug-assertions = false";
+const UNOPTIMISED: &str = "yieldprof itself was built without optimisation (a dev profile): its \
+     own time is 2-3x what it is optimised; to profile tests or debug builds at release cost, \
+     add to the workspace's Cargo.toml: [profile.dev.package.yieldprof] opt-level = 3, \
+     debug-assertions = false";
 
 /// What a lock's figure counts: a lock taken at once (under ~1 µs) as an episode's
 /// first wait is no wait and is not recorded, so the figure is not every `lock()` run.
