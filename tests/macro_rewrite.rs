@@ -45,6 +45,8 @@ fn every_kind(n: u32) -> i32 {
         std::hint::spin_loop(); // @spin-std
         core::hint::spin_loop(); // @spin-core
         hint::spin_loop(); // @spin-hint
+        #[allow(deprecated)]
+        core::sync::atomic::spin_loop_hint(); // @spin-hint-deprecated
         thread::yield_now(); // @yield-thread
         rc += unsafe { libc::sched_yield() }; // @yield-libc
     }
@@ -65,6 +67,12 @@ fn each_kind_is_counted_at_its_call_site() {
         ("spin-std", "std::hint::spin_loop", Kind::Spin, 10),
         ("spin-core", "core::hint::spin_loop", Kind::Spin, 10),
         ("spin-hint", "hint::spin_loop", Kind::Spin, 10),
+        (
+            "spin-hint-deprecated",
+            "core::sync::atomic::spin_loop_hint",
+            Kind::Spin,
+            10,
+        ),
         ("yield-thread", "thread::yield_now", Kind::Yield, 10),
         ("yield-libc", "libc::sched_yield", Kind::Yield, 10),
         ("sleep-std", "std::thread::sleep", Kind::Sleep, 1),
@@ -77,7 +85,7 @@ fn each_kind_is_counted_at_its_call_site() {
         (kind, line, column, n)
     });
     assert_eq!(calls(&s), expect);
-    assert_eq!(s.calls_of(Kind::Spin), 30);
+    assert_eq!(s.calls_of(Kind::Spin), 40);
     assert_eq!(s.ns_of(Kind::Spin), 0);
 }
 

@@ -20,6 +20,12 @@ const PATHS: &[(&str, Kind)] = &[
     ("core::hint::spin_loop", "Spin"),
     ("hint::spin_loop", "Spin"),
     ("spin_loop", "Spin"),
+    // Deprecated since Rust 1.51, still in crates that keep an older minimum (`spin`).
+    ("std::sync::atomic::spin_loop_hint", "Spin"),
+    ("core::sync::atomic::spin_loop_hint", "Spin"),
+    ("sync::atomic::spin_loop_hint", "Spin"),
+    ("atomic::spin_loop_hint", "Spin"),
+    ("spin_loop_hint", "Spin"),
     ("std::thread::yield_now", "Yield"),
     ("thread::yield_now", "Yield"),
     ("libc::sched_yield", "Yield"),

@@ -348,18 +348,19 @@ fn asked(rt: &Runtime, form: &str, site: SiteRef, arg: Expr) -> Expr {
     Expr::Verbatim(quote!(#rt::#form(#site, #arg)))
 }
 
-/// Where the call begins, as syn's `span()` gives it (on stable, its first token's),
-/// without printing the whole call to find it.
+/// Where the called function begins, as syn's `span()` gives it (on stable, its first
+/// token's), without printing the whole call to find it: after the call's attributes
+/// (`#[allow(deprecated)]` on the line above is not the call's line).
 fn first_span(call: &ExprCall) -> Span {
     match &*call.func {
-        Expr::Path(p) if call.attrs.is_empty() && p.attrs.is_empty() && p.qself.is_none() => {
+        Expr::Path(p) if p.attrs.is_empty() && p.qself.is_none() => {
             match (&p.path.leading_colon, p.path.segments.first()) {
                 (Some(colons), _) => colons.spans[0],
                 (None, Some(first)) => first.ident.span(),
-                (None, None) => call.span(),
+                (None, None) => call.func.span(),
             }
         }
-        _ => call.span(),
+        func => func.span(),
     }
 }
 

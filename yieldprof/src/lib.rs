@@ -37,7 +37,7 @@
 //!
 //! | kind (frame) | calls |
 //! |---|---|
-//! | spin `[spin]` | `std::hint::spin_loop`, `core::hint::spin_loop`, `hint::spin_loop`, `spin_loop` |
+//! | spin `[spin]` | `std::hint::spin_loop`, `core::hint::spin_loop`, `hint::spin_loop`, `spin_loop`; the deprecated `spin_loop_hint` (and `atomic::…`, `std::`/`core::sync::atomic::…`) |
 //! | yield `[yield]` | `std::thread::yield_now`, `thread::yield_now`, `yield_now`, `libc::sched_yield`, `sched_yield` |
 //! | sleep `[sleep]` | `std::thread::sleep`, `thread::sleep`, `libc::usleep`, `libc::nanosleep`, `usleep`, `nanosleep` |
 //! | park `[park]` | `std::thread::park`, `std::thread::park_timeout` (and `thread::…`) |
