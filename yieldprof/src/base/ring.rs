@@ -62,8 +62,14 @@ impl Ring {
     /// A ring of `capacity` episodes; 0 makes one that keeps nothing and allocates
     /// nothing. The cells are zeroed pages: untouched ones cost no memory.
     pub(crate) fn new(capacity: u32) -> Ring {
+        let cells = zeroed(capacity as usize);
+        // The first page's fault here, at the thread's first wait, not at its first
+        // close: the end of a wait (a lock's acquire) is on the user's critical path.
+        if let Some(first) = cells.first() {
+            first.start.store(0, Ordering::Relaxed);
+        }
         Ring {
-            cells: zeroed(capacity as usize),
+            cells,
             next: AtomicU32::new(0),
             started: AtomicU64::new(0),
             done: AtomicU64::new(0),

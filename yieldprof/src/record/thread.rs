@@ -214,6 +214,7 @@ impl ThreadData {
                 .push(|d| {
                     d.frame.store(frame, Relaxed);
                     d.kind.store(code, Relaxed);
+                    d.durations.ready();
                 })
                 .unwrap_or(NO_DURATIONS)
         })
