@@ -424,3 +424,59 @@ fn every_unwaited_episode_is_counted_past_the_cache_on_two_threads() {
         assert_eq!(thread(name).returned_without_waiting, per_thread, "{name}");
     }
 }
+
+#[yieldprof::instrument_wait]
+fn early_if(wait: bool) {
+    if wait {
+        std::thread::yield_now();
+    }
+}
+
+/// Calls `early_if(false)` `n` times on a thread named `name`, then `then` there.
+fn early_thread(name: &str, n: u32, then: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            (0..n).for_each(|_| early_if(false));
+            then();
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
+fn a_thread_is_set_up_at_its_first_wait_not_at_an_episode_that_returned_without() {
+    // A live thread whose episodes never waited is not set up (5-15 µs that an
+    // annotated lock's first free acquire paid inside the lock): not in a report
+    // yet; at its exit its counts are kept.
+    let (done, ready) = mpsc::channel();
+    let (release, hold) = mpsc::channel::<()>();
+    let t = std::thread::Builder::new()
+        .name("rww-early".to_string())
+        .spawn(move || {
+            (0..5).for_each(|_| early_if(false));
+            done.send(()).unwrap();
+            hold.recv().unwrap();
+        })
+        .unwrap();
+    ready.recv().unwrap();
+    let threads = yieldprof::snapshot().threads();
+    assert!(threads.iter().all(|t| t.name != "rww-early"), "set up");
+    release.send(()).unwrap();
+    t.join().unwrap();
+    let exited = thread("rww-early");
+    assert!(exited.exited);
+    assert_eq!(exited.returned_without_waiting, 5);
+    // Its first wait sets it up, the counts before it kept.
+    early_thread("rww-early-wait", 4, || early_if(true));
+    assert_eq!(thread("rww-early-wait").returned_without_waiting, 4);
+    // A report made on it sets it up too.
+    early_thread("rww-early-report", 3, || {
+        let me = yieldprof::snapshot().threads();
+        let me = me.iter().find(|t| t.name == "rww-early-report").unwrap();
+        assert_eq!(me.returned_without_waiting, 3);
+    });
+    let s = site("early_if");
+    assert_eq!((s.episodes, s.returned_without_waiting), (13, 12));
+}

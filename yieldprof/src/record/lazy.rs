@@ -21,7 +21,6 @@
 //! one; a call the fast path cannot keep (the thread was switched in it: its switch
 //! figures are read as any call's) closes on the slow path.
 
-use crate::base::arena::bump;
 use crate::base::clock;
 use crate::base::site::{CallSite, EpisodeSite};
 use crate::config;
@@ -31,14 +30,14 @@ use crate::record::frame;
 use crate::record::gaps;
 use crate::record::open::{
     lazy, site_of, Claimed, Lazy, IN_CALL, LAZY, LAZY_DEPTH, NESTED, NODE_CACHE, NO_FAST,
-    UNWAITED_CACHE,
 };
 use crate::record::records::{Record, MAX_CALLS, MAX_CALL_TICKS};
 use crate::record::thread::{self, Local, OVERFLOW};
+use crate::record::unwaited;
 use std::marker::PhantomData;
+use std::sync::atomic::compiler_fence;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::Ordering::SeqCst;
-use std::sync::atomic::{compiler_fence, AtomicU64};
 
 /// A guard that records nothing (recording off, or the thread's state unusable).
 const INACTIVE: u32 = u32::MAX;
@@ -255,7 +254,7 @@ fn leave(at: u32, slot: u32) {
     // mask, not an index check: no branch to a panic.
     let key = z.sites[at as usize % LAZY_DEPTH].get();
     if key & NESTED == 0 {
-        count_unwaited(z, key);
+        unwaited::count(z, key);
     }
 }
 
@@ -556,45 +555,4 @@ impl WaitGuard {
     pub(crate) fn active_at(place: (u32, u32)) -> bool {
         place.0 != INACTIVE
     }
-}
-
-/// The cache entry of the site at `key`, from its address (a multiplicative hash):
-/// unlike the site's number, no first-use path inlined into every annotated fn.
-#[inline(always)]
-fn cache_index(key: usize) -> usize {
-    const _: () = assert!(UNWAITED_CACHE.is_power_of_two());
-    ((key as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - UNWAITED_CACHE.trailing_zeros()))
-        as usize
-}
-
-#[inline(always)]
-fn count_unwaited(z: &Lazy, key: usize) {
-    let i = cache_index(key);
-    if z.unwaited[i].get() == key {
-        let count = z.unwaited_counts[i].get();
-        // SAFETY: the address of a count in this thread's `ThreadData`, which lives
-        // until the thread's `Local` drops, and that clears the cache first.
-        bump(unsafe { &*(count as *const AtomicU64) }, 1);
-    } else {
-        count_unwaited_slow(z, key);
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn count_unwaited_slow(z: &Lazy, key: usize) {
-    thread::enter(|l| match l.data.unwaited.entry(site_of(key)) {
-        Some(u) => {
-            bump(&u.count, 1);
-            // A signal handler's episode may read the entry between these stores: it
-            // never sees a site with another's count.
-            let i = cache_index(key);
-            z.unwaited[i].set(0);
-            compiler_fence(SeqCst);
-            z.unwaited_counts[i].set(&u.count as *const AtomicU64 as usize);
-            compiler_fence(SeqCst);
-            z.unwaited[i].set(key);
-        }
-        None => bump(&l.data.overflowed, 1),
-    });
 }

@@ -39,6 +39,8 @@ pub(crate) mod spins;
 pub(crate) mod thread;
 #[cfg(feature = "tracing")]
 pub mod tracing_bridge;
+#[cfg(feature = "enabled")]
+mod unwaited;
 pub(crate) mod wait;
 #[cfg(feature = "enabled")]
 pub(crate) mod woken;

@@ -3,7 +3,7 @@
 //! of the annotated function, which a deep recursion pays for at every level; this
 //! lives in one list per thread instead.
 
-use crate::base::arena::Arena;
+use crate::base::arena::{bump, Arena};
 use crate::base::site::{self, EpisodeSite};
 use crate::counters::{Mark, Split};
 use std::cell::{Cell, RefCell};
@@ -239,6 +239,9 @@ pub(crate) struct Lazy {
     /// pairs: each is one load at a scaled index on the unwaited episode's exit.
     pub(crate) unwaited: [Cell<usize>; UNWAITED_CACHE],
     pub(crate) unwaited_counts: [Cell<usize>; UNWAITED_CACHE],
+    /// Before the thread registers: `(site address, count)` of its episodes that
+    /// returned without waiting (`record::unwaited`), address 0 for a free entry.
+    early: [Cell<(usize, u64)>; EARLY],
     /// The entry opened on the fast path (`record::lazy`), `NO_FAST` if none: its
     /// frame is its node's open count and the thread's current node, nothing more.
     pub(crate) fast: Cell<u32>,
@@ -274,7 +277,14 @@ pub(crate) const IN_CALL: u64 = u64::MAX;
 /// Nodes the fast path finds without walking the tree.
 pub(crate) const NODE_CACHE: usize = 32;
 
+/// Whether this thread has registered (`record::thread` made its `Local`).
+pub(crate) fn registered() -> bool {
+    SERIAL.get() != 0
+}
+
 thread_local! {
+    /// This thread's serial once registered (0 before): readable without registering.
+    pub(crate) static SERIAL: Cell<u64> = const { Cell::new(0) };
     pub(crate) static LAZY: Lazy = const {
         Lazy {
             depth: Cell::new(0),
@@ -284,6 +294,7 @@ thread_local! {
             spins: [const { Cell::new((0, 0)) }; LAZY_DEPTH],
             unwaited: [const { Cell::new(0) }; UNWAITED_CACHE],
             unwaited_counts: [const { Cell::new(0) }; UNWAITED_CACHE],
+            early: [const { Cell::new((0, 0)) }; EARLY],
             fast: Cell::new(NO_FAST),
             fast_start: Cell::new(0),
             fast_switches: Cell::new(0),
@@ -297,6 +308,24 @@ thread_local! {
             nodes: [const { Cell::new((0, 0, 0)) }; NODE_CACHE],
         }
     };
+}
+
+/// Sites a thread counts episodes of before it registers; a further one registers it.
+const EARLY: usize = 8;
+
+impl Lazy {
+    /// One more early episode of the site at `key`: whether the table had room.
+    pub(crate) fn count_early(&self, key: usize) -> bool {
+        let free = self.early.iter().position(|e| e.get().0 == 0);
+        let at = self.early.iter().position(|e| e.get().0 == key).or(free);
+        at.map(|i| self.early[i].set((key, self.early[i].get().1 + 1)))
+            .is_some()
+    }
+
+    /// Entries of the early table in use.
+    pub(crate) fn early_held(&self) -> usize {
+        self.early.iter().filter(|e| e.get().0 != 0).count()
+    }
 }
 
 /// This thread's [`Lazy`], without a closure: the hot path (`record::lazy`) reaches it
@@ -360,6 +389,16 @@ pub(crate) struct UnwaitedTable(Arena<Unwaited>);
 impl UnwaitedTable {
     pub(crate) fn new(cap: u32) -> Self {
         UnwaitedTable(Arena::new(cap))
+    }
+
+    /// Owner only, as its thread registers: takes in the counts of `z`'s early table.
+    pub(crate) fn take_early(&self, z: &Lazy) {
+        for e in &z.early {
+            let (key, n) = e.replace((0, 0));
+            if let Some(u) = (key != 0).then(|| self.entry(site_of(key))).flatten() {
+                bump(&u.count, n);
+            }
+        }
     }
 
     /// Owner only: the entry of `site`, added on first use (a thread meets few sites,

@@ -17,7 +17,7 @@ use crate::model::profile::Profile;
 use crate::model::tree::ThreadProfile;
 use crate::record::closing::Closing;
 use crate::record::exited::Exited;
-use crate::record::open::{self, Claimed, OpenFrames, Tally, Unread, UnwaitedTable};
+use crate::record::open::{self, Claimed, OpenFrames, Tally, Unread, UnwaitedTable, SERIAL};
 use crate::record::records::Records;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -43,12 +43,10 @@ pub(crate) struct Node {
     /// Frames open on this node now (owner only): more than one when frames held
     /// across `.await` interleave on the thread.
     pub(super) open: AtomicU32,
-    /// The tick the first of the frames open on it now opened; 0 while none is open.
-    /// A report counts an open episode up to the report from it (`record::copy`).
+    /// The tick the first of the frames open on it now opened (0: none), and the
+    /// thread's off-CPU clock at its switch mark (`Mark::off_clock`), ns (0: none): a
+    /// report counts an open episode up to it, its off-CPU part too (`record::copy`).
     pub(super) open_since: AtomicU64,
-    /// The thread's off-CPU clock at that frame's switch mark (`Mark::off_clock`), ns;
-    /// 0 where it has none: a report reads the thread's clock to give the open part
-    /// its off-CPU time (`record::copy`).
     pub(super) open_off: AtomicU64,
     pub(crate) episodes: AtomicU64,
     pub(crate) wall_ns: AtomicU64,
@@ -309,8 +307,7 @@ impl ThreadData {
     }
 }
 
-/// The thread-local handle. Dropped when the thread exits: its data then moves into
-/// the registry as a finished profile.
+/// The thread-local handle. Dropped at the thread's exit: its data moves to the registry.
 pub(crate) struct Local {
     pub(crate) data: Arc<ThreadData>,
     pub(crate) current: Cell<u32>,
@@ -356,8 +353,6 @@ impl Drop for Local {
 
 thread_local! {
     static LOCAL: Local = register();
-    /// This thread's serial once registered (0 before): readable without registering.
-    static SERIAL: Cell<u64> = const { Cell::new(0) };
 }
 
 fn register() -> Local {
@@ -372,6 +367,7 @@ fn register() -> Local {
         data
     };
     SERIAL.with(|s| s.set(data.serial));
+    data.unwaited.take_early(open::lazy());
     // Outside the registry lock: opening perf counters takes a few syscalls.
     let counters = LocalCounters::open(&data.counters, before);
     // The thread's life starts where its set-up began; the set-up is the profiler's.
@@ -558,7 +554,10 @@ pub(crate) fn current_frame() -> Option<(u64, u32)> {
 /// Every thread that ever recorded: live ones read in place, exited ones as kept.
 pub(crate) fn all_threads() -> Vec<ThreadProfile> {
     // The calling thread's counter totals are brought up to now; others' are as of
-    // their last sampled episode.
+    // their last sampled episode. Its early counts (`record::unwaited`) register it.
+    if open::lazy().early_held() > 0 {
+        with(|_| ());
+    }
     if counters::open_here() {
         with(|l| {
             l.settle(false);
