@@ -326,6 +326,16 @@ impl Lazy {
     pub(crate) fn early_held(&self) -> usize {
         self.early.iter().filter(|e| e.get().0 != 0).count()
     }
+
+    /// Empties the early table into `add(site address, count)`.
+    pub(crate) fn take_early(&self, mut add: impl FnMut(usize, u64)) {
+        for e in &self.early {
+            match e.replace((0, 0)) {
+                (0, _) => {}
+                (key, n) => add(key, n),
+            }
+        }
+    }
 }
 
 /// This thread's [`Lazy`], without a closure: the hot path (`record::lazy`) reaches it
@@ -393,12 +403,11 @@ impl UnwaitedTable {
 
     /// Owner only, as its thread registers: takes in the counts of `z`'s early table.
     pub(crate) fn take_early(&self, z: &Lazy) {
-        for e in &z.early {
-            let (key, n) = e.replace((0, 0));
-            if let Some(u) = (key != 0).then(|| self.entry(site_of(key))).flatten() {
+        z.take_early(|key, n| {
+            if let Some(u) = self.entry(site_of(key)) {
                 bump(&u.count, n);
             }
-        }
+        });
     }
 
     /// Owner only: the entry of `site`, added on first use (a thread meets few sites,

@@ -516,9 +516,8 @@ impl Registry {
         }
     }
 
-    /// In a child made by `fork()`: forgets the parent's other threads (the child does
-    /// not have them) and keeps the forking thread's counts at the fork as the
-    /// baseline its reports subtract.
+    /// In a child made by `fork()`: forgets the parent's other threads (it has none of
+    /// them) and keeps the forking thread's counts at the fork for its reports to subtract.
     fn in_forked_child(&mut self) {
         // The kernel copies no perf mapping into a child: none may be read there.
         counters::forget_pages_after_fork();

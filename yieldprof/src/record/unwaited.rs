@@ -8,7 +8,9 @@
 //! inside the lock, at its return. 1000 threads locking a `spin` mutex once each ran
 //! 200–1000× slower: the holder, preempted in those µs, waited behind every spinner's
 //! time slice. The table goes into the thread's `ThreadData` when it registers (its
-//! first wait, a report made on it), or at its exit, whichever comes first.
+//! first wait, a report made on it), or at its exit, whichever comes first. (A child
+//! forked by a thread that held early counts starts with them: its reports subtract
+//! only a registered thread's counts at the fork.)
 
 use crate::base::arena::bump;
 use crate::record::open::{self, site_of, Lazy, UNWAITED_CACHE};
