@@ -239,9 +239,16 @@ pub(crate) struct Lazy {
     /// pairs: each is one load at a scaled index on the unwaited episode's exit.
     pub(crate) unwaited: [Cell<usize>; UNWAITED_CACHE],
     pub(crate) unwaited_counts: [Cell<usize>; UNWAITED_CACHE],
+    /// Fast entries to close before the next one's hot path is timed (`record::lazy`,
+    /// `HOT_SAMPLE`), and that one's tick at its first wait's entry with its start tick.
+    pub(crate) hot_countdown: Cell<u32>,
+    pub(crate) hot_entry: Cell<(u64, u64)>,
     /// Before the thread registers: `(site address, count)` of its episodes that
     /// returned without waiting (`record::unwaited`), address 0 for a free entry.
-    early: [Cell<(usize, u64)>; EARLY],
+    /// The cache above points at `early_counts` for them, so a thread that never
+    /// waits counts each on the fast path too.
+    early_keys: [Cell<usize>; EARLY],
+    early_counts: [AtomicU64; EARLY],
     /// The entry opened on the fast path (`record::lazy`), `NO_FAST` if none: its
     /// frame is its node's open count and the thread's current node, nothing more.
     pub(crate) fast: Cell<u32>,
@@ -294,7 +301,10 @@ thread_local! {
             spins: [const { Cell::new((0, 0)) }; LAZY_DEPTH],
             unwaited: [const { Cell::new(0) }; UNWAITED_CACHE],
             unwaited_counts: [const { Cell::new(0) }; UNWAITED_CACHE],
-            early: [const { Cell::new((0, 0)) }; EARLY],
+            hot_countdown: Cell::new(0),
+            hot_entry: Cell::new((0, 0)),
+            early_keys: [const { Cell::new(0) }; EARLY],
+            early_counts: [const { AtomicU64::new(0) }; EARLY],
             fast: Cell::new(NO_FAST),
             fast_start: Cell::new(0),
             fast_switches: Cell::new(0),
@@ -314,23 +324,30 @@ thread_local! {
 const EARLY: usize = 8;
 
 impl Lazy {
-    /// One more early episode of the site at `key`: whether the table had room.
-    pub(crate) fn count_early(&self, key: usize) -> bool {
-        let free = self.early.iter().position(|e| e.get().0 == 0);
-        let at = self.early.iter().position(|e| e.get().0 == key).or(free);
-        at.map(|i| self.early[i].set((key, self.early[i].get().1 + 1)))
-            .is_some()
+    /// The early count of the site at `key`, its entry taken if new; `None` when the
+    /// table is full.
+    pub(crate) fn early_count(&self, key: usize) -> Option<&AtomicU64> {
+        let free = self.early_keys.iter().position(|k| k.get() == 0);
+        let at = self
+            .early_keys
+            .iter()
+            .position(|k| k.get() == key)
+            .or(free)?;
+        self.early_keys[at].set(key);
+        Some(&self.early_counts[at])
     }
 
     /// Entries of the early table in use.
     pub(crate) fn early_held(&self) -> usize {
-        self.early.iter().filter(|e| e.get().0 != 0).count()
+        self.early_keys.iter().filter(|k| k.get() != 0).count()
     }
 
-    /// Empties the early table into `add(site address, count)`.
+    /// Empties the early table into `add(site address, count)`, the cache's pointers
+    /// into it first.
     pub(crate) fn take_early(&self, mut add: impl FnMut(usize, u64)) {
-        for e in &self.early {
-            match e.replace((0, 0)) {
+        self.unwaited.iter().for_each(|c| c.set(0));
+        for (k, n) in self.early_keys.iter().zip(&self.early_counts) {
+            match (k.replace(0), n.swap(0, Relaxed)) {
                 (0, _) => {}
                 (key, n) => add(key, n),
             }

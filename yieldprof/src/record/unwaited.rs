@@ -2,10 +2,11 @@
 //! direct-mapped cache (`Lazy::unwaited`) into its `ThreadData`.
 //!
 //! A thread that has not registered yet (its first episodes all returned without
-//! waiting) keeps their counts in a small table of its own (`Lazy::early`) instead of
-//! registering: registering costs 5–15 µs (its counters' baseline, the timeline's
-//! mapping), and an annotated lock's first uncontended acquire on a thread paid it
-//! inside the lock, at its return. 1000 threads locking a `spin` mutex once each ran
+//! waiting) keeps their counts in a small table of its own (`Lazy::early_counts`, which
+//! the cache points at as it would at the `ThreadData`'s) instead of registering:
+//! registering costs 5–15 µs (its counters' baseline, the timeline's mapping), and an
+//! annotated lock's first uncontended acquire on a thread paid it inside the lock, at
+//! its return. 1000 threads locking a `spin` mutex once each ran
 //! 200–1000× slower: the holder, preempted in those µs, waited behind every spinner's
 //! time slice. The table goes into the thread's `ThreadData` when it registers (its
 //! first wait, a report made on it), or at its exit, whichever comes first. (A child
@@ -34,7 +35,8 @@ pub(crate) fn count(z: &Lazy, key: usize) {
     if z.unwaited[i].get() == key {
         let count = z.unwaited_counts[i].get();
         // SAFETY: the address of a count in this thread's `ThreadData`, which lives
-        // until the thread's `Local` drops, and that clears the cache first.
+        // until the thread's `Local` drops, and that clears the cache first; or in its
+        // `Lazy` (early), which lives as long as the thread.
         bump(unsafe { &*(count as *const AtomicU64) }, 1);
     } else {
         count_slow(z, key);
@@ -44,27 +46,32 @@ pub(crate) fn count(z: &Lazy, key: usize) {
 #[cold]
 #[inline(never)]
 fn count_slow(z: &Lazy, key: usize) {
-    if !open::registered() && z.count_early(key) {
-        // Its first early count: its exit must find the table.
-        if z.early_held() == 1 {
-            EXIT.with(|_| ());
+    if !open::registered() {
+        if let Some(count) = z.early_count(key) {
+            // Its first early count: its exit must find the table.
+            if z.early_held() == 1 {
+                EXIT.with(|_| ());
+            }
+            return cache(z, key, count);
         }
-        return;
     }
     thread::enter(|l| match l.data.unwaited.entry(site_of(key)) {
-        Some(u) => {
-            bump(&u.count, 1);
-            // A signal handler's episode may read the entry between these stores: it
-            // never sees a site with another's count.
-            let i = cache_index(key);
-            z.unwaited[i].set(0);
-            compiler_fence(SeqCst);
-            z.unwaited_counts[i].set(&u.count as *const AtomicU64 as usize);
-            compiler_fence(SeqCst);
-            z.unwaited[i].set(key);
-        }
+        Some(u) => cache(z, key, &u.count),
         None => bump(&l.data.overflowed, 1),
     });
+}
+
+/// Counts one at `count` and makes it the cache's entry for `key`.
+fn cache(z: &Lazy, key: usize, count: &AtomicU64) {
+    bump(count, 1);
+    // A signal handler's episode may read the entry between these stores: it never
+    // sees a site with another's count.
+    let i = cache_index(key);
+    z.unwaited[i].set(0);
+    compiler_fence(SeqCst);
+    z.unwaited_counts[i].set(count as *const AtomicU64 as usize);
+    compiler_fence(SeqCst);
+    z.unwaited[i].set(key);
 }
 
 /// Registers a thread that exits holding early counts, so that they are kept with
