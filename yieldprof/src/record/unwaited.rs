@@ -47,11 +47,13 @@ pub(crate) fn count(z: &Lazy, key: usize) {
 #[inline(never)]
 fn count_slow(z: &Lazy, key: usize) {
     if !open::registered() {
-        if let Some(count) = z.early_count(key) {
-            // Its first early count: its exit must find the table.
-            if z.early_held() == 1 {
-                EXIT.with(|_| ());
-            }
+        // Its exit must find the table. First: the destructor's registration may
+        // allocate, and an allocator that calls an annotated fn back may set the thread
+        // up (and empty the table) in it.
+        if z.early_held() == 0 {
+            EXIT.with(|_| ());
+        }
+        if let Some(count) = (!open::registered()).then(|| z.early_count(key)).flatten() {
             return cache(z, key, count);
         }
     }
