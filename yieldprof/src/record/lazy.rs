@@ -365,7 +365,7 @@ fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
         }
         z.fast.set(NO_FAST);
         match z.hot_countdown.get() {
-            0 => hot_sample(l, z, end - duration, end),
+            0 => hot_sample(l, z, end),
             n => z.hot_countdown.set(n - 1),
         }
         true
@@ -385,8 +385,9 @@ const HOT_SAMPLE: u32 = 256;
 /// build's fold), which one sample would multiply into a frame's whole own time.
 #[cold]
 #[inline(never)]
-fn hot_sample(l: &Local, z: &Lazy, start: u64, end: u64) {
+fn hot_sample(l: &Local, z: &Lazy, end: u64) {
     z.hot_countdown.set(HOT_SAMPLE - 1);
+    let start = z.fast_start.get();
     let (entry, at) = z.hot_entry.replace((0, 0));
     let own = start.saturating_sub(entry) + clock::now().saturating_sub(end);
     let unswitched = l.counters.switches().unwrap_or(0) == z.fast_switches.get();

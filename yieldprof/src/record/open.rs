@@ -243,10 +243,10 @@ pub(crate) struct Lazy {
     /// `HOT_SAMPLE`), and that one's tick at its first wait's entry with its start tick.
     pub(crate) hot_countdown: Cell<u32>,
     pub(crate) hot_entry: Cell<(u64, u64)>,
-    /// Before the thread registers: `(site address, count)` of its episodes that
-    /// returned without waiting (`record::unwaited`), address 0 for a free entry.
-    /// The cache above points at `early_counts` for them, so a thread that never
-    /// waits counts each on the fast path too.
+    /// Before the thread registers: the site addresses (0: a free entry) and counts of
+    /// its episodes that returned without waiting (`record::unwaited`). The cache above
+    /// points at `early_counts` for them, so a thread that never waits counts each on
+    /// the fast path too.
     early_keys: [Cell<usize>; EARLY],
     early_counts: [AtomicU64; EARLY],
     /// The entry opened on the fast path (`record::lazy`), `NO_FAST` if none: its
@@ -337,9 +337,9 @@ impl Lazy {
         Some(&self.early_counts[at])
     }
 
-    /// Entries of the early table in use.
-    pub(crate) fn early_held(&self) -> usize {
-        self.early_keys.iter().filter(|k| k.get() != 0).count()
+    /// Whether the early table holds any entry.
+    pub(crate) fn holds_early(&self) -> bool {
+        self.early_keys.iter().any(|k| k.get() != 0)
     }
 
     /// Empties the early table into `add(site address, count)`, the cache's pointers

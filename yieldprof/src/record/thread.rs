@@ -554,7 +554,7 @@ pub(crate) fn current_frame() -> Option<(u64, u32)> {
 pub(crate) fn all_threads() -> Vec<ThreadProfile> {
     // The calling thread's counter totals are brought up to now; others' are as of
     // their last sampled episode. Its early counts (`record::unwaited`) register it.
-    if open::lazy().early_held() > 0 {
+    if open::lazy().holds_early() {
         with(|_| ());
     }
     if counters::open_here() {

@@ -6,9 +6,8 @@
 //! the cache points at as it would at the `ThreadData`'s) instead of registering:
 //! registering costs 5–15 µs (its counters' baseline, the timeline's mapping), and an
 //! annotated lock's first uncontended acquire on a thread paid it inside the lock, at
-//! its return. 1000 threads locking a `spin` mutex once each ran
-//! 200–1000× slower: the holder, preempted in those µs, waited behind every spinner's
-//! time slice. The table goes into the thread's `ThreadData` when it registers (its
+//! its return. 1000 threads locking a `spin` mutex once each ran 200–1000× slower: the
+//! holder, preempted in those µs, waited behind every spinner's time slice. The table goes into the thread's `ThreadData` when it registers (its
 //! first wait, a report made on it), or at its exit, whichever comes first. (A child
 //! forked by a thread that held early counts starts with them: its reports subtract
 //! only a registered thread's counts at the fork.)
@@ -50,7 +49,7 @@ fn count_slow(z: &Lazy, key: usize) {
         // Its exit must find the table. First: the destructor's registration may
         // allocate, and an allocator that calls an annotated fn back may set the thread
         // up (and empty the table) in it.
-        if z.early_held() == 0 {
+        if !z.holds_early() {
             EXIT.with(|_| ());
         }
         if let Some(count) = (!open::registered()).then(|| z.early_count(key)).flatten() {
@@ -82,7 +81,7 @@ struct Exit;
 
 impl Drop for Exit {
     fn drop(&mut self) {
-        if open::lazy().early_held() > 0 {
+        if open::lazy().holds_early() {
             thread::enter(|_| ());
         }
     }
