@@ -1,10 +1,13 @@
 //! A thread's tree of nodes: the child for a site under a node, found or added (the
-//! only allocation of an entry, its first time), and the frames open on each node.
+//! only allocation of an entry, its first time), a node's slot for a call site, and
+//! the frames open on each node.
 
-use super::thread::{Node, ThreadData, EPISODES, OVERFLOW, ROOT};
+use super::thread::{
+    Node, Slot, ThreadData, EPISODES, NO_DURATIONS, OVERFLOW, OVERFLOW_SLOT, ROOT,
+};
 use crate::base::arena::bump;
 use crate::base::clock;
-use crate::base::site::{self, FrameInfo};
+use crate::base::site::{self, CallInfo, FrameInfo, Kind};
 use std::sync::atomic::Ordering::Relaxed;
 
 impl ThreadData {
@@ -105,4 +108,70 @@ impl Node {
             self.open_since.store(start, Relaxed);
         }
     }
+}
+
+impl ThreadData {
+    /// The slot of `node` for the call site at `key`.
+    #[inline]
+    pub(crate) fn slot_of(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> &Slot {
+        self.slot(self.slot_index(node, key, info))
+    }
+
+    /// The index of [`ThreadData::slot_of`]'s slot.
+    #[inline]
+    pub(crate) fn slot_index(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
+        self.find_slot(node, key)
+            .unwrap_or_else(|| self.new_slot(node, key, info))
+    }
+
+    /// The index of `node`'s slot for the call site at `key`, if it has one yet.
+    #[inline]
+    pub(crate) fn find_slot(&self, node: u32, key: usize) -> Option<u32> {
+        let mut s = self.node(node).first_slot.own();
+        while s != OVERFLOW_SLOT {
+            if self.slot(s).key.load(Relaxed) == key {
+                return Some(s);
+            }
+            s = self.slot(s).next.own();
+        }
+        None
+    }
+
+    #[cold]
+    fn new_slot(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
+        let info = info();
+        let call = site::call_id(key, || info);
+        let n = self.node(node);
+        let durations = if info.kind.timed() {
+            let frame = n.frame.load(Relaxed);
+            let at = self.site_durations_of(frame, kind_code(info.kind));
+            if at == NO_DURATIONS {
+                0
+            } else {
+                at + 1
+            }
+        } else {
+            0
+        };
+        let pushed = self.slots.push(|s| {
+            s.key.store(key, Relaxed);
+            s.call.store(call, Relaxed);
+            s.durations.store(durations, Relaxed);
+            s.next.set(n.first_slot.own());
+        });
+        match pushed {
+            Some(i) => {
+                n.first_slot.set(i);
+                i
+            }
+            None => OVERFLOW_SLOT,
+        }
+    }
+}
+
+fn kind_code(kind: Kind) -> u32 {
+    Kind::ALL
+        .iter()
+        .position(|k| *k == kind)
+        .map_or(EPISODES, |i| i as u32 + 1)
 }

@@ -9,7 +9,7 @@ use crate::base::clock;
 use crate::base::fork::{ForkMutex, Locked};
 use crate::base::reentry::{self, Inside};
 use crate::base::ring::Ring;
-use crate::base::site::{self, CallInfo, Kind, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
+use crate::base::site::{self, OVERFLOW_CALL, OVERFLOW_FRAME, THREAD_FRAME};
 use crate::base::text::host_name;
 use crate::counters::{self, LocalCounters, NodeCounts, ThreadCounters};
 use crate::model::histogram::{AtomicDurations, AtomicHistogram};
@@ -68,7 +68,7 @@ pub(crate) struct Node {
     pub(super) site_durations: AtomicU32,
 }
 
-const NO_DURATIONS: u32 = u32::MAX;
+pub(super) const NO_DURATIONS: u32 = u32::MAX;
 
 /// One frame's fine durations on this thread, whatever the stack: of its episodes, or
 /// of the timed calls of one kind made directly in it.
@@ -82,13 +82,6 @@ pub(super) struct SiteDurations {
 
 pub(super) const EPISODES: u32 = 0;
 
-fn kind_code(kind: Kind) -> u32 {
-    Kind::ALL
-        .iter()
-        .position(|k| *k == kind)
-        .map_or(EPISODES, |i| i as u32 + 1)
-}
-
 #[derive(Default)]
 pub(crate) struct Slot {
     pub(super) key: AtomicUsize,
@@ -101,7 +94,7 @@ pub(crate) struct Slot {
     pub(crate) off_ns: AtomicU64,
     /// 1 + the index of the fine durations of its frame's calls of its kind; 0 when
     /// the kind is not timed (or the table is full).
-    durations: AtomicU32,
+    pub(super) durations: AtomicU32,
 }
 
 /// One thread's recording, shared between the thread and the registry.
@@ -248,63 +241,6 @@ impl ThreadData {
         let at = n.site_durations.load(Relaxed);
         (at != NO_DURATIONS).then(|| &self.site_durations.get(at).durations)
     }
-
-    /// The slot of `node` for the call site at `key`.
-    #[inline]
-    pub(crate) fn slot_of(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> &Slot {
-        self.slot(self.slot_index(node, key, info))
-    }
-
-    /// The index of [`ThreadData::slot_of`]'s slot.
-    #[inline]
-    pub(crate) fn slot_index(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
-        self.find_slot(node, key)
-            .unwrap_or_else(|| self.new_slot(node, key, info))
-    }
-
-    /// The index of `node`'s slot for the call site at `key`, if it has one yet.
-    #[inline]
-    pub(crate) fn find_slot(&self, node: u32, key: usize) -> Option<u32> {
-        let mut s = self.node(node).first_slot.own();
-        while s != OVERFLOW_SLOT {
-            if self.slot(s).key.load(Relaxed) == key {
-                return Some(s);
-            }
-            s = self.slot(s).next.own();
-        }
-        None
-    }
-
-    #[cold]
-    fn new_slot(&self, node: u32, key: usize, info: impl FnOnce() -> CallInfo) -> u32 {
-        let info = info();
-        let call = site::call_id(key, || info);
-        let n = self.node(node);
-        let durations = if info.kind.timed() {
-            let frame = n.frame.load(Relaxed);
-            let at = self.site_durations_of(frame, kind_code(info.kind));
-            if at == NO_DURATIONS {
-                0
-            } else {
-                at + 1
-            }
-        } else {
-            0
-        };
-        let pushed = self.slots.push(|s| {
-            s.key.store(key, Relaxed);
-            s.call.store(call, Relaxed);
-            s.durations.store(durations, Relaxed);
-            s.next.set(n.first_slot.own());
-        });
-        match pushed {
-            Some(i) => {
-                n.first_slot.set(i);
-                i
-            }
-            None => OVERFLOW_SLOT,
-        }
-    }
 }
 
 /// The thread-local handle. Dropped at the thread's exit: its data moves to the registry.
@@ -336,19 +272,25 @@ impl Drop for Local {
         self.settle(true);
         self.counters.close(&self.data.counters);
         publish_skipped(self);
-        self.data.ended.store(clock::now().max(1), Relaxed);
-        // Its copy is made later (a report, or past `MAX_EXITING`), not on the exit
-        // path: a pool's workers that exit together pay none of it (copy and free,
-        // ~30 µs a thread in `perf record` of a pool's start, 2026-12-04).
         let mut r = registry();
         r.live.retain(|t| !Arc::ptr_eq(t, &self.data));
-        r.exiting.push(self.data.clone());
-        if r.exiting.len() > MAX_EXITING {
-            // One copy per exit past the bound, as before it: no exit pays for many.
-            let oldest = r.exiting.remove(0);
-            r.exited.keep(oldest.snapshot(true, false));
-        }
+        r.exit(self.data.clone());
     }
+}
+
+/// A thread exits holding early counts (`record::unwaited`), never set up: they are
+/// kept as an exited thread's, under one hold of the registry lock, with none of a
+/// recording thread's parts (counters, timeline, a place among the live). Set up in
+/// full, 1000 threads that exited together after locking a spin mutex once each
+/// queued ~260 ms each on that lock, all of it read as `[profiler]`: 131 % of their
+/// wall (2026-12-06).
+pub(crate) fn exit_early(z: &open::Lazy) {
+    let _inside = Inside::mark();
+    let mut r = registry();
+    r.next_serial += 1;
+    let data = Arc::new(ThreadData::new(r.next_serial, crate::config::MIN_NODES, 0));
+    data.unwaited.take_early(z);
+    r.exit(data);
 }
 
 thread_local! {
@@ -509,6 +451,20 @@ fn registry() -> Locked<Registry> {
 }
 
 impl Registry {
+    /// Keeps an exited thread's data. Its copy is made later (a report, or past
+    /// `MAX_EXITING`), not on the exit path: a pool's workers that exit together pay
+    /// none of it (copy and free, ~30 µs a thread in `perf record` of a pool's start,
+    /// 2026-12-04).
+    fn exit(&mut self, data: Arc<ThreadData>) {
+        data.ended.store(clock::now().max(1), Relaxed);
+        self.exiting.push(data);
+        if self.exiting.len() > MAX_EXITING {
+            // One copy per exit past the bound, as before it: no exit pays for many.
+            let oldest = self.exiting.remove(0);
+            self.exited.keep(oldest.snapshot(true, false));
+        }
+    }
+
     /// Copies the exited threads not copied yet into `exited`, in the order they exited.
     fn copy_exiting(&mut self) {
         for t in std::mem::take(&mut self.exiting) {

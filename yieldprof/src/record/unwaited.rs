@@ -49,10 +49,13 @@ fn count_slow(z: &Lazy, key: usize) {
         // Its exit must find the table. First: the destructor's registration may
         // allocate, and an allocator that calls an annotated fn back may set the thread
         // up (and empty the table) in it.
-        if !z.holds_early() {
-            EXIT.with(|_| ());
-        }
-        if let Some(count) = (!open::registered()).then(|| z.early_count(key)).flatten() {
+        // Not after its exit destructor ran (another destructor's episode): it would
+        // find the table no more.
+        let exit_ahead = z.holds_early() || EXIT.try_with(|_| ()).is_ok();
+        if let Some(count) = (exit_ahead && !open::registered())
+            .then(|| z.early_count(key))
+            .flatten()
+        {
             return cache(z, key, count);
         }
     }
@@ -75,14 +78,14 @@ fn cache(z: &Lazy, key: usize, count: &AtomicU64) {
     z.unwaited[i].set(key);
 }
 
-/// Registers a thread that exits holding early counts, so that they are kept with
-/// its exited profile (its registration drains them).
+/// Keeps the early counts of a thread that exits holding them as an exited thread's.
 struct Exit;
 
 impl Drop for Exit {
     fn drop(&mut self) {
-        if open::lazy().holds_early() {
-            thread::enter(|_| ());
+        let z = open::lazy();
+        if z.holds_early() && !open::registered() {
+            thread::exit_early(z);
         }
     }
 }
