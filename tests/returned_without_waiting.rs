@@ -463,11 +463,17 @@ fn a_thread_is_set_up_at_its_first_wait_not_at_an_episode_that_returned_without(
     ready.recv().unwrap();
     let threads = yieldprof::snapshot().threads();
     assert!(threads.iter().all(|t| t.name != "rww-early"), "set up");
+    let exiting = std::time::Instant::now();
     release.send(()).unwrap();
     t.join().unwrap();
+    let exiting = exiting.elapsed().as_nanos() as u64;
     let exited = thread("rww-early");
     assert!(exited.exited);
     assert_eq!(exited.returned_without_waiting, 5);
+    // Kept at its exit, not set up there: no time of the profiler's, and a life no
+    // longer than its exit.
+    assert_eq!(exited.profiler_ns, 0);
+    assert!(exited.wall_ns <= exiting, "{} of {exiting} ns", exited.wall_ns);
     // Its first wait sets it up, the counts before it kept.
     early_thread("rww-early-wait", 4, || early_if(true));
     assert_eq!(thread("rww-early-wait").returned_without_waiting, 4);
