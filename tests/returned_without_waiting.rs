@@ -473,7 +473,11 @@ fn a_thread_is_set_up_at_its_first_wait_not_at_an_episode_that_returned_without(
     // Kept at its exit, not set up there: no time of the profiler's, and a life no
     // longer than its exit.
     assert_eq!(exited.profiler_ns, 0);
-    assert!(exited.wall_ns <= exiting, "{} of {exiting} ns", exited.wall_ns);
+    assert!(
+        exited.wall_ns <= exiting,
+        "{} of {exiting} ns",
+        exited.wall_ns
+    );
     // Its first wait sets it up, the counts before it kept.
     early_thread("rww-early-wait", 4, || early_if(true));
     assert_eq!(thread("rww-early-wait").returned_without_waiting, 4);

@@ -380,9 +380,10 @@ const HOT_SAMPLE: u32 = 256;
 /// entry to its `start`, from its `end` to here: the checks, the record, a fold), timed
 /// on one entry in `HOT_SAMPLE` and charged for all to the frame around it, whose own
 /// time it is in: a lock's `relax` loop of 73 ns episodes hid ~30 ns each there
-/// (spin 0.10, 2026-12-06). Not where it cannot be told: an entry a call opened, one
-/// switched, or one past an eighth of `gaps::gap_ticks` (~1.2 µs: interrupted; a debug
-/// build's fold), which one sample would multiply into a frame's whole own time.
+/// (spin 0.10, 2026-12-06). An entry a call opened is timed from the call's open (a
+/// `recv` that finds its message). Not where it cannot be told: one switched, or one
+/// past an eighth of `gaps::gap_ticks` (~1.2 µs: interrupted; a debug build's fold),
+/// which one sample would multiply into a frame's whole own time.
 #[cold]
 #[inline(never)]
 fn hot_sample(l: &Local, z: &Lazy, end: u64) {
@@ -406,11 +407,19 @@ pub(crate) fn open_call(l: &Local, site: &'static CallSite) -> Option<(u32, u64)
     let key = site as *const CallSite as usize;
     let (at, start) = match z.fast.get() {
         NO_FAST => {
+            // The fast entry whose hot path is timed (`hot_sample`) takes a tick here.
+            let entry = match z.hot_countdown.get() {
+                0 => clock::now(),
+                _ => 0,
+            };
             // A call of an entry around that became a frame, running.
             if z.call.get() != 0 || !open_fast(l, z) {
                 return None;
             }
             let start = z.fast_start.get();
+            if entry != 0 {
+                z.hot_entry.set((entry, start));
+            }
             // The stretch of the frame around it ends here, as at a frame's open.
             l.gap_to(l.current.get(), start, Some(z.fast_switches.get()));
             (z.fast.get(), start)
