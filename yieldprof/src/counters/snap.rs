@@ -546,7 +546,11 @@ impl Acc {
             on_cpu_ns: off.map(|v| wall - v),
             off_cpu_ns: off,
             queued_ns: queued,
+            // The rest of an estimate is one too: a spin lock's sampled threads without
+            // schedstat had their queued time scaled from one thread's, and read
+            // "blocked 300 ms" as if measured, where they never blocked (2026-12-06).
             blocked_ns: match (off.value(), queued.value()) {
+                (Some(o), Some(q)) if queued.is_scaled() => Count::Scaled(o - q),
                 (Some(o), Some(q)) => off.map(|_| o - q),
                 _ => Count::NotAvailable,
             },

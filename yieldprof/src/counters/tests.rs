@@ -392,6 +392,33 @@ fn sampled_sites_scale_by_the_wall_time_they_cover() {
     assert_eq!(acc.counters().voluntary_switches, Count::Scaled(80));
 }
 
+/// Time queued known for part of the episodes is scaled up: what it leaves of the
+/// off-CPU time, blocked, is an estimate too, never an exact figure (a spin lock's
+/// threads without schedstat read "blocked 300 ms", 2026-12-06).
+#[test]
+fn blocked_time_beside_an_estimated_queued_time_is_an_estimate() {
+    let mut acc = Acc::default();
+    // Off-CPU split measured on both; queued on the first only.
+    let with_queued = NodeSnap {
+        off_ns: 400,
+        queued_ns: 100,
+        split_ns: 1000,
+        queued_split_ns: 1000,
+        ..NodeSnap::default()
+    };
+    let without = NodeSnap {
+        off_ns: 600,
+        split_ns: 1000,
+        ..NodeSnap::default()
+    };
+    acc.add(&with_queued, 1000);
+    acc.add(&without, 1000);
+    let t = acc.split();
+    assert_eq!(t.off_cpu_ns, Count::Exact(1000));
+    assert_eq!(t.queued_ns, Count::Scaled(200));
+    assert_eq!(t.blocked_ns, Count::Scaled(800));
+}
+
 #[test]
 fn multiplexing_marks_perf_figures_only() {
     let mut n = snap(
