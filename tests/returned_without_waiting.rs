@@ -490,3 +490,38 @@ fn a_thread_is_set_up_at_its_first_wait_not_at_an_episode_that_returned_without(
     let s = site("early_if");
     assert_eq!((s.episodes, s.returned_without_waiting), (13, 12));
 }
+
+/// Makes an annotated call from its destructor, as a thread-local cache that flushes
+/// into an annotated lock at the thread's exit would.
+struct CallsAtExit;
+
+impl Drop for CallsAtExit {
+    fn drop(&mut self) {
+        early_if(true);
+    }
+}
+
+thread_local! {
+    static CALLS_AT_EXIT: CallsAtExit = const { CallsAtExit };
+}
+
+#[test]
+fn a_thread_kept_at_its_exit_is_one_thread_to_a_later_destructors_entry() {
+    // Its destructor runs after the one that keeps the early counts (destructors run
+    // last registered first): the entry comes after the thread's exit, as any thread's,
+    // not a second thread of the same name.
+    early_thread("rww-late-entry", 2, || CALLS_AT_EXIT.with(|_| ()));
+    early_thread("rww-late-entry-first", 0, || {
+        CALLS_AT_EXIT.with(|_| ());
+        (0..2).for_each(|_| early_if(false));
+    });
+    let threads = yieldprof::snapshot().threads();
+    // A destructor that runs first waits before the exit: the thread sets up there.
+    // After it, the episode and its `yield_now` are two entries after the exit.
+    for (name, after_exit) in [("rww-late-entry", 0), ("rww-late-entry-first", 2)] {
+        let same: Vec<_> = threads.iter().filter(|t| t.name == name).collect();
+        assert_eq!(same.len(), 1, "{name}: {same:#?}");
+        assert_eq!(same[0].returned_without_waiting, 2, "{name}");
+        assert_eq!(same[0].entries_after_exit, after_exit, "{name}");
+    }
+}

@@ -272,23 +272,35 @@ impl Drop for Local {
         self.settle(true);
         self.counters.close(&self.data.counters);
         publish_skipped(self);
+        self.data.ended.store(clock::now().max(1), Relaxed);
+        // Its copy is made later (a report, or past `MAX_EXITING`), not on the exit
+        // path: a pool's workers that exit together pay none of it (copy and free,
+        // ~30 µs a thread in `perf record` of a pool's start, 2026-12-04).
         let mut r = registry();
         r.live.retain(|t| !Arc::ptr_eq(t, &self.data));
-        r.exit(self.data.clone());
+        r.exiting.push(self.data.clone());
+        if r.exiting.len() > MAX_EXITING {
+            // One copy per exit past the bound, as before it: no exit pays for many.
+            let oldest = r.exiting.remove(0);
+            r.exited.keep(oldest.snapshot(true, false));
+        }
     }
 }
 
-/// A thread exits holding early counts (`record::unwaited`), never set up: they are
-/// kept as an exited thread's, under one hold of the registry lock, with none of a
-/// recording thread's parts (counters, timeline, a place among the live). Set up in
-/// full, 1000 threads that exited together after locking a spin mutex once each
-/// queued ~260 ms each on that lock, all of it read as `[profiler]`: 131 % of their
-/// wall (2026-12-06).
-pub(crate) fn exit_early(z: &open::Lazy) {
-    let _inside = Inside::mark();
-    let data = Arc::new(ThreadData::new(next_serial(), crate::config::MIN_NODES, 0));
-    data.unwaited.take_early(z);
-    registry().exit(data);
+thread_local! {
+    /// Set while a thread that exits holding early counts sets up (`set_up_at_exit`).
+    static AT_EXIT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A thread exits holding early counts (`record::unwaited`), never set up: it sets up
+/// now, so that its exited profile keeps them (and an entry from a destructor that
+/// runs later finds it gone, as any thread's), with no timeline, the fewest nodes and
+/// no profiler time. Set up in full, 1000 threads that exited together after locking a
+/// spin mutex once each read `[profiler]` 131 % of their wall (2026-12-06).
+pub(crate) fn set_up_at_exit() {
+    AT_EXIT.set(true);
+    enter(|_| ());
+    AT_EXIT.set(false);
 }
 
 /// Serial numbers: 1 for the first thread to record, and so on. Taken outside the
@@ -306,8 +318,12 @@ thread_local! {
 fn register() -> Local {
     // Its switches so far are its totals' part from before it recorded.
     let (t0, before) = (clock::now(), counters::Switches::own());
+    let at_exit = AT_EXIT.get();
     let data = {
-        let (nodes, timeline) = (crate::config::max_nodes(), crate::config::timeline());
+        let (nodes, timeline) = match at_exit {
+            true => (crate::config::MIN_NODES, 0),
+            false => (crate::config::max_nodes(), crate::config::timeline()),
+        };
         let data = Arc::new(ThreadData::new(next_serial(), nodes, timeline));
         registry().live.push(data.clone());
         data
@@ -316,8 +332,9 @@ fn register() -> Local {
     data.unwaited.take_early(open::lazy());
     // Outside the registry lock: opening perf counters takes a few syscalls.
     let counters = LocalCounters::open(&data.counters, before);
-    // The thread's life starts where its set-up began; the set-up is the profiler's.
-    let ticks = clock::now().saturating_sub(t0);
+    // The thread's life starts where its set-up began; the set-up is the profiler's
+    // (at its exit, the exit's).
+    let ticks = clock::now().saturating_sub(t0) * u64::from(!at_exit);
     data.start_ns.store(t0, Relaxed);
     bump(&data.node(ROOT).profiler_ticks, ticks);
     bump(&data.profiler_ticks, ticks);
@@ -453,20 +470,6 @@ fn registry() -> Locked<Registry> {
 }
 
 impl Registry {
-    /// Keeps an exited thread's data. Its copy is made later (a report, or past
-    /// `MAX_EXITING`), not on the exit path: a pool's workers that exit together pay
-    /// none of it (copy and free, ~30 µs a thread in `perf record` of a pool's start,
-    /// 2026-12-04).
-    fn exit(&mut self, data: Arc<ThreadData>) {
-        data.ended.store(clock::now().max(1), Relaxed);
-        self.exiting.push(data);
-        if self.exiting.len() > MAX_EXITING {
-            // One copy per exit past the bound, as before it: no exit pays for many.
-            let oldest = self.exiting.remove(0);
-            self.exited.keep(oldest.snapshot(true, false));
-        }
-    }
-
     /// Copies the exited threads not copied yet into `exited`, in the order they exited.
     fn copy_exiting(&mut self) {
         for t in std::mem::take(&mut self.exiting) {

@@ -83,9 +83,8 @@ struct Exit;
 
 impl Drop for Exit {
     fn drop(&mut self) {
-        let z = open::lazy();
-        if z.holds_early() && !open::registered() {
-            thread::exit_early(z);
+        if open::lazy().holds_early() && !open::registered() {
+            thread::set_up_at_exit();
         }
     }
 }
