@@ -1,0 +1,74 @@
+//! A thread's set-up is the profiler's time where it ran throughout; switched out in
+//! it, its wall is no measure of what it cost, and is not charged. Arranged: a global
+//! allocator that sleeps 20 ms at the first allocation of a thread's set-up (its
+//! registration allocates), as a blocking allocator or a preemption under load would.
+//! Ground truth: the thread's own clock around its first wait, which sets it up; before,
+//! its `[profiler]` time held the whole sleep. (Own test binary: it sets the global
+//! allocator.)
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+struct SleepsOnce;
+
+thread_local! {
+    /// Set on the test's thread until its first allocation after it, which sleeps.
+    static SLEEP_AT_NEXT: Cell<bool> = const { Cell::new(false) };
+}
+
+// SAFETY: every call is forwarded to `System`, which upholds the contract.
+unsafe impl GlobalAlloc for SleepsOnce {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        if SLEEP_AT_NEXT
+            .try_with(|s| s.replace(false))
+            .unwrap_or(false)
+        {
+            let ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 20_000_000,
+            };
+            // SAFETY: `ts` is valid; nanosleep does not allocate.
+            unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+        }
+        System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        System.dealloc(p, l)
+    }
+}
+
+#[global_allocator]
+static ALLOC: SleepsOnce = SleepsOnce;
+
+#[yieldprof::instrument_wait]
+fn first_wait() {
+    std::thread::yield_now();
+}
+
+#[test]
+fn a_set_up_switched_out_is_not_the_profilers_time() {
+    let (tid, took) = std::thread::Builder::new()
+        .name("set-up-sleeps".to_string())
+        .spawn(|| {
+            let t = Instant::now();
+            SLEEP_AT_NEXT.set(true);
+            first_wait();
+            // SAFETY: gettid has no preconditions.
+            (unsafe { libc::gettid() }, t.elapsed())
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(
+        took >= Duration::from_millis(20),
+        "the set-up did not sleep: {took:?}"
+    );
+    let threads = yieldprof::snapshot().threads();
+    let t = threads.iter().find(|t| t.tid == tid).expect("the thread");
+    assert!(
+        t.profiler_ns < 1_000_000,
+        "[profiler] {} ns for a set-up that slept 20 ms",
+        t.profiler_ns
+    );
+}
