@@ -376,12 +376,10 @@ fn first_nap() {
     unsafe { libc::usleep(1) };
 }
 
-#[test]
-fn a_threads_set_up_is_the_profilers_own_time_not_its_first_sites() {
-    // The first wait call of a new thread sets the thread up (its counters open). The
-    // report is taken while the thread lives: at its exit the profiler reads the
-    // thread's figures once more, outside the caller's clock (seen under load: the
-    // two together 1.5 µs over a 430 µs window).
+/// A new thread's first call of `first_nap`, which sets it up: what was recorded since
+/// it started, taken while it lives, and the caller's clock around the call.
+fn first_call_of_a_new_thread() -> (yieldprof::Profile, i32, u64) {
+    let before = yieldprof::snapshot();
     let (measured, measured_rx) = channel();
     let (release, released) = channel::<()>();
     let first = std::thread::Builder::new()
@@ -396,36 +394,52 @@ fn a_threads_set_up_is_the_profilers_own_time_not_its_first_sites() {
         })
         .unwrap();
     let (tid, window) = measured_rx.recv().unwrap();
-    let profile = yieldprof::snapshot();
+    let profile = yieldprof::snapshot().since(&before);
     release.send(()).unwrap();
     first.join().unwrap();
-    let thread = profile
-        .threads()
-        .into_iter()
-        .find(|t| t.tid == tid)
-        .unwrap();
-    let site = profile.site("first_nap").unwrap();
-    eprintln!(
-        "first call {window} ns by the caller's clock: episode {} ns (its [profiler] {} ns), \
-         thread's profiler {} ns",
-        site.wall_ns, site.profiler_ns, thread.profiler_ns
-    );
-    assert!(thread.profiler_ns > 0, "the set-up took no time");
-    // Set-up and episode are apart: together within what the caller measured (1 µs
-    // for rounding ticks to ns).
-    assert!(
-        site.wall_ns + thread.profiler_ns <= window + 1_000,
-        "episode {} + profiler {} > the caller's {window} ns",
-        site.wall_ns,
-        thread.profiler_ns
-    );
-    // The set-up is the thread root's: no `[profiler]` frame under the site (a
-    // thread's own profiler time stays in its root's `[work]` line).
-    let folded = profile.folded(yieldprof::report::Metric::Wall);
-    let under_site = folded
-        .iter()
-        .any(|l| l.starts_with("first;") && l.contains("first_nap;[profiler]"));
-    assert!(!under_site, "{folded:?}");
+    (profile, tid, window)
+}
+
+#[test]
+fn a_threads_set_up_is_the_profilers_own_time_not_its_first_sites() {
+    // The first wait call of a new thread sets the thread up (its counters open). The
+    // report is taken while the thread lives: at its exit the profiler reads the
+    // thread's figures once more, outside the caller's clock (seen under load: the
+    // two together 1.5 µs over a 430 µs window). A set-up switched out in (preempted
+    // under load) is not charged: a few tries.
+    for attempt in 1..=3 {
+        let (profile, tid, window) = first_call_of_a_new_thread();
+        let thread = profile
+            .threads()
+            .into_iter()
+            .find(|t| t.tid == tid)
+            .unwrap();
+        let site = profile.site("first_nap").unwrap();
+        eprintln!(
+            "first call {window} ns by the caller's clock: episode {} ns (its [profiler] {} \
+             ns), thread's profiler {} ns",
+            site.wall_ns, site.profiler_ns, thread.profiler_ns
+        );
+        // Set-up and episode are apart: together within what the caller measured (1 µs
+        // for rounding ticks to ns).
+        assert!(
+            site.wall_ns + thread.profiler_ns <= window + 1_000,
+            "episode {} + profiler {} > the caller's {window} ns",
+            site.wall_ns,
+            thread.profiler_ns
+        );
+        // The set-up is the thread root's: no `[profiler]` frame under the site (a
+        // thread's own profiler time stays in its root's `[work]` line).
+        let folded = profile.folded(yieldprof::report::Metric::Wall);
+        let under_site = folded
+            .iter()
+            .any(|l| l.starts_with("first;") && l.contains("first_nap;[profiler]"));
+        assert!(!under_site, "{folded:?}");
+        if thread.profiler_ns > 0 {
+            return;
+        }
+        assert!(attempt < 3, "the set-up took no time, three times");
+    }
 }
 
 #[yieldprof::instrument_wait]
