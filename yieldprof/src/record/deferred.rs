@@ -196,16 +196,14 @@ impl Local {
         self.open.read_at(&m);
         self.unread.merged.set(0);
         self.unread.read_tick.set(t0);
-        // Less a getrusage count in it: charged by `mark_slow`.
+        // Less a getrusage count in it: charged by `mark_slow`. One past a stretch of
+        // work was switched out after the read (in `attribute`): not timed.
         let counted = self.counters.count_ticks() - counting;
-        (
-            m,
-            clock::now()
-                .saturating_sub(t0)
-                .saturating_sub(counted)
-                .saturating_sub(lost)
-                .max(1),
-        )
+        let took = clock::now()
+            .saturating_sub(t0)
+            .saturating_sub(counted)
+            .saturating_sub(lost);
+        (m, took * u64::from(took < gaps::gap_ticks()))
     }
 
     /// Opens the pending episodes the slow way (`open`: after a switch, a timed call
@@ -324,7 +322,10 @@ impl Local {
             EndedOf::Frame(_) if ticks / SPLIT_AT_END >= self.counters.split_ticks() => {
                 let t0 = clock::now();
                 let split = self.counters.split_now();
-                read += clock::now().saturating_sub(t0).max(1);
+                // None where a switch landed in it: then not the profiler's time.
+                if split.is_some() {
+                    read += clock::now().saturating_sub(t0).max(1);
+                }
                 split
             }
             _ => None,
@@ -367,9 +368,12 @@ impl Local {
         let n = SWITCHED_CLOSES.get().wrapping_add(1);
         SWITCHED_CLOSES.set(n);
         // Not one the thread was switched in: that time was not the profiler's.
+        // Nor one past a stretch of work: switched out before its count was read.
         if n % CLOSE_SAMPLE == 0 && self.counters.switches() == Some(end) {
             let close = clock::now().saturating_sub(closing).saturating_sub(read);
-            read += close * u64::from(CLOSE_SAMPLE);
+            if close < gaps::gap_ticks() {
+                read += close * u64::from(CLOSE_SAMPLE);
+            }
         }
         if read > 0 {
             self.charge(read);

@@ -6,7 +6,7 @@ use crate::base::clock;
 use crate::base::ring::Episode;
 use crate::base::site::FrameInfo;
 use crate::config;
-use crate::counters::Mark;
+use crate::counters::{Mark, Switches};
 use crate::record::open::{EndedOf, Opened, Tally};
 use crate::record::thread::Local;
 use std::sync::atomic::Ordering::Relaxed;
@@ -55,12 +55,10 @@ pub(crate) fn open(
     };
     l.current.set(node);
     let sample = if (wait && l.counters.wants_sample()) || deferred_job {
-        let t0 = clock::now();
-        let sample = l.counters.begin(&l.data.counters, begin.is_some());
+        let (sample, ticks) = timed_read(|| l.counters.begin(&l.data.counters, begin.is_some()));
         // The profiler's time: inside this frame where it started before (pending
         // episodes opened at a wait), else before it, in the parent's.
-        let at = if begin.is_some() { node } else { prev };
-        l.charge_to(at, clock::now().saturating_sub(t0));
+        l.charge_to(if begin.is_some() { node } else { prev }, ticks);
         sample
     } else {
         NO_SAMPLE
@@ -127,11 +125,10 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
     // start inside it, or not at all.
     let mut sampled_switches = None;
     if o.sample != NO_SAMPLE {
-        let t0 = clock::now();
-        sampled_switches = l
-            .counters
-            .finish(&l.data.counters, &n.counts, o.sample, o.start, end);
-        read = clock::now().saturating_sub(t0);
+        (sampled_switches, read) = timed_read(|| {
+            l.counters
+                .finish(&l.data.counters, &n.counts, o.sample, o.start, end)
+        });
     } else if o.wait {
         l.counters.earn(elapsed);
     }
@@ -204,4 +201,16 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
         start: o.start,
         elapsed,
     })
+}
+
+/// A sampled episode's counter reading (`read`), and its time in ticks where the thread
+/// ran throughout, else 0: switched out in it (preempted, or blocked opening perf
+/// counters), its wall is no measure of its cost (8 ms once, a spin lock's worker under
+/// 4 busy loops, 2026-12-06). The two getrusage calls around it (~0.4 µs each) are
+/// paid on sampled episodes only.
+fn timed_read<R>(read: impl FnOnce() -> R) -> (R, u64) {
+    let (before, t0) = (Switches::own(), clock::now());
+    let r = read();
+    let ticks = clock::now().saturating_sub(t0);
+    (r, ticks * u64::from(Switches::own() == before))
 }
