@@ -206,11 +206,12 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
 /// A sampled episode's counter reading (`read`), and its time in ticks where the thread
 /// ran throughout, else 0: switched out in it (preempted, or blocked opening perf
 /// counters), its wall is no measure of its cost (8 ms once, a spin lock's worker under
-/// 4 busy loops, 2026-12-06). The two getrusage calls around it (~0.4 µs each) are
-/// paid on sampled episodes only.
+/// 4 busy loops, 2026-12-06). The two getrusage calls around it (~0.4 µs each, in its
+/// time) are paid on sampled episodes only.
 fn timed_read<R>(read: impl FnOnce() -> R) -> (R, u64) {
-    let (before, t0) = (Switches::own(), clock::now());
+    let t0 = clock::now();
+    let before = Switches::own();
     let r = read();
-    let ticks = clock::now().saturating_sub(t0);
-    (r, ticks * u64::from(Switches::own() == before))
+    let ran = Switches::own() == before;
+    (r, clock::now().saturating_sub(t0) * u64::from(ran))
 }
