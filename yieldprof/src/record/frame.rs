@@ -206,12 +206,14 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
 /// A sampled episode's counter reading (`read`), and its time in ticks where the thread
 /// ran throughout, else 0: switched out in it (preempted, or blocked opening perf
 /// counters), its wall is no measure of its cost (8 ms once, a spin lock's worker under
-/// 4 busy loops, 2026-12-06). The two getrusage calls around it (~0.4 µs each, in its
-/// time) are paid on sampled episodes only.
+/// 4 busy loops, 2026-12-06). The two getrusage calls around it (~0.4 µs each) are
+/// paid on sampled episodes only; the time ends before the second, whose own switch
+/// (a signal handled as it returns) comes after its count.
 fn timed_read<R>(read: impl FnOnce() -> R) -> (R, u64) {
     let t0 = clock::now();
     let before = Switches::own();
     let r = read();
+    let end = clock::now();
     let ran = Switches::own() == before;
-    (r, clock::now().saturating_sub(t0) * u64::from(ran))
+    (r, end.saturating_sub(t0) * u64::from(ran))
 }

@@ -140,11 +140,7 @@ fn enter_deep(key: usize, d: u32, z: &Lazy) -> WaitGuard {
 #[inline(never)]
 pub(crate) extern "C" fn began_waiting() {
     let z = lazy();
-    // The fast entry whose hot path is timed (`hot_sample`) takes a tick here.
-    let entry = match z.hot_countdown.get() {
-        0 => clock::now(),
-        _ => 0,
-    };
+    let entry = entry_tick(z);
     let opened = thread::enter_hot(|l| {
         if !open_fast(l, z) {
             open_slow(l);
@@ -376,14 +372,19 @@ fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
 /// Fast entries per one whose hot path is timed.
 const HOT_SAMPLE: u32 = 256;
 
+/// A tick at the entry of the fast entry whose hot path is timed (`hot_sample`), else 0.
+#[inline(always)]
+fn entry_tick(z: &Lazy) -> u64 {
+    (z.hot_countdown.get() == 0).then(clock::now).unwrap_or(0)
+}
+
 /// The hot path's own time around a fast entry's two clock reads (from its first wait's
 /// entry to its `start`, from its `end` to here: the checks, the record, a fold), timed
 /// on one entry in `HOT_SAMPLE` and charged for all to the frame around it, whose own
 /// time it is in: a lock's `relax` loop of 73 ns episodes hid ~30 ns each there
-/// (spin 0.10, 2026-12-06). An entry a call opened is timed from the call's open (a
-/// `recv` that finds its message). Not where it cannot be told: one switched, or one
-/// past an eighth of `gaps::gap_ticks` (~1.2 µs: interrupted; a debug build's fold),
-/// which one sample would multiply into a frame's whole own time.
+/// (spin 0.10, 2026-12-06); one a call opened, from the call's open. Not where it cannot
+/// be told: one switched, or one past an eighth of `gaps::gap_ticks` (~1.2 µs:
+/// interrupted; a debug build's fold), which one sample would multiply.
 #[cold]
 #[inline(never)]
 fn hot_sample(l: &Local, z: &Lazy, end: u64) {
@@ -407,11 +408,7 @@ pub(crate) fn open_call(l: &Local, site: &'static CallSite) -> Option<(u32, u64)
     let key = site as *const CallSite as usize;
     let (at, start) = match z.fast.get() {
         NO_FAST => {
-            // The fast entry whose hot path is timed (`hot_sample`) takes a tick here.
-            let entry = match z.hot_countdown.get() {
-                0 => clock::now(),
-                _ => 0,
-            };
+            let entry = entry_tick(z);
             // A call of an entry around that became a frame, running.
             if z.call.get() != 0 || !open_fast(l, z) {
                 return None;

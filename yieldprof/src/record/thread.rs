@@ -336,8 +336,9 @@ fn register() -> Local {
     // (at its exit, the exit's), where it ran throughout: switched out in it (its
     // allocations can block; under load, preempted), its wall is no measure of its cost
     // (0.5 ms a thread at a load of 7, 2026-12-06).
+    let end = clock::now();
     let ran = counters::Switches::own() == before && !at_exit;
-    let ticks = clock::now().saturating_sub(t0) * u64::from(ran);
+    let ticks = end.saturating_sub(t0) * u64::from(ran);
     data.start_ns.store(t0, Relaxed);
     bump(&data.node(ROOT).profiler_ticks, ticks);
     bump(&data.profiler_ticks, ticks);
