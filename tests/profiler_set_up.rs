@@ -1,6 +1,6 @@
 //! A thread's set-up is the profiler's time where it ran throughout; switched out in
 //! it, its wall is no measure of what it cost, and is not charged. Arranged: a global
-//! allocator that sleeps 20 ms at the first allocation of a thread's set-up (its
+//! allocator that sleeps 100 ms at the first allocation of a thread's set-up (its
 //! registration allocates), as a blocking allocator or a preemption under load would.
 //! Ground truth: the thread's own clock around its first wait, which sets it up; before,
 //! its `[profiler]` time held the whole sleep. (Own test binary: it sets the global
@@ -26,7 +26,7 @@ unsafe impl GlobalAlloc for SleepsOnce {
         {
             let ts = libc::timespec {
                 tv_sec: 0,
-                tv_nsec: 20_000_000,
+                tv_nsec: 100_000_000,
             };
             // SAFETY: `ts` is valid; nanosleep does not allocate.
             unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
@@ -48,6 +48,8 @@ fn first_wait() {
 
 #[test]
 fn a_set_up_switched_out_is_not_the_profilers_time() {
+    // The process's first wait reads its settings (allocating): here, not on the thread.
+    first_wait();
     let (tid, took) = std::thread::Builder::new()
         .name("set-up-sleeps".to_string())
         .spawn(|| {
@@ -61,14 +63,17 @@ fn a_set_up_switched_out_is_not_the_profilers_time() {
         .join()
         .unwrap();
     assert!(
-        took >= Duration::from_millis(20),
+        took >= Duration::from_millis(100),
         "the set-up did not sleep: {took:?}"
     );
     let threads = yieldprof::snapshot().threads();
     let t = threads.iter().find(|t| t.tid == tid).expect("the thread");
+    eprintln!("first wait {took:?}, [profiler] {} ns", t.profiler_ns);
+    // Not the sleep (100.5 ms shown before). Under load the rest of its first episode's
+    // profiler time can be preempted too (2.4 ms once beside the other tests).
     assert!(
-        t.profiler_ns < 1_000_000,
-        "[profiler] {} ns for a set-up that slept 20 ms",
+        t.profiler_ns < 50_000_000,
+        "[profiler] {} ns for a set-up that slept 100 ms",
         t.profiler_ns
     );
 }
