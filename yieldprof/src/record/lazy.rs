@@ -334,9 +334,7 @@ fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
             }
         }
         let d = &l.data;
-        if d.records.full() {
-            l.fold_records();
-        }
+        let folded = if d.records.full() { l.fold_timed() } else { 0 };
         // Closed before its record is out: a report that counts the record never
         // counts it open too (`record::copy`).
         d.records.closed();
@@ -361,7 +359,7 @@ fn close_fast(z: &Lazy, at: u32, end: u64) -> bool {
         }
         z.fast.set(NO_FAST);
         match z.hot_countdown.get() {
-            0 => hot_sample(l, z, end),
+            0 => hot_sample(l, z, end, folded),
             n => z.hot_countdown.set(n - 1),
         }
         true
@@ -379,19 +377,21 @@ fn entry_tick(z: &Lazy) -> u64 {
 }
 
 /// The hot path's own time around a fast entry's two clock reads (from its first wait's
-/// entry to its `start`, from its `end` to here: the checks, the record, a fold), timed
+/// entry to its `start`, from its `end` to here: the checks, the record), timed
 /// on one entry in `HOT_SAMPLE` and charged for all to the frame around it, whose own
 /// time it is in: a lock's `relax` loop of 73 ns episodes hid ~30 ns each there
 /// (spin 0.10, 2026-12-06); one a call opened, from the call's open. Not where it cannot
 /// be told: one switched, or one past an eighth of `gaps::gap_ticks` (~1.2 µs:
-/// interrupted; a debug build's fold), which one sample would multiply.
+/// interrupted), which one sample would multiply. Less a fold (`folded` ticks), charged
+/// on its own.
 #[cold]
 #[inline(never)]
-fn hot_sample(l: &Local, z: &Lazy, end: u64) {
+fn hot_sample(l: &Local, z: &Lazy, end: u64, folded: u64) {
     z.hot_countdown.set(HOT_SAMPLE - 1);
     let start = z.fast_start.get();
     let (entry, at) = z.hot_entry.replace((0, 0));
-    let own = start.saturating_sub(entry) + clock::now().saturating_sub(end);
+    let own =
+        (start.saturating_sub(entry) + clock::now().saturating_sub(end)).saturating_sub(folded);
     let unswitched = l.counters.switches().unwrap_or(0) == z.fast_switches.get();
     if at == start && unswitched && own < gaps::gap_ticks() / 8 {
         l.charge(own * u64::from(HOT_SAMPLE));
