@@ -497,7 +497,15 @@ struct CallsAtExit;
 
 impl Drop for CallsAtExit {
     fn drop(&mut self) {
-        early_if(true);
+        late_if(true);
+    }
+}
+
+/// `early_if`'s twin, for the test below: `early_if`'s test counts every call of it.
+#[yieldprof::instrument_wait]
+fn late_if(wait: bool) {
+    if wait {
+        std::thread::yield_now();
     }
 }
 
@@ -510,11 +518,23 @@ fn a_thread_kept_at_its_exit_is_one_thread_to_a_later_destructors_entry() {
     // Its destructor runs after the one that keeps the early counts (destructors run
     // last registered first): the entry comes after the thread's exit, as any thread's,
     // not a second thread of the same name.
-    early_thread("rww-late-entry", 2, || CALLS_AT_EXIT.with(|_| ()));
-    early_thread("rww-late-entry-first", 0, || {
-        CALLS_AT_EXIT.with(|_| ());
-        (0..2).for_each(|_| early_if(false));
-    });
+    let late_thread = |name: &str, first: bool| {
+        let name = name.to_string();
+        std::thread::Builder::new()
+            .name(name)
+            .spawn(move || {
+                if first {
+                    CALLS_AT_EXIT.with(|_| ());
+                }
+                (0..2).for_each(|_| late_if(false));
+                CALLS_AT_EXIT.with(|_| ());
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    };
+    late_thread("rww-late-entry", false);
+    late_thread("rww-late-entry-first", true);
     let threads = yieldprof::snapshot().threads();
     // A destructor that runs first waits before the exit: the thread sets up there.
     // After it, the episode and its `yield_now` are two entries after the exit.
