@@ -7,10 +7,12 @@
 //! registering costs 5–15 µs (its counters' baseline, the timeline's mapping), and an
 //! annotated lock's first uncontended acquire on a thread paid it inside the lock, at
 //! its return. 1000 threads locking a `spin` mutex once each ran 200–1000× slower: the
-//! holder, preempted in those µs, waited behind every spinner's time slice. The table goes into the thread's `ThreadData` when it registers (its
-//! first wait, a report made on it), or at its exit, whichever comes first. (A child
-//! forked by a thread that held early counts starts with them: its reports subtract
-//! only a registered thread's counts at the fork.)
+//! holder, preempted in those µs, waited behind every spinner's time slice. The table
+//! goes into the thread's `ThreadData` when it registers (its first wait, a report made
+//! on it), or at its exit, whichever comes first (set up then with no timeline: a
+//! thread that never waited has none to keep). (A child forked by a thread that held
+//! early counts starts with them: its reports subtract only a registered thread's
+//! counts at the fork.)
 
 use crate::base::arena::bump;
 use crate::record::open::{self, site_of, Lazy, UNWAITED_CACHE};
@@ -46,11 +48,10 @@ pub(crate) fn count(z: &Lazy, key: usize) {
 #[inline(never)]
 fn count_slow(z: &Lazy, key: usize) {
     if !open::registered() {
-        // Its exit must find the table. First: the destructor's registration may
-        // allocate, and an allocator that calls an annotated fn back may set the thread
-        // up (and empty the table) in it.
-        // Not after its exit destructor ran (another destructor's episode): it would
-        // find the table no more.
+        // Its exit must find the table: the destructor is registered first, since
+        // that may allocate, and an allocator that calls an annotated fn back may set
+        // the thread up (and empty the table) meanwhile. Not after the destructor ran
+        // (another destructor's episode): nothing would find the table.
         let exit_ahead = z.holds_early() || EXIT.try_with(|_| ()).is_ok();
         if let Some(count) = (exit_ahead && !open::registered())
             .then(|| z.early_count(key))
