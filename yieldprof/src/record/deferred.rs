@@ -203,7 +203,7 @@ impl Local {
             .saturating_sub(t0)
             .saturating_sub(counted)
             .saturating_sub(lost);
-        (m, took * u64::from(took < gaps::gap_ticks()))
+        (m, gaps::unless_interrupted(took))
     }
 
     /// Opens the pending episodes the slow way (`open`: after a switch, a timed call
@@ -236,9 +236,10 @@ impl Local {
             let itself = self.data.profiler_ticks.load(Relaxed).wrapping_sub(charged)
                 + (self.counters.count_ticks() - counting);
             let own = start.saturating_sub(t0).saturating_sub(itself);
-            if own < gaps::gap_ticks() {
-                self.charge_to(parent, own * u64::from(OPEN_SAMPLE));
-            }
+            self.charge_to(
+                parent,
+                gaps::unless_interrupted(own) * u64::from(OPEN_SAMPLE),
+            );
         }
         began
     }
@@ -371,9 +372,7 @@ impl Local {
         // Nor one past a stretch of work: switched out before its count was read.
         if n % CLOSE_SAMPLE == 0 && self.counters.switches() == Some(end) {
             let close = clock::now().saturating_sub(closing).saturating_sub(read);
-            if close < gaps::gap_ticks() {
-                read += close * u64::from(CLOSE_SAMPLE);
-            }
+            read += gaps::unless_interrupted(close) * u64::from(CLOSE_SAMPLE);
         }
         if read > 0 {
             self.charge(read);

@@ -56,6 +56,13 @@ pub(super) fn gap_ticks() -> u64 {
     }
 }
 
+/// `ticks` of the profiler's own time, measured, or 0 where they are as long as a
+/// stretch of work: the thread was switched out or interrupted in them (which a thread
+/// without a perf page cannot see), and their wall is no measure of their cost.
+pub(super) fn unless_interrupted(ticks: u64) -> u64 {
+    ticks * u64::from(ticks < gap_ticks())
+}
+
 /// `Local::gap_count` where the count is not known.
 const UNKNOWN: u32 = u32::MAX;
 
