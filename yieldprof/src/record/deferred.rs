@@ -422,19 +422,8 @@ impl Local {
             d.off_ns = d.off_ns.min(wall_ns);
             // Its own part (less its calls', claimed already) counts against that.
             let inner = self.claimed.get().off_ns.wrapping_sub(e.claimed_off);
+            let own = d.off_ns.saturating_sub(inner);
             if !read_at_end {
-                // Off the CPU no longer than until an episode read exactly from its start
-                // began after it: a share by switches gave it part of that one's time,
-                // counted twice (the site's off-CPU time over the thread's by up to 1.4 %
-                // under load, 2026-12-06).
-                let later = unread[i + 1..]
-                    .iter()
-                    .filter(|l| l.end == now.switches && l.start.is_read())
-                    .filter(|l| l.start.switches.wrapping_sub(e.end) < 1 << 31)
-                    .map(|l| e.start.until(&l.start).off_ns)
-                    .min();
-                d.off_ns = d.off_ns.min(later.unwrap_or(u64::MAX));
-                let own = d.off_ns.saturating_sub(inner);
                 d.off_ns -= own.saturating_sub(since.saturating_sub(given));
             }
             given = given.saturating_add(d.off_ns.saturating_sub(inner));
