@@ -141,17 +141,18 @@ impl LocalCounters {
         local
     }
 
-    /// Opens the counters now if they are still deferred: before a lock call whose
-    /// episode, if it blocks, begins only after it (`record::lazy::materialise_at`),
-    /// too late for a getrusage reading, so its figures come from the page's marks.
-    /// Whether they opened now.
-    pub(crate) fn open_deferred(&self, shared: &ThreadCounters) -> bool {
-        if self.exact.get().is_some() || self.phase.get() == Phase::Open {
-            return false;
-        }
+    /// Whether the counters are still deferred (not open, not counted through rseq).
+    pub(crate) fn still_deferred(&self) -> bool {
+        self.exact.get().is_none() && self.phase.get() != Phase::Open
+    }
+
+    /// Opens the deferred counters now (where [`Self::still_deferred`]): before a lock
+    /// call whose episode, if it blocks, begins only after it
+    /// (`record::lazy::materialise_at`), too late for a getrusage reading, so its
+    /// figures come from the page's marks.
+    pub(crate) fn open_deferred(&self, shared: &ThreadCounters) {
         self.phase.set(Phase::Open);
         self.open_counters(shared, true);
-        true
     }
 
     /// Opens the counters: at registration, or `late`, after the deferred episodes

@@ -268,12 +268,11 @@ impl CallGuard {
                 Kind::Lock => lazy::pending(),
                 _ => None,
             };
-            if deferred.is_some() {
+            if deferred.is_some() && l.counters.still_deferred() {
                 // Its episode would begin after the block: read on the page, not late.
-                let t0 = clock::now();
-                if l.counters.open_deferred(&l.data.counters) {
-                    l.charge(clock::now().saturating_sub(t0));
-                }
+                // Charged where the thread ran throughout (an open can block).
+                let ((), ticks) = frame::timed_read(|| l.counters.open_deferred(&l.data.counters));
+                l.charge(ticks);
             }
             // Else this is the first wait of the pending episodes around it, if any:
             // they start with it.

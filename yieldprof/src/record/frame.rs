@@ -203,13 +203,14 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
     })
 }
 
-/// A sampled episode's counter reading (`read`), and its time in ticks where the thread
-/// ran throughout, else 0: switched out in it (preempted, or blocked opening perf
-/// counters), its wall is no measure of its cost (8 ms once, a spin lock's worker under
-/// 4 busy loops, 2026-12-06). The two getrusage calls around it (~0.4 µs each) are
-/// paid on sampled episodes only; the time ends before the second, whose own switch
+/// A sampled episode's counter reading (`read`, or a lock's opening of the deferred
+/// counters), and its time in ticks where the thread ran throughout, else 0: switched
+/// out in it (preempted, or blocked opening perf counters), its wall is no measure of
+/// its cost (8 ms once, a spin lock's worker under 4 busy loops, 2026-12-06). The two
+/// getrusage calls around it (~0.4 µs each) are paid on sampled episodes and that
+/// opening only; the time ends before the second, whose own switch
 /// (a signal handled as it returns) comes after its count.
-fn timed_read<R>(read: impl FnOnce() -> R) -> (R, u64) {
+pub(super) fn timed_read<R>(read: impl FnOnce() -> R) -> (R, u64) {
     let t0 = clock::now();
     let before = Switches::own();
     let r = read();

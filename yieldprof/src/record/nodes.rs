@@ -2,6 +2,7 @@
 //! only allocation of an entry, its first time), a node's slot for a call site, and
 //! the frames open on each node.
 
+use super::gaps;
 use super::thread::{
     Node, Slot, ThreadData, EPISODES, NO_DURATIONS, OVERFLOW, OVERFLOW_SLOT, ROOT,
 };
@@ -40,8 +41,9 @@ impl ThreadData {
     fn new_child(&self, parent: u32, key: usize, info: impl FnOnce() -> FrameInfo) -> u32 {
         let t0 = clock::now();
         let i = self.push_child(parent, key, info);
-        // Inside the parent's time: the profiler's, not the parent's own.
-        let ticks = clock::now().saturating_sub(t0);
+        // Inside the parent's time: the profiler's, not the parent's own (unless it
+        // was interrupted: `gaps::unless_interrupted`).
+        let ticks = gaps::unless_interrupted(clock::now().saturating_sub(t0));
         bump(&self.node(parent).profiler_ticks, ticks);
         bump(&self.profiler_ticks, ticks);
         i
