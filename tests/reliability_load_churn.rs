@@ -1,6 +1,7 @@
 //! Load: 20 000 threads started and exited in churn, 8 at a time, each running three
 //! episodes. Every episode is counted; the first `MAX_EXITED_THREADS` exited threads
-//! are listed one by one, the rest merged into one profile of their name; the heap the
+//! are listed one by one, the rest merged into one profile of their name, which counts
+//! them; the heap the
 //! profiler keeps per exited thread is measured with a counting allocator, and stops
 //! growing once threads are merged.
 //! (Own test binary: it reads every thread of the process, and owns the allocator.)
@@ -75,6 +76,17 @@ fn twenty_thousand_threads_in_churn_are_all_counted_exactly_in_bounded_memory() 
     // are not in it; every one past the first kept is in the merged "churn" profile.
     assert_eq!(churned.len(), MAX_EXITED_THREADS - AT_ONCE as usize + 1);
     assert!(churned.iter().all(|t| t.exited));
+    // Every thread counted once, the merged ones in the profile that holds them (it
+    // read as one thread, with the first one's tid, before 2026-12-06: flume's suite).
+    assert_eq!(churned.iter().map(|t| t.threads).sum::<u64>(), THREADS);
+    let merged = churned
+        .iter()
+        .find(|t| t.threads > 1)
+        .expect("the merged profile");
+    assert_eq!(
+        (merged.threads, merged.tid),
+        (THREADS - churned.len() as u64 + 1, 0)
+    );
     assert_eq!(capabilities().fds_in_use, fds_before);
     let per_thread = (heap_half - heap_before) as f64 / (THREADS / 2) as f64;
     let per_merged = (heap_after - heap_half) as f64 / (THREADS / 2) as f64;

@@ -11,6 +11,11 @@ use std::cmp::Reverse;
 /// registry gives exited threads it merges per name (the top 256).
 const MERGED_SERIAL: u64 = u64::MAX - 1024;
 
+/// The name of the profile that holds a report's `threads` threads past its listing.
+pub(crate) fn listed_rest(threads: u64) -> String {
+    format!("[{threads} other threads]")
+}
+
 impl Profile {
     /// This profile with at most `listed` threads one by one, those that waited
     /// longest (then lived longest) in their order, and the rest merged into one
@@ -36,15 +41,15 @@ impl Profile {
         merged.timeline.forget();
         merged.timeline.recorded = merged.timeline.recorded.saturating_sub(episodes);
         merged.timeline.capacity = rest.iter().map(|t| t.timeline.capacity).max().unwrap_or(0);
-        merged.name = format!("[{} other threads]", rest.len());
+        merged.name = listed_rest(merged.threads);
         merged.serial = MERGED_SERIAL;
         merged.tid = 0;
         merged.exited = rest.iter().all(|t| t.exited);
+        let held = merged.threads;
         let mut threads: Vec<ThreadProfile> = kept.into_iter().map(|(t, _)| t.clone()).collect();
         threads.push(merged);
         let merged = Merged {
-            serial: MERGED_SERIAL,
-            threads: rest.len() as u64,
+            threads: held,
             episodes,
         };
         Cow::Owned(self.with_threads(threads, merged))

@@ -25,8 +25,6 @@ pub struct Profile {
 /// The threads a report merged into one profile (`model::merged`).
 #[derive(Clone, Debug)]
 pub(crate) struct Merged {
-    /// The serial of the profile that holds them.
-    pub(crate) serial: u64,
     /// How many threads it holds.
     pub(crate) threads: u64,
     /// Timeline episodes they had kept, which the trace leaves out (its
@@ -435,11 +433,7 @@ impl Profile {
                     .collect();
                 ThreadStats {
                     name: t.name.clone(),
-                    threads: self
-                        .merged
-                        .as_ref()
-                        .filter(|m| m.serial == t.serial)
-                        .map_or(1, |m| m.threads),
+                    threads: t.threads,
                     tid: t.tid,
                     wall_ns,
                     wait_ns,

@@ -52,6 +52,9 @@ pub(crate) struct ThreadProfile {
     pub(crate) serial: u64,
     pub(crate) tid: i32,
     pub(crate) name: String,
+    /// How many threads it holds: 1, or those merged into it (threads that exited past
+    /// the registry's count, a written report's threads past its listing).
+    pub(crate) threads: u64,
     pub(crate) exited: bool,
     pub(crate) overflowed: u64,
     /// Entries skipped because they interrupted yieldprof on this thread.
@@ -193,6 +196,7 @@ impl ThreadProfile {
         index: &mut HashMap<(u32, u32), u32>,
         settled: Option<&[u64]>,
     ) {
+        self.threads += other.threads;
         // Root and [overflow] are nodes 0 and 1 in every thread.
         let mut to_mine: Vec<u32> = vec![0, 1];
         for (i, n) in other.nodes.iter().enumerate() {
@@ -257,7 +261,6 @@ impl ThreadProfile {
         self.counters = self.counters.plus(&other.counters);
         // One thread's timeline cannot hold another's episodes: theirs count as dropped.
         self.timeline.recorded += other.timeline.recorded;
-        self.tid = other.tid;
     }
 
     /// Node `i`'s figure for `event`, nested frames included: wait frames and the

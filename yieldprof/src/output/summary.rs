@@ -7,7 +7,9 @@ use crate::analysis::slack::asked_vs_got;
 use crate::base::site::Kind;
 use crate::base::text::{count, duration, percent, tail, wrap};
 use crate::counters::{Count, TimeSplit};
+use crate::model::merged::listed_rest;
 use crate::model::profile::{thread_count, totals, Profile, ThreadStats};
+use crate::record::exited::MAX_EXITED_THREADS;
 use std::fmt::Write;
 
 /// `3 threads, 1.20 s thread time, 18.0% of it waiting`.
@@ -63,12 +65,20 @@ fn write_rest(threads: &[ThreadStats], s: &mut String) {
 /// What a written report merged, where it did.
 fn write_merged(threads: &[ThreadStats], s: &mut String) {
     for t in threads.iter().filter(|t| t.threads > 1) {
-        let line = format!(
-            "{}: the threads past the {} that waited longest, merged into one row and one \
-             stack root (YIELDPROF_REPORT_THREADS=all lists every one)",
-            t.name,
-            threads.len() - 1
-        );
+        let line = if t.name == listed_rest(t.threads) {
+            format!(
+                "{}: the threads past the {} that waited longest, merged into one row and \
+                 one stack root (YIELDPROF_REPORT_THREADS=all lists every one)",
+                t.name,
+                threads.len() - 1
+            )
+        } else {
+            format!(
+                "{}: {} threads that exited after the first {MAX_EXITED_THREADS}, kept merged \
+                 by name in one row and one stack root",
+                t.name, t.threads
+            )
+        };
         let _ = writeln!(s, "{}", wrap(&line, "  ", "    "));
     }
 }

@@ -338,6 +338,7 @@ mod tests {
             serial,
             tid,
             name: format!("t{serial}"),
+            threads: 1,
             exited: true,
             overflowed: 0,
             reentries_skipped: 0,

@@ -148,6 +148,7 @@ impl ThreadData {
             serial: self.serial,
             tid: self.tid,
             name: self.name.clone(),
+            threads: 1,
             exited,
             overflowed: self.overflowed.load(Relaxed),
             reentries_skipped: self.reentries_skipped.load(Relaxed),

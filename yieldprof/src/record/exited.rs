@@ -80,6 +80,8 @@ impl Exited {
                 let serial = u64::MAX - self.merged.len() as u64;
                 self.merged.push(ThreadProfile {
                     serial,
+                    // Many threads: none of theirs.
+                    tid: 0,
                     name: name.to_string(),
                     ..done
                 });

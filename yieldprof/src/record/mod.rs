@@ -16,7 +16,7 @@ pub(crate) mod deferred;
 #[cfg_attr(not(feature = "enabled"), path = "noop.rs")]
 pub(crate) mod episode;
 #[cfg(feature = "enabled")]
-mod exited;
+pub(crate) mod exited;
 #[cfg(feature = "enabled")]
 mod fold;
 #[cfg(feature = "enabled")]

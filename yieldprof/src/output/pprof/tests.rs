@@ -56,6 +56,7 @@ fn sample_profile() -> Profile {
             serial,
             tid: serial as i32,
             name: "worker".to_string(),
+            threads: 1,
             exited: true,
             overflowed: 0,
             reentries_skipped: 0,
