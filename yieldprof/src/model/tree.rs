@@ -134,6 +134,33 @@ impl ThreadProfile {
             }
         }
         let mut in_wait = wait.counters();
+        // An apportioned split (episodes switched again before it was read) gives each
+        // episode voluntary switches first, and can give the waits more of a kind than
+        // the thread made (flume's 4-producer channel: 17 935 voluntary in waits of
+        // 17 929, 2026-12-06): capped at what the thread made after it began
+        // recording, the rest given to the other kind (the switches in waits are
+        // exact), both marked estimated.
+        let (vol, invol) = (
+            CounterEvent::VoluntarySwitches,
+            CounterEvent::InvoluntarySwitches,
+        );
+        let made = |e| total.get(e).value()?.checked_sub(before.get(e).value()?);
+        if let (Some(v), Some(i), Some(mv), Some(mi)) = (
+            in_wait.get(vol).value(),
+            in_wait.get(invol).value(),
+            made(vol),
+            made(invol),
+        ) {
+            if v > mv || i > mi {
+                let (v, i) = if v > mv {
+                    (mv, i + v - mv)
+                } else {
+                    (v + i - mi, mi)
+                };
+                *in_wait.slot(vol) = Count::Scaled(v.min(mv));
+                *in_wait.slot(invol) = Count::Scaled(i.min(mi));
+            }
+        }
         if wait.is_empty() {
             // No wait time at all: whatever the thread counts, none of it was in waits.
             for e in CounterEvent::ALL {
