@@ -367,9 +367,10 @@ fn thread_findings(threads: &[ThreadStats], costs: &Costs, out: &mut Vec<Finding
     // The run queue counts every process's threads: where the others alone fill the
     // cores, fewer threads here would not clear it.
     let machine = MachineLoad::current();
+    let queued: u64 = threads.iter().filter_map(|t| t.run_queue_ns).sum();
     let others = machine
         .as_ref()
-        .is_some_and(|m| m.others_fill(found.len() as u64, costs.cores as u64));
+        .is_some_and(|m| m.others_fill(found.len() as u64, queued, costs.cores as u64));
     let fix = match least_blocked {
         _ if others => "the run queue is mostly other processes': this process's threads \
              would be preempted with fewer of them too; measure on a quieter machine, or give \

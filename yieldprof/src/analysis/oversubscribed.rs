@@ -95,6 +95,9 @@ pub(super) struct MachineLoad {
     pub(super) load_1min: f64,
     pub(super) runnable_now: u64,
     pub(super) ours_now: u64,
+    /// This process's CPU time (every thread, exited ones too) and age, ns.
+    pub(super) cpu_ns: u64,
+    pub(super) age_ns: u64,
 }
 
 impl MachineLoad {
@@ -112,14 +115,21 @@ impl MachineLoad {
             load_1min,
             runnable_now,
             ours_now,
+            cpu_ns: process_cpu_ns()?,
+            age_ns: process_age_ns()?,
         })
     }
 
-    /// Whether other processes alone keep the cores busy: the minute's load less the
-    /// `busy` threads of this process seen preempted is at least the cores. Judged on
-    /// the minute's average, not one instant, so one busy moment does not flip it.
-    pub(super) fn others_fill(&self, busy: u64, cores: u64) -> bool {
-        self.load_1min - busy as f64 >= cores as f64
+    /// Whether other processes alone keep the cores busy: the minute's load less this
+    /// process's part is at least the cores. Its part: the threads it kept runnable on
+    /// average over its life (its CPU time and its threads' time queued, `queued_ns`,
+    /// over its age), and at least the `busy` threads seen preempted. Judged on the
+    /// minute's average, not one instant, so one busy moment does not flip it. Counting
+    /// only the threads seen preempted, flume's test of 100 yielding senders, gone by
+    /// the report, read load 10.5 as other processes' (2026-12-06).
+    pub(super) fn others_fill(&self, busy: u64, queued_ns: u64, cores: u64) -> bool {
+        let ours = self.cpu_ns.saturating_add(queued_ns) as f64 / self.age_ns.max(1) as f64;
+        self.load_1min - ours.max(busy as f64) >= cores as f64
     }
 
     /// `machine load 5.12 (1-min average) on 2 cores; 6 tasks runnable at the report,
@@ -139,6 +149,43 @@ fn parse_loadavg(text: &str) -> Option<(f64, u64)> {
     let load = fields.next()?.parse().ok()?;
     let runnable = fields.nth(2)?.split('/').next()?.parse().ok()?;
     Some((load, runnable))
+}
+
+/// This process's CPU time so far, user and system, every thread's (getrusage).
+fn process_cpu_ns() -> Option<u64> {
+    // SAFETY: an all-zero rusage is valid; getrusage only writes it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return None;
+    }
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    Some(ns(ru.ru_utime) + ns(ru.ru_stime))
+}
+
+/// How long this process has run: the machine's uptime less the process's start time
+/// (`/proc/self/stat`'s 22nd field, in clock ticks since boot).
+fn process_age_ns() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let uptime = std::fs::read_to_string("/proc/uptime").ok()?;
+    let up_s: f64 = uptime.split_whitespace().next()?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    age_ns(&stat, up_s, hz)
+}
+
+/// `process_age_ns` from the text it reads: the start time is the 20th field after
+/// the `)` closing the command name.
+fn age_ns(stat: &str, up_s: f64, hz: i64) -> Option<u64> {
+    let start: u64 = stat
+        .rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()?;
+    let start_s = start as f64 / (hz.max(1) as f64);
+    Some(((up_s - start_s).max(0.0) * 1e9) as u64)
 }
 
 /// The state letter of a `/proc/.../stat` line: the field after the `)` closing the
@@ -167,16 +214,35 @@ mod tests {
 
     #[test]
     fn the_queue_is_others_only_when_their_load_alone_fills_the_cores() {
+        // A process 10 s old that used 10 s of CPU: one busy thread on average.
         let load = |load_1min| MachineLoad {
             load_1min,
             runnable_now: 0,
             ours_now: 0,
+            cpu_ns: 10_000_000_000,
+            age_ns: 10_000_000_000,
         };
         // 3 busy threads of ours on 2 cores, idle otherwise: ours.
-        assert!(!load(3.1).others_fill(3, 2));
+        assert!(!load(3.1).others_fill(3, 0, 2));
         // The same 3 threads beside 4 busy loops elsewhere: the others'.
-        assert!(load(7.0).others_fill(3, 2));
+        assert!(load(7.0).others_fill(3, 0, 2));
         // 1 thread of ours preempted on a machine at load 2.5: others hold 1.5 of 2.
-        assert!(!load(2.5).others_fill(1, 2));
+        assert!(!load(2.5).others_fill(1, 0, 2));
+        // 100 threads of ours that queued 80 s in those 10 s, gone by the report, and
+        // one seen preempted: load 10.5 is theirs (flume's test, read as others').
+        assert!(!load(10.5).others_fill(1, 80_000_000_000, 2));
+        // The same load with nothing of ours queued: the others'.
+        assert!(load(10.5).others_fill(1, 0, 2));
+    }
+
+    #[test]
+    fn a_process_age_reads_from_its_stat_line() {
+        // Started 5 000 ticks after boot at 100 Hz (50 s), up 80 s: 30 s old.
+        let stat = format!("42 (a b) c) S {}5000 0 0", "1 ".repeat(18));
+        assert_eq!(age_ns(&stat, 80.0, 100), Some(30_000_000_000));
+        assert_eq!(age_ns("42 (x) S 1", 80.0, 100), None);
+        let here = process_age_ns().expect("Linux has /proc/self/stat");
+        assert!(here > 0 && here < 3_600_000_000_000 * 24 * 365);
+        assert!(process_cpu_ns().is_some());
     }
 }
