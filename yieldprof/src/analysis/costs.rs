@@ -5,6 +5,7 @@
 use crate::base::fork::ForkOnce;
 use crate::base::host::HostId;
 use crate::base::text::{date_time, duration};
+use crate::counters::Calibrated;
 use crate::model::profile::Profile;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -267,6 +268,11 @@ pub struct ProfilerTime {
     /// both sources where threads held each); `None` where nothing needed it or it
     /// could not be calibrated (no counter, no pinning).
     pub kernel_ns_per_switch: Option<f64>,
+    /// What that calibration cost the process: its two threads' CPU time, ns, and
+    /// context switches, in no thread's figures (`perf stat` of the process counts
+    /// them); 0 where it did not run.
+    pub calibration_cpu_ns: u64,
+    pub calibration_switches: u64,
 }
 
 impl ProfilerTime {
@@ -285,10 +291,13 @@ impl fmt::Display for ProfilerTime {
             Some(per) if self.switches > 0 => write!(
                 f,
                 " + {} estimated ({} switches × {} of kernel work for each thread's \
-                 switch source, calibrated in this process)",
+                 switch source, calibrated in this process; the calibration itself: {} \
+                 switches and {} of CPU on two threads of its own, in no thread's figures)",
                 duration(self.estimated_ns),
                 self.switches,
-                duration(per.round() as u64)
+                duration(per.round() as u64),
+                self.calibration_switches,
+                duration(self.calibration_cpu_ns)
             ),
             _ if self.switches > 0 => f.write_str(
                 " (the kernel's work for the switch counters at each switch not \
@@ -321,14 +330,19 @@ impl Profile {
                 .sum()
         };
         let (page, rseq) = (switches_of(false), switches_of(true));
-        static PAGE: ForkOnce<Option<f64>> = ForkOnce::new();
-        static RSEQ: ForkOnce<Option<f64>> = ForkOnce::new();
-        let page_ns = (page > 0)
+        static PAGE: ForkOnce<Option<Calibrated>> = ForkOnce::new();
+        static RSEQ: ForkOnce<Option<Calibrated>> = ForkOnce::new();
+        let page_cal = (page > 0)
             .then(|| *PAGE.get_or_init(crate::counters::kernel_ns_per_switch))
             .flatten();
-        let rseq_ns = (rseq > 0)
+        let rseq_cal = (rseq > 0)
             .then(|| *RSEQ.get_or_init(crate::counters::rseq_ns_per_switch))
             .flatten();
+        let (page_ns, rseq_ns) = (
+            page_cal.map(|c| c.ns_per_switch),
+            rseq_cal.map(|c| c.ns_per_switch),
+        );
+        let ran = [page_cal, rseq_cal].into_iter().flatten();
         let switches = page + rseq;
         let estimated = page_ns.map(|p| p * page as f64).unwrap_or(0.0)
             + rseq_ns.map(|p| p * rseq as f64).unwrap_or(0.0);
@@ -341,6 +355,8 @@ impl Profile {
             estimated_ns: estimated.round() as u64,
             switches,
             kernel_ns_per_switch: per,
+            calibration_cpu_ns: ran.clone().map(|c| c.cpu_ns).sum(),
+            calibration_switches: ran.map(|c| c.switches).sum(),
         }
     }
 }

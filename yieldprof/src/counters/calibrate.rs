@@ -28,17 +28,30 @@ const TRIPS: u64 = 1_000;
 /// Pairs of rounds (without, with), interleaved.
 const PAIRS: usize = 5;
 
+/// What a calibration found, and what running it cost: its two threads are no
+/// recording thread's, so their switches and CPU time are in no thread's figures,
+/// only in the process's (`perf stat`, `time`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Calibrated {
+    /// The kernel's work per switch of one thread, ns.
+    pub(crate) ns_per_switch: f64,
+    /// Both threads' CPU time in the rounds, ns.
+    pub(crate) cpu_ns: u64,
+    /// Their context switches in the rounds.
+    pub(crate) switches: u64,
+}
+
 /// The kernel's work for one thread's context-switch counter with its user page, per
-/// switch of that thread (out and back in), ns; `None` where the counter cannot be
+/// switch of that thread (out and back in); `None` where the counter cannot be
 /// opened or the threads cannot be pinned to one CPU. Each side keeps its least CPU
 /// time: other load on the CPU only adds to a round (cache refills after someone
 /// else ran), so the least is the one it touched least.
-pub(crate) fn kernel_ns_per_switch() -> Option<f64> {
+pub(crate) fn kernel_ns_per_switch() -> Option<Calibrated> {
     per_switch(Source::Page)
 }
 
 /// As [`kernel_ns_per_switch`], for a thread that sees its switches through rseq.
-pub(crate) fn rseq_ns_per_switch() -> Option<f64> {
+pub(crate) fn rseq_ns_per_switch() -> Option<Calibrated> {
     per_switch(Source::Rseq)
 }
 
@@ -50,21 +63,27 @@ enum Source {
     Rseq,
 }
 
-fn per_switch(source: Source) -> Option<f64> {
+fn per_switch(source: Source) -> Option<Calibrated> {
     // SAFETY: sched_getcpu has no preconditions.
     let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok()?;
-    let (mut without, mut with) = (f64::INFINITY, f64::INFINITY);
+    let (mut without, mut with, mut cpu_ns) = (u64::MAX, u64::MAX, 0);
     for _ in 0..PAIRS {
-        without = without.min(round(cpu, Source::Nothing)?);
-        with = with.min(round(cpu, source)?);
+        let (a, b) = (round(cpu, Source::Nothing)?, round(cpu, source)?);
+        (without, with) = (without.min(a), with.min(b));
+        cpu_ns += a + b;
     }
     // Per round trip each of the two threads is switched out and in once.
-    Some(((with - without) / 2.0).max(0.0))
+    let per_trip = |ns: u64| ns as f64 / TRIPS as f64;
+    Some(Calibrated {
+        ns_per_switch: ((per_trip(with) - per_trip(without)) / 2.0).max(0.0),
+        cpu_ns,
+        switches: 2 * PAIRS as u64 * 2 * TRIPS,
+    })
 }
 
-/// Both threads' CPU ns per round trip of one round, each with its own `source`;
-/// `None` where a thread could not be pinned or open its counter.
-fn round(cpu: usize, source: Source) -> Option<f64> {
+/// Both threads' CPU ns in one round, each with its own `source`; `None` where a
+/// thread could not be pinned or open its counter.
+fn round(cpu: usize, source: Source) -> Option<u64> {
     let (to_b, b_rx) = channel::<u64>();
     let (to_a, a_rx) = channel::<u64>();
     let side = move |first: bool, rx: Receiver<u64>, tx: Sender<u64>| {
@@ -106,7 +125,7 @@ fn round(cpu: usize, source: Source) -> Option<f64> {
         };
         (joined(a), joined(b))
     });
-    Some((a? + b?) as f64 / TRIPS as f64)
+    Some(a? + b?)
 }
 
 /// The calling thread's context-switch counter and its mapped page, as a recording
