@@ -285,6 +285,17 @@ impl Exact {
         }
     }
 
+    /// The split known at switch count `at` without a read: the last read's, or a
+    /// switched close's, where either was taken at that count.
+    pub(crate) fn split_at(&self, at: u32) -> Option<Split> {
+        let m = self.unread_at(at);
+        (m.split_ahead == 0).then_some(Split {
+            at,
+            voluntary: m.voluntary,
+            involuntary: m.involuntary,
+        })
+    }
+
     /// The thread's mark now, read: the last one while the switch count has not moved
     /// and it was read.
     #[inline(always)]

@@ -158,6 +158,11 @@ impl LocalCounters {
         self.exact.get().map(|x| x.unread_at(at))
     }
 
+    /// The split known at switch count `at` without a read (`Exact::split_at`).
+    pub(crate) fn split_at(&self, at: u32) -> Option<Split> {
+        self.exact.get().and_then(|x| x.split_at(at))
+    }
+
     /// The thread's voluntary/involuntary split now, at the page's switch count now
     /// (getrusage, ~0.4 µs); `None` without a page or when a switch landed in the read.
     pub(crate) fn split_now(&self) -> Option<Split> {
