@@ -364,8 +364,7 @@ fn thread_findings(threads: &[ThreadStats], costs: &Costs, out: &mut Vec<Finding
         .iter()
         .map(|(_, p)| p.blocked)
         .try_fold(1.0f64, |min, b| b.map(|b| min.min(b)));
-    // The run queue counts every process's threads: where the others alone fill the
-    // cores, fewer threads here would not clear it.
+    // Where other processes alone fill the cores, fewer threads here would not help.
     let machine = MachineLoad::current();
     let queued: u64 = threads.iter().filter_map(|t| t.run_queue_ns).sum();
     let others = machine

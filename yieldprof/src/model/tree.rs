@@ -135,11 +135,12 @@ impl ThreadProfile {
         }
         let mut in_wait = wait.counters();
         // An apportioned split (episodes switched again before it was read) gives each
-        // episode voluntary switches first, and can give the waits more of a kind than
-        // the thread made (flume's 4-producer channel: 17 935 voluntary in waits of
-        // 17 929, 2026-12-06): capped at what the thread made after it began
-        // recording, the rest given to the other kind (the switches in waits are
-        // exact), both marked estimated.
+        // episode voluntary switches first; should it give the waits more of a kind
+        // than the thread made (flume's 4-producer channel read 17 935 voluntary in
+        // waits of 17 929 before a close kept the split known at its end, 2026-12-06),
+        // it is capped at what the thread made after it began recording, the rest
+        // given to the other kind (the switches in waits are exact), both marked
+        // estimated.
         let (vol, invol) = (
             CounterEvent::VoluntarySwitches,
             CounterEvent::InvoluntarySwitches,
