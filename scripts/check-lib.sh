@@ -33,6 +33,28 @@ registry_src() {
     newest "$1" "$2"
 }
 
+# copy_crate NAME SRC: copies the crate at SRC into $dir/raw and $dir/annotated (the
+# previous run's copies, reports and logs gone), each its own workspace; the second
+# depends on $repo's yieldprof with default settings.
+copy_crate() {
+    echo "$1: $2; yieldprof: $repo ($(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'))"
+    rm -rf "$dir/raw" "$dir/annotated" "$dir/out" "$dir/logs"
+    cp -r "$2" "$dir/raw" && cp -r "$2" "$dir/annotated" && chmod -R u+w "$dir/raw" "$dir/annotated"
+    printf '\n[workspace]\n' >> "$dir/raw/Cargo.toml"
+    cat >> "$dir/annotated/Cargo.toml" <<TOML
+
+[dependencies.yieldprof]
+path = "$repo/yieldprof"
+
+# The summary's advice for a dev build; release optimises it anyway.
+[profile.dev.package.yieldprof]
+opt-level = 3
+debug-assertions = false
+
+[workspace]
+TOML
+}
+
 # Builds variant $1 before anything is timed: its test binaries (listed) and the bench,
 # whose Cargo.toml takes $2 as its dependency sections; $3 is the bench's source.
 build_variant() {

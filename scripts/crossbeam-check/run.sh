@@ -17,22 +17,7 @@ bench=xbeam-bench
 check_args /tmp/crossbeam-check "$@"
 
 src=$(registry_src crossbeam-channel 0.5)
-echo "crossbeam-channel: $src; yieldprof: $repo ($(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'))"
-rm -rf "$dir/raw" "$dir/annotated" "$dir/out" "$dir/logs"
-cp -r "$src" "$dir/raw" && cp -r "$src" "$dir/annotated" && chmod -R u+w "$dir/raw" "$dir/annotated"
-printf '\n[workspace]\n' >> "$dir/raw/Cargo.toml"
-cat >> "$dir/annotated/Cargo.toml" <<TOML
-
-[dependencies.yieldprof]
-path = "$repo/yieldprof"
-
-# The summary's advice for a dev build; release optimises it anyway.
-[profile.dev.package.yieldprof]
-opt-level = 3
-debug-assertions = false
-
-[workspace]
-TOML
+copy_crate crossbeam-channel "$src"
 
 annotate() { annotate_in "$dir/annotated" "$@"; }
 # Backoff loops on a contended slot or a block being installed or written.

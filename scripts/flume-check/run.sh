@@ -3,9 +3,9 @@
 # Copies the crate from the cargo registry into DIR/raw and DIR/annotated (outside this
 # repository: its code is not ours to commit), annotates the second against REPO's
 # yieldprof (default settings), then, raw and annotated in turn: the crate's own test
-# suite (release, timed without the build) and the throughput of bench.rs; prints the
-# ratios, then one annotated suite run that writes its reports (size and time to write),
-# and the tests that fail annotated only.
+# suite (release, timed without the build) and the throughput of crossbeam-check's
+# bench.rs (made flume's); prints the ratios, then one annotated suite run that writes
+# its reports (size and time to write), and the tests that fail annotated only.
 # Usage: scripts/flume-check/run.sh [DIR] [REPO]   (default /tmp/flume-check, this
 # checkout). ROUNDS (suite, default 3) and BENCH_ROUNDS (default 5) rounds of each;
 # FLUME_SPIN=on builds both copies with flume's `spin` feature (its own yield/sleep lock
@@ -19,28 +19,16 @@ bench=flume-bench
 check_args /tmp/flume-check "$@"
 
 src=$(registry_src flume 0.11)
-echo "flume: $src; yieldprof: $repo ($(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'))"
-rm -rf "$dir/raw" "$dir/annotated" "$dir/out" "$dir/logs"
-cp -r "$src" "$dir/raw" && cp -r "$src" "$dir/annotated" && chmod -R u+w "$dir/raw" "$dir/annotated"
+copy_crate flume "$src"
 if [ "${FLUME_SPIN:-off}" = on ]; then
     for v in raw annotated; do
         grep -q '^default = \[$' "$dir/$v/Cargo.toml" || { echo "flume's Cargo.toml has no default features list" >&2; exit 1; }
         sed -i 's/^default = \[$/&\n    "spin",/' "$dir/$v/Cargo.toml"
     done
 fi
-printf '\n[workspace]\n' >> "$dir/raw/Cargo.toml"
-cat >> "$dir/annotated/Cargo.toml" <<TOML
 
-[dependencies.yieldprof]
-path = "$repo/yieldprof"
-
-# The summary's advice for a dev build; release optimises it anyway.
-[profile.dev.package.yieldprof]
-opt-level = 3
-debug-assertions = false
-
-[workspace]
-TOML
+# crossbeam-check's bench, on flume (the same API for what it calls).
+sed 's/crossbeam_channel::/flume::/; s/crossbeam-channel/flume/' "$here/../crossbeam-check/bench.rs" > "$dir/bench.rs"
 
 annotate() { annotate_in "$dir/annotated" "$@"; }
 # The channel's lock: std's Mutex by default; with the `spin` feature, try_lock ten times
@@ -71,7 +59,7 @@ for t in "$dir"/annotated/tests/*.rs; do
 done
 
 for v in raw annotated; do
-    build_variant "$v" "$(printf '[dependencies]\nflume = { path = "../%s" }' "$v")" "$here/bench.rs"
+    build_variant "$v" "$(printf '[dependencies]\nflume = { path = "../%s" }' "$v")" "$dir/bench.rs"
 done
 echo "test binaries: $(wc -l < "$dir/bins-raw") raw, $(wc -l < "$dir/bins-annotated") annotated; $sites sites annotated"
 
