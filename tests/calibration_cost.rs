@@ -69,9 +69,8 @@ fn the_calibrations_own_switches_and_cpu_time_are_reported() {
         own.calibration_cpu_ns
     );
     assert!(own.to_string().contains("the calibration itself"), "{own}");
-    // Once per process: a later report does not run it again, and says the same.
+    // Once per process: a later report does not run it again.
     let again = process();
-    let later = yieldprof::snapshot().profiler_time();
+    yieldprof::snapshot().profiler_time();
     assert!(process().0 - again.0 < 1_000);
-    assert_eq!(later.calibration_switches, own.calibration_switches);
 }

@@ -77,7 +77,7 @@ fn twenty_thousand_threads_in_churn_are_all_counted_exactly_in_bounded_memory() 
     assert_eq!(churned.len(), MAX_EXITED_THREADS - AT_ONCE as usize + 1);
     assert!(churned.iter().all(|t| t.exited));
     // Every thread counted once, the merged ones in the profile that holds them (it
-    // read as one thread, with the first one's tid, before 2026-12-06: flume's suite).
+    // read as one thread, with the last one's tid, before 2026-12-06: flume's suite).
     assert_eq!(churned.iter().map(|t| t.threads).sum::<u64>(), THREADS);
     let merged = churned
         .iter()
@@ -86,6 +86,14 @@ fn twenty_thousand_threads_in_churn_are_all_counted_exactly_in_bounded_memory() 
     assert_eq!(
         (merged.threads, merged.tid),
         (THREADS - churned.len() as u64 + 1, 0)
+    );
+    let text = report.summary();
+    assert!(
+        text.contains(&format!(
+            "churn: {} threads that exited after",
+            merged.threads
+        )),
+        "{text}"
     );
     assert_eq!(capabilities().fds_in_use, fds_before);
     let per_thread = (heap_half - heap_before) as f64 / (THREADS / 2) as f64;
@@ -100,4 +108,16 @@ fn twenty_thousand_threads_in_churn_are_all_counted_exactly_in_bounded_memory() 
     assert!(per_thread < 8192.0, "{per_thread} B per exited thread");
     // ... until the cap, after which its counts are added to the merged profile.
     assert!(per_merged < 64.0, "{per_merged} B per merged thread");
+    // A window that began after the merging did holds only the threads since: the
+    // merged row's count less the one it had (all of it before 2026-12-06).
+    let mid = yieldprof::snapshot();
+    churn(13);
+    let since_mid: u64 = yieldprof::snapshot()
+        .since(&mid)
+        .threads()
+        .iter()
+        .filter(|t| t.name == "churn")
+        .map(|t| t.threads)
+        .sum();
+    assert_eq!(since_mid, 13 * AT_ONCE);
 }

@@ -1,6 +1,7 @@
 //! The evidence of the oversubscribed finding: threads that waited runnable for a
 //! CPU, told apart from the switches and run-queue time their own yields took.
 
+use crate::base::host::process_age;
 use crate::base::text::duration;
 use crate::model::profile::ThreadStats;
 
@@ -101,8 +102,8 @@ pub(super) struct MachineLoad {
 }
 
 impl MachineLoad {
-    /// Read from `/proc/loadavg` and `/proc/self/task/*/stat`; `None` where they
-    /// cannot be read.
+    /// Read from `/proc/loadavg`, `/proc/self/task/*/stat`, the process's age
+    /// (`/proc/self/stat`) and getrusage; `None` where any cannot be read.
     pub(super) fn current() -> Option<MachineLoad> {
         let text = std::fs::read_to_string("/proc/loadavg").ok()?;
         let (load_1min, runnable_now) = parse_loadavg(&text)?;
@@ -116,7 +117,7 @@ impl MachineLoad {
             runnable_now,
             ours_now,
             cpu_ns: process_cpu_ns()?,
-            age_ns: process_age_ns()?,
+            age_ns: process_age()?.as_nanos() as u64,
         })
     }
 
@@ -161,31 +162,6 @@ fn process_cpu_ns() -> Option<u64> {
     }
     let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
     Some(ns(ru.ru_utime) + ns(ru.ru_stime))
-}
-
-/// How long this process has run: the machine's uptime less the process's start time
-/// (`/proc/self/stat`'s 22nd field, in clock ticks since boot).
-fn process_age_ns() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let uptime = std::fs::read_to_string("/proc/uptime").ok()?;
-    let up_s: f64 = uptime.split_whitespace().next()?.parse().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    age_ns(&stat, up_s, hz)
-}
-
-/// `process_age_ns` from the text it reads: the start time is the 20th field after
-/// the `)` closing the command name.
-fn age_ns(stat: &str, up_s: f64, hz: i64) -> Option<u64> {
-    let start: u64 = stat
-        .rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()?;
-    let start_s = start as f64 / (hz.max(1) as f64);
-    Some(((up_s - start_s).max(0.0) * 1e9) as u64)
 }
 
 /// The state letter of a `/proc/.../stat` line: the field after the `)` closing the
@@ -236,13 +212,7 @@ mod tests {
     }
 
     #[test]
-    fn a_process_age_reads_from_its_stat_line() {
-        // Started 5 000 ticks after boot at 100 Hz (50 s), up 80 s: 30 s old.
-        let stat = format!("42 (a b) c) S {}5000 0 0", "1 ".repeat(18));
-        assert_eq!(age_ns(&stat, 80.0, 100), Some(30_000_000_000));
-        assert_eq!(age_ns("42 (x) S 1", 80.0, 100), None);
-        let here = process_age_ns().expect("Linux has /proc/self/stat");
-        assert!(here > 0 && here < 3_600_000_000_000 * 24 * 365);
+    fn the_process_cpu_time_reads() {
         assert!(process_cpu_ns().is_some());
     }
 }

@@ -2,6 +2,7 @@
 //! kernel, host name. A figure the system does not give is `None`, never a panic.
 
 use std::ffi::CStr;
+use std::time::Duration;
 
 /// This machine, as far as the figures measured on it depend on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,6 +52,34 @@ fn field(chars: &[libc::c_char]) -> String {
         .unwrap_or_default()
 }
 
+/// Time since the process started. The kernel keeps the start in `/proc/self/stat` in
+/// clock ticks on `CLOCK_BOOTTIME`; reading that clock now, rather than adding the
+/// start to `btime`, keeps the age exact to the tick (`btime` is whole seconds).
+pub(crate) fn process_age() -> Option<Duration> {
+    let start_ticks = start_ticks(&std::fs::read_to_string("/proc/self/stat").ok()?)?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = u32::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok()?;
+    let started = Duration::from_secs(start_ticks).checked_div(hz)?;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    if unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) } != 0 {
+        return None;
+    }
+    let now = Duration::new(ts.tv_sec.try_into().ok()?, ts.tv_nsec.try_into().ok()?);
+    now.checked_sub(started)
+}
+
+/// Field 22 of `/proc/<pid>/stat`, `starttime`. Counted from the last `)`: the command
+/// name before it (field 2) may hold spaces and parentheses.
+fn start_ticks(stat: &str) -> Option<u64> {
+    let (_, after_name) = stat.rsplit_once(')')?;
+    // `after_name` starts at field 3.
+    after_name.split_whitespace().nth(22 - 3)?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +98,14 @@ mod tests {
         assert!(id.kernel.is_some_and(|k| !k.is_empty()));
         assert!(id.hostname.is_some_and(|n| !n.is_empty()));
         assert!(id.cores.is_some_and(|c| c >= 1));
+    }
+
+    #[test]
+    fn the_start_is_read_past_a_command_name_with_spaces_and_parentheses() {
+        // The command is `a) b (c`; starttime (field 22) is 4242.
+        let stat = "7 (a) b (c) S 1 7 7 0 -1 4194560 10 0 0 0 1 2 0 0 20 0 1 0 4242 1000 100";
+        assert_eq!(start_ticks(stat), Some(4242));
+        assert_eq!(start_ticks("garbage"), None);
+        assert_eq!(start_ticks("1 (short) S 1"), None);
     }
 }

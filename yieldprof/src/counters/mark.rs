@@ -49,6 +49,13 @@ pub(crate) struct Split {
     pub(super) involuntary: u32,
 }
 
+impl Split {
+    /// The page's switch count it was read at.
+    pub(crate) fn at(&self) -> u32 {
+        self.at
+    }
+}
+
 impl Mark {
     /// No figures: the mark of a thread without a page.
     pub(crate) const ZERO: Mark = Mark {

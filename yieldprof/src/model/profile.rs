@@ -184,9 +184,10 @@ pub struct ThreadStats {
     pub name: String,
     /// How many threads these figures hold: 1, or N in a written report's
     /// `[N other threads]` (the threads past
-    /// [`Options::report_threads`](crate::Options::report_threads), summed).
+    /// [`Options::report_threads`](crate::Options::report_threads), summed), and in the
+    /// rows that keep threads exited past the first 10 000 merged by name.
     pub threads: u64,
-    /// Kernel thread id.
+    /// Kernel thread id; 0 for a row of merged threads.
     pub tid: i32,
     /// From the thread's first recorded event to its exit (or now).
     pub wall_ns: u64,

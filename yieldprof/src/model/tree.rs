@@ -138,8 +138,7 @@ impl ThreadProfile {
         // episode voluntary switches first; should it give the waits more of a kind
         // than the thread made (flume's 4-producer channel read 17 935 voluntary in
         // waits of 17 929 before a close kept the split known at its end, 2026-12-06),
-        // it is capped at what the thread made after it began recording, the rest
-        // given to the other kind (the switches in waits are exact), both marked
+        // it is capped at what the thread made after it began recording, both marked
         // estimated.
         let (vol, invol) = (
             CounterEvent::VoluntarySwitches,
@@ -152,11 +151,15 @@ impl ThreadProfile {
             made(vol),
             made(invol),
         ) {
+            // The rest goes to the other kind only where the count in waits is exact
+            // (apportioned episodes); sampled episodes scale both, each capped alone.
+            let exact = matches!(in_wait.get(vol), Count::Exact(_))
+                && matches!(in_wait.get(invol), Count::Exact(_));
             if v > mv || i > mi {
-                let (v, i) = if v > mv {
-                    (mv, i + v - mv)
-                } else {
-                    (v + i - mi, mi)
+                let (v, i) = match exact {
+                    true if v > mv => (mv, i + v - mv),
+                    true => (v + i - mi, mi),
+                    false => (v, i),
                 };
                 *in_wait.slot(vol) = Count::Scaled(v.min(mv));
                 *in_wait.slot(invol) = Count::Scaled(i.min(mi));
@@ -515,6 +518,11 @@ impl ThreadProfile {
                 .saturating_sub(earlier.entries_after_exit),
             counters: self.counters.minus(&earlier.counters),
             timeline: self.timeline.since(&earlier.timeline),
+            // A merged profile of exited threads grows: the window holds those since.
+            threads: match self.threads > earlier.threads {
+                true => self.threads - earlier.threads,
+                false => self.threads,
+            },
             ..self.clone()
         }
     }

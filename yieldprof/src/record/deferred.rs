@@ -336,6 +336,7 @@ impl Local {
         // the read's count) was apportioned from the next read without it, voluntary
         // switches first, and took the next episode's (flume's 4 producers: 17 935
         // voluntary in waits of 17 929, 2026-12-06).
+        .filter(|s| s.at() == end)
         .or_else(|| self.counters.split_at(end));
         let lone;
         let full = {

@@ -171,8 +171,9 @@ pub(crate) struct Ended {
     pub(crate) claimed_off: u64,
     /// Its length, ticks: its off-CPU time is at most that.
     pub(crate) ticks: u64,
-    /// Its thread's voluntary/involuntary switches read at its close, where that was
-    /// cheap next to it (a wait frame: `record::deferred`), which keeps its split exact.
+    /// Its thread's voluntary/involuntary switches at its end count: read at its close
+    /// where that was cheap next to it (a wait frame: `record::deferred`), else a read's
+    /// or a switched close's taken at that count; it keeps its split exact.
     pub(crate) split: Option<Split>,
 }
 
