@@ -258,10 +258,9 @@ pub struct Thread {
     /// The thread's name, else `thread-<n>`; `[N other threads]` for the threads past
     /// the report's count, merged (`Options::report_threads`).
     pub name: String,
-    /// How many threads the entry holds: 1, or N for `[N other threads]` and for a row
-    /// of threads that exited past the first 10 000, merged by name, whose figures are
-    /// their sums (its `tid` is 0). 1 when read from a file written before it was
-    /// added.
+    /// How many threads the entry holds: 1, or N for `[N other threads]` and a row of
+    /// threads that exited past the first 10 000 (merged by name): their sums, `tid` 0.
+    /// 1 when read from a file written before it was added.
     #[serde(default = "one")]
     pub threads: u64,
     /// Kernel thread id.
