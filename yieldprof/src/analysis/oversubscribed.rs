@@ -3,6 +3,7 @@
 
 use crate::base::host::process_age;
 use crate::base::text::duration;
+use crate::counters::try_clock_ns;
 use crate::model::profile::ThreadStats;
 
 /// Share of a thread's time spent runnable but waiting for a CPU that means
@@ -103,7 +104,7 @@ pub(super) struct MachineLoad {
 
 impl MachineLoad {
     /// Read from `/proc/loadavg`, `/proc/self/task/*/stat`, the process's age
-    /// (`/proc/self/stat`) and getrusage; `None` where any cannot be read.
+    /// (`/proc/self/stat`) and CPU clock; `None` where any cannot be read.
     pub(super) fn current() -> Option<MachineLoad> {
         let text = std::fs::read_to_string("/proc/loadavg").ok()?;
         let (load_1min, runnable_now) = parse_loadavg(&text)?;
@@ -116,7 +117,7 @@ impl MachineLoad {
             load_1min,
             runnable_now,
             ours_now,
-            cpu_ns: process_cpu_ns()?,
+            cpu_ns: try_clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)?,
             age_ns: process_age()?.as_nanos() as u64,
         })
     }
@@ -150,18 +151,6 @@ fn parse_loadavg(text: &str) -> Option<(f64, u64)> {
     let load = fields.next()?.parse().ok()?;
     let runnable = fields.nth(2)?.split('/').next()?.parse().ok()?;
     Some((load, runnable))
-}
-
-/// This process's CPU time so far, user and system, every thread's (getrusage).
-fn process_cpu_ns() -> Option<u64> {
-    // SAFETY: an all-zero rusage is valid; getrusage only writes it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, writable rusage.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return None;
-    }
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    Some(ns(ru.ru_utime) + ns(ru.ru_stime))
 }
 
 /// The state letter of a `/proc/.../stat` line: the field after the `)` closing the
@@ -209,10 +198,5 @@ mod tests {
         assert!(!load(10.5).others_fill(1, 80_000_000_000, 2));
         // The same load with nothing of ours queued: the others'.
         assert!(load(10.5).others_fill(1, 0, 2));
-    }
-
-    #[test]
-    fn the_process_cpu_time_reads() {
-        assert!(process_cpu_ns().is_some());
     }
 }

@@ -74,7 +74,7 @@ pub use availability::*;
 pub(crate) use breakpoint::{breakpoint_reason, force_open_error, Hit, Target, Watchpoints, SLOTS};
 pub(crate) use calibrate::{kernel_ns_per_switch, pin, rseq_ns_per_switch, Calibrated};
 pub use events::*;
-pub(crate) use exact::{off_clock_of, parse_run_delay, Exact};
+pub(crate) use exact::{off_clock_of, parse_run_delay, try_clock_ns, Exact};
 pub(crate) use fds::*;
 pub(crate) use kernel::Switches;
 pub(crate) use local::*;

@@ -18,7 +18,8 @@ pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
     try_clock_ns(clock).unwrap_or(0)
 }
 
-fn try_clock_ns(clock: libc::clockid_t) -> Option<u64> {
+/// `clock` now, ns; `None` where it cannot be read.
+pub(crate) fn try_clock_ns(clock: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
