@@ -55,6 +55,27 @@ debug-assertions = false
 TOML
 }
 
+# run_check SITES CRATE BENCH FILES...: checks that FILES (the annotated copy's sources)
+# hold SITES annotations, gives each test file that allows unsafe code a guard from
+# before main (so YIELDPROF_WRITE_AT_EXIT=on writes its report when the binary exits:
+# libtest has no hook of its own), builds both variants against CRATE with the bench
+# source BENCH, then runs the rounds and the report.
+run_check() {
+    local expected=$1 crate=$2 bench_src=$3 sites t v
+    shift 3
+    sites=$(cat "$@" | grep -c 'yieldprof::instrument_wait')
+    [ "$sites" = "$expected" ] || { echo "expected $expected annotations, made $sites" >&2; exit 1; }
+    for t in "$dir"/annotated/tests/*.rs; do
+        grep -q 'forbid(unsafe_code)' "$t" || append_init_guard "$t"
+    done
+    for v in raw annotated; do
+        build_variant "$v" "$(printf '[dependencies]\n%s = { path = "../%s" }' "$crate" "$v")" "$bench_src"
+    done
+    echo "test binaries: $(wc -l < "$dir/bins-raw") raw, $(wc -l < "$dir/bins-annotated") annotated; $sites sites annotated"
+    compare msg/s
+    report_and_failures
+}
+
 # Builds variant $1 before anything is timed: its test binaries (listed) and the bench,
 # whose Cargo.toml takes $2 as its dependency sections; $3 is the bench's source.
 build_variant() {

@@ -46,20 +46,6 @@ annotate utils.rs 'pub(crate) fn sleep_until('
 annotate waker.rs '    pub(crate) fn register(&self, oper: Operation, cx: &Context) {'
 annotate waker.rs '    pub(crate) fn unregister(&self, oper: Operation) -> Option<Entry> {'
 annotate waker.rs '    pub(crate) fn notify(&self) {'
-sites=$(cat "$dir"/annotated/src/*.rs "$dir"/annotated/src/flavors/*.rs | grep -c 'yieldprof::instrument_wait')
-[ "$sites" = 22 ] || { echo "expected 22 annotations, made $sites" >&2; exit 1; }
-# Each test binary holds a guard from before main, so YIELDPROF_WRITE_AT_EXIT=on writes
-# its report when the binary exits (libtest has no hook of its own). Not in a file that
-# forbids unsafe code (select_macro.rs): `link_section` is unsafe, and its tests stay as
-# written; that binary records and writes nothing.
-for t in "$dir"/annotated/tests/*.rs; do
-    grep -q 'forbid(unsafe_code)' "$t" || append_init_guard "$t"
-done
-
-for v in raw annotated; do
-    build_variant "$v" "$(printf '[dependencies]\ncrossbeam-channel = { path = "../%s" }' "$v")" "$here/bench.rs"
-done
-echo "test binaries: $(wc -l < "$dir/bins-raw") raw, $(wc -l < "$dir/bins-annotated") annotated; $sites sites annotated"
-
-compare msg/s
-report_and_failures
+# No guard in a file that forbids unsafe code (select_macro.rs): `link_section` is
+# unsafe, and its tests stay as written; that binary records and writes nothing.
+run_check 22 crossbeam-channel "$here/bench.rs" "$dir"/annotated/src/*.rs "$dir"/annotated/src/flavors/*.rs

@@ -50,18 +50,4 @@ annotate signal.rs '    pub fn wait(&self) { thread::park(); }'
 annotate signal.rs '    pub fn wait_timeout(&self, dur: Duration) { thread::park_timeout(dur); }'
 # Selector: park (with a deadline or not), then the spinlock on the signalled tokens.
 annotate select.rs '    fn wait_inner(mut self, deadline: Option<Instant>) -> Option<T> {'
-sites=$(cat "$dir"/annotated/src/*.rs | grep -c 'yieldprof::instrument_wait')
-[ "$sites" = 11 ] || { echo "expected 11 annotations, made $sites" >&2; exit 1; }
-# Each test binary holds a guard from before main, so YIELDPROF_WRITE_AT_EXIT=on writes
-# its report when the binary exits (libtest has no hook of its own).
-for t in "$dir"/annotated/tests/*.rs; do
-    grep -q 'forbid(unsafe_code)' "$t" || append_init_guard "$t"
-done
-
-for v in raw annotated; do
-    build_variant "$v" "$(printf '[dependencies]\nflume = { path = "../%s" }' "$v")" "$dir/bench.rs"
-done
-echo "test binaries: $(wc -l < "$dir/bins-raw") raw, $(wc -l < "$dir/bins-annotated") annotated; $sites sites annotated"
-
-compare msg/s
-report_and_failures
+run_check 11 flume "$dir/bench.rs" "$dir"/annotated/src/*.rs
