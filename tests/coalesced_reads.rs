@@ -37,6 +37,10 @@ struct Kernel {
     off_ns: u64,
     /// schedstat's run delay, ns; `None` without schedstat.
     queued_ns: Option<u64>,
+    /// The machine's steal time (`/proc/stat`, clock ticks): time a VM's CPUs ran
+    /// another guest. No task's run time counts it, so a thread running its own code
+    /// then reads off the CPU without a switch.
+    stolen: u64,
 }
 
 /// Read again (a few times at most) where the thread was switched between its reads:
@@ -80,7 +84,18 @@ fn kernel_read(tid: i32) -> Kernel {
         involuntary,
         off_ns: mono - cpu,
         queued_ns: stat(1),
+        stolen: stolen_ticks(),
     }
+}
+
+/// The `steal` column of `/proc/stat`'s first line; 0 where there is none.
+fn stolen_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let cpu = stat.lines().next().unwrap_or_default();
+    cpu.split_whitespace()
+        .nth(8)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 #[yieldprof::instrument_wait]
@@ -263,13 +278,18 @@ fn hot_loop(handoff: Handoff, site: &str) {
             // ms once under 4 busy loops). Only the blocks in `recv` are surely inside.
             continue;
         }
-        // A lock after the wait takes no read (below), so a read that falls due there
-        // comes after the wait's switch, too late for the episode that ended before
-        // it: that one is apportioned, one per such read at most.
-        let apportioned = matches!(handoff, Handoff::ChannelThenLock);
-        if apportioned {
-            assert!(s.time.estimated_episodes <= reads);
-        } else if s.time.estimated_episodes > 0 {
+        // A read that falls due at a lock after the wait comes after the wait's
+        // switch, too late for the episodes that ended before it; they take that read's
+        // figures at the next one, exact (they were apportioned: 31-118 of 2000 in
+        // every attempt, 2026-12-06).
+        if matches!(handoff, Handoff::ChannelThenLock) {
+            assert!(
+                s.time.estimated_episodes <= 2,
+                "{} apportioned with no preemption",
+                s.time.estimated_episodes
+            );
+        }
+        if s.time.estimated_episodes > 0 {
             // Switched after the loop (after the kernel's figures were read, so not in
             // them) before its last episodes' figures were read: those were apportioned
             // over a window longer than the kernel's.
@@ -289,6 +309,14 @@ fn hot_loop(handoff: Handoff, site: &str) {
             "{reads} reads for {EPISODES} switching episodes in {elapsed:?}"
         );
         assert!(s.counters.voluntary_switches == Count::Exact(kv));
+        if k1.stolen != k0.stolen {
+            // Off the CPU outside the site with no switch: the site cannot hold it.
+            // (Every count exact and 2-16 ms short, in 3 of 6 idle runs in one minute,
+            // 2026-12-06: steal is the one such time known.) Counted in ticks, a
+            // steal shorter than one can pass unseen.
+            eprintln!("attempt {attempt}: the VM's CPUs were stolen: run again");
+            continue;
+        }
         // Both sides read the thread's CPU clock (the same run-time sum) a few µs
         // apart from the monotonic clock: 1 % and 100 µs at most.
         assert!(
@@ -301,12 +329,7 @@ fn hot_loop(handoff: Handoff, site: &str) {
             // episode's off-CPU time (and the queued part of it) is held within its
             // wall, ticks made ns with a ratio within ~1e-5 of the truth: one queued
             // nearly all its time can lose that much (21 ns once under 4 busy loops).
-            // Apportioned episodes share a window's queued time by their switches, at
-            // most their wall each: 15-54 µs of 0.2-1.9 ms apart (2026-12-05).
-            let clip = match apportioned {
-                false => s.wall_ns / 100_000 + reads,
-                true => kq / 10 + 100_000,
-            };
+            let clip = s.wall_ns / 100_000 + reads;
             assert!(
                 q.abs_diff(kq) <= clip,
                 "site queued {q} ns, schedstat's {kq} ns (clip {clip} ns)"

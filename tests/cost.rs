@@ -505,10 +505,13 @@ fn per_call_durations_match_the_callers_clock_around_the_call() {
         ),
         ("timed_recv", Box::new(recvs)),
     ];
-    // An unoptimised build (plain `cargo test`) spends 2–6 µs on the bookkeeping
-    // inside the window; `cargo test --release` holds the 1 µs.
+    // A call that switched opens its episode's frame as it closes, inside the window:
+    // an unoptimised build (plain `cargo test`) spent 2–6 µs on that on an Intel VM
+    // (2026-12-05), 6–18 µs on an AMD EPYC VM (2026-12-06, release 0.6–3.3 µs), so
+    // it is held to what misses a part of the wait, not to a machine's speed;
+    // `cargo test --release` checks the 1 µs.
     let within = if cfg!(debug_assertions) {
-        10_000
+        30_000
     } else {
         1_000
     };
@@ -523,9 +526,11 @@ fn per_call_durations_match_the_callers_clock_around_the_call() {
         let mine = h.quantile(0.5).unwrap();
         let caller = median(&mut seen);
         eprintln!("{site}: median {mine} ns recorded, {caller} ns by the caller's clock");
-        // Within 1 µs at the median, plus the histogram's 1.6 % bucket.
+        // Within 1 µs at the median, plus the histogram's 1.6 % bucket; and, the call's
+        // window lying inside the caller's, never longer than it by more than 1 µs.
+        let bucket = caller * 16 / 1_000;
         assert!(
-            mine.abs_diff(caller) <= within + caller * 16 / 1_000,
+            mine.abs_diff(caller) <= within + bucket && mine <= caller + 1_000 + bucket,
             "{site}: median {mine} ns recorded, {caller} ns by the caller's clock"
         );
     }

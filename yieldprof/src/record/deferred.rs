@@ -179,6 +179,7 @@ impl Local {
         let t0 = clock::now();
         let counting = self.counters.count_ticks();
         let at = self.counters.switches();
+        let before = self.counters.last();
         let mut m = self.counters.mark(&self.data.counters);
         // Preempted in the read: its time off the CPU is not the profiler's, and the
         // figures go back to where the read began (`Mark::before_read`), what it cost
@@ -189,7 +190,7 @@ impl Local {
             lost = read.saturating_sub(self.counters.read_ticks());
             m = m.before_read(at, Scale::rough().map_or(0, |s| s.ns(lost)));
         }
-        self.attribute(&m, all);
+        self.attribute(&m, before, all);
         if let Some(off) = m.off_clock() {
             self.unread.read_off.set(off);
         }
@@ -393,11 +394,12 @@ impl Local {
         Some(end)
     }
 
-    /// Gives each episode that ended unread its figures from `now`, in the order they
+    /// Gives each episode that ended unread its figures from `now` (or from `before`,
+    /// the read before it, where it ended at that read's count), in the order they
     /// closed, so that a frame's own off-CPU time is claimed after its calls'. Unless
     /// `all`, one that a frame still open continues (marked unread where it ended:
     /// `OpenFrames::continues`) stays, to be merged when that frame closes.
-    fn attribute(&self, now: &Mark, all: bool) {
+    fn attribute(&self, now: &Mark, before: Option<Mark>, all: bool) {
         let scale = Scale::rough();
         let mut unread = self.unread.ended.borrow_mut();
         let mut kept = 0;
@@ -423,7 +425,19 @@ impl Local {
                 continue;
             }
             let wall_ns = scale.map_or(e.ticks, |s| s.ns(e.ticks));
-            let (mut d, read_at_end) = e.start.until_count(e.end, now, wall_ns, e.split);
+            // Ended at the count of the read before, unswitched since (that read was
+            // in its frame: a lock after its wait): its figures are that read's, exact.
+            // Apportioned from this read instead, a frame shared the next wait's time
+            // with it: 1.5 % more and 3 % less off-CPU time than the thread's, once
+            // each in 40 runs under 2 busy loops (`tests/coalesced_reads.rs`).
+            let earlier = before.filter(|b| {
+                e.end == b.switches
+                    && e.end != now.switches
+                    && e.start.is_read()
+                    && b.off_clock().is_some()
+            });
+            let at = earlier.as_ref().unwrap_or(now);
+            let (mut d, read_at_end) = e.start.until_count(e.end, at, wall_ns, e.split);
             // Read exactly, it may still pass the guard's length by the clocks' rounding,
             // or by a switch in the profiler's own time inside it.
             d.off_ns = d.off_ns.min(wall_ns);
@@ -433,7 +447,10 @@ impl Local {
             if !read_at_end {
                 d.off_ns -= own.saturating_sub(since.saturating_sub(given));
             }
-            given = given.saturating_add(d.off_ns.saturating_sub(inner));
+            // Time before the read before is not the window's.
+            if earlier.is_none() {
+                given = given.saturating_add(d.off_ns.saturating_sub(inner));
+            }
             d.queued_ns = d.queued_ns.min(d.off_ns);
             let own_off = self.claim_off(e.claimed_off, d.off_ns);
             match e.to {
