@@ -157,6 +157,7 @@ impl ThreadData {
             site_durations,
             counters: ThreadSnap {
                 run_queue_ns: self.counters.run_queue_since_open(self.tid, exited),
+                cpu_ns: self.counters.cpu_since_start(self.tid, exited),
                 // Unread (the thread exited meanwhile, no procfs): as last stored.
                 switches_stale: read_switches && switches.is_none(),
                 ..self.counters.snapshot()

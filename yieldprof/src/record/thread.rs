@@ -272,6 +272,7 @@ impl Drop for Local {
         self.settle(true);
         self.counters.close(&self.data.counters);
         publish_skipped(self);
+        self.data.counters.store_cpu(true);
         self.data.ended.store(clock::now().max(1), Relaxed);
         // Its copy is made later (a report, or past `MAX_EXITING`), not on the exit
         // path: a pool's workers that exit together pay none of it (copy and free,
@@ -325,6 +326,7 @@ fn register() -> Local {
             false => (crate::config::max_nodes(), crate::config::timeline()),
         };
         let data = Arc::new(ThreadData::new(next_serial(), nodes, timeline));
+        data.counters.store_cpu(false);
         registry().live.push(data.clone());
         data
     };

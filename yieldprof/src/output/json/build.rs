@@ -140,6 +140,7 @@ impl Profile {
             entries_after_exit: t.entries_after_exit,
             returned_without_waiting: t.returned_without_waiting,
             run_queue_ns: t.run_queue_ns,
+            cpu_ns: t.cpu_ns,
             counter_source: t.counter_source.to_string(),
             counters: counters(&t.counters),
             counters_in_wait: counters(&t.counters_in_wait),

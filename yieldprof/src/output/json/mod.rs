@@ -36,7 +36,7 @@
 //!   "threads": [ { "name", "tid", "exited", "wall_ns", "wait_ns", "work_ns",
 //!                  "jobs_off_cpu_ns", "unmarked_work_ns", "wait_share", "overflowed",
 //!                  "reentries_skipped", "entries_after_exit", "returned_without_waiting",
-//!                  "run_queue_ns", "counter_source",
+//!                  "run_queue_ns", "cpu_ns", "counter_source",
 //!                  "counters": { <event>: counter, ..., "sampled": n },
 //!                  "counters_in_wait": { <event>: counter, ..., "sampled": n },
 //!                  "counters_before_recording": { <event>: counter, ... },
@@ -286,21 +286,21 @@ pub struct Thread {
     /// Frame entries folded into `[overflow]` because the node cap was reached.
     pub overflowed: u64,
     /// Entries skipped because they interrupted yieldprof on this thread (a signal
-    /// handler). 0 when read from a file written before it was added (`yieldprof/2`).
+    /// handler); 0 in older files.
     #[serde(default)]
     pub reentries_skipped: u64,
-    /// Entries made after the thread's recording ended, not recorded. 0 when read from
-    /// a file written before it was added (`yieldprof/2`).
+    /// Entries made after the thread's recording ended, not recorded; 0 in older files.
     #[serde(default)]
     pub entries_after_exit: u64,
     /// Its wait episodes, at every site, that returned without waiting: the sum of
-    /// the sites' `returned_without_waiting` over threads. 0 when read from a file
-    /// written before it was added.
+    /// the sites' `returned_without_waiting` over threads; 0 in older files.
     #[serde(default)]
     pub returned_without_waiting: u64,
-    /// Time runnable but waiting for a CPU (the kernel's schedstat); `null` where the
-    /// kernel does not say.
+    /// Time runnable but waiting for a CPU (schedstat); `null` where the kernel is silent.
     pub run_queue_ns: Option<u64>,
+    /// Its CPU time since it first recorded; `null` where unread (or in older files).
+    #[serde(default)]
+    pub cpu_ns: Option<u64>,
     /// How its counters were read: `perf`, `getrusage` or `off`.
     pub counter_source: String,
     /// Counter totals over the thread's life.

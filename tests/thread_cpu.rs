@@ -1,0 +1,101 @@
+//! A thread's CPU time in a report (`ThreadStats::cpu_ns`) is the kernel's: the
+//! thread's own CPU clock (`CLOCK_THREAD_CPUTIME_ID`) over its recorded life, read
+//! from another thread while it lives, kept from its exit once it exited, and the
+//! difference in a window between two snapshots. The summary sets the profiler's own
+//! time against it. CPU time, not wall: load on the machine moves when the thread
+//! runs, not how much it runs, so the bounds hold on a loaded machine.
+
+mod clocks;
+
+use std::sync::mpsc::channel;
+use std::time::Duration;
+use yieldprof::report::ThreadStats;
+
+/// What the thread runs between the reads: well above the bound below.
+const BURN: Duration = Duration::from_millis(20);
+
+/// The thread's CPU outside the two clocks' common window: its registration (at its
+/// first record, after its clock's first read) and its exit (after its last), a few
+/// hundred µs in an unoptimised build; and a live read's lag behind the thread's send.
+const SLACK_NS: u64 = 2_000_000;
+
+#[yieldprof::instrument_wait]
+fn nap() {
+    std::thread::sleep(Duration::from_micros(100));
+}
+
+/// Runs `d` of the thread's own CPU time.
+fn burn(d: Duration) {
+    let end = clocks::cpu_ns() + d.as_nanos() as u64;
+    while clocks::cpu_ns() < end {
+        std::hint::spin_loop();
+    }
+}
+
+fn burner(p: &yieldprof::Profile) -> ThreadStats {
+    p.threads()
+        .into_iter()
+        .find(|t| t.name == "burner")
+        .expect("the burner's row")
+}
+
+fn near(what: &str, shown: Option<u64>, truth: u64) {
+    let shown = shown.unwrap_or_else(|| panic!("{what}: no CPU time shown"));
+    eprintln!("{what}: {shown} ns shown, {truth} ns by the thread's clock");
+    assert!(
+        shown.abs_diff(truth) <= SLACK_NS,
+        "{what}: {shown} ns shown, {truth} ns by the thread's clock"
+    );
+}
+
+#[test]
+fn a_threads_cpu_time_is_its_cpu_clocks_live_exited_and_in_a_window() {
+    let (to_main, from_burner) = channel();
+    let (to_burner, from_main) = channel::<()>();
+    let burner_thread = std::thread::Builder::new()
+        .name("burner".into())
+        .spawn(move || {
+            let c0 = clocks::cpu_ns();
+            nap();
+            burn(BURN);
+            to_main.send(clocks::cpu_ns() - c0).unwrap();
+            from_main.recv().unwrap();
+            burn(BURN);
+            nap();
+            to_main.send(clocks::cpu_ns() - c0).unwrap();
+            from_main.recv().unwrap();
+            burn(BURN);
+            clocks::cpu_ns() - c0
+        })
+        .unwrap();
+
+    // Read while the thread lives, blocked in `recv`.
+    let first = from_burner.recv().unwrap();
+    let before = yieldprof::snapshot();
+    let live = burner(&before);
+    near("live", live.cpu_ns, first);
+    assert!(live.cpu_ns.unwrap() < live.wall_ns);
+    to_burner.send(()).unwrap();
+
+    let second = from_burner.recv().unwrap();
+    let after = yieldprof::snapshot();
+    near(
+        "window",
+        burner(&after.since(&before)).cpu_ns,
+        second - first,
+    );
+    to_burner.send(()).unwrap();
+
+    // Kept from its exit: its tid (and its clock) are gone by the report.
+    let last = burner_thread.join().unwrap();
+    let ended = yieldprof::snapshot();
+    let exited = burner(&ended);
+    assert!(exited.exited);
+    near("exited", exited.cpu_ns, last);
+
+    let summary = ended.summary();
+    assert!(
+        summary.contains("of their CPU time"),
+        "the profiler's own time is not set against the threads' CPU:\n{summary}"
+    );
+}
