@@ -54,6 +54,7 @@ mod events;
 mod exact;
 mod fds;
 mod kernel;
+mod lifetime;
 mod local;
 mod machine;
 mod mark;
