@@ -426,7 +426,7 @@ impl Local {
             }
             let wall_ns = scale.map_or(e.ticks, |s| s.ns(e.ticks));
             // Ended at the count of the read before, unswitched since (that read was
-            // in its frame: a lock after its wait): its figures are that read's, exact.
+            // in its frame, as a lock's after its wait): its figures are that read's.
             // Apportioned from this read instead, a frame shared the next wait's time
             // with it: 1.5 % more and 3 % less off-CPU time than the thread's, once
             // each in 40 runs under 2 busy loops (`tests/coalesced_reads.rs`).
@@ -447,10 +447,13 @@ impl Local {
             if !read_at_end {
                 d.off_ns -= own.saturating_sub(since.saturating_sub(given));
             }
-            // Time before the read before is not the window's.
-            if earlier.is_none() {
-                given = given.saturating_add(d.off_ns.saturating_sub(inner));
-            }
+            // Of one given the read before's figures, only what came after the last
+            // read's clock is in the window: none, unless that read was preempted (its
+            // clock taken back) or the read before was not one of these.
+            let in_window = earlier
+                .and_then(|b| b.off_clock())
+                .map_or(u64::MAX, |b| b.saturating_sub(self.unread.read_off.get()));
+            given = given.saturating_add(d.off_ns.saturating_sub(inner).min(in_window));
             d.queued_ns = d.queued_ns.min(d.off_ns);
             let own_off = self.claim_off(e.claimed_off, d.off_ns);
             match e.to {
