@@ -73,8 +73,8 @@ fn a_deferred_workers_jobs_are_read_on_getrusage() {
     std::thread::spawn(first_wait).join().unwrap();
     // The worker sets up (its registration, the profiler's, outside every wait) before
     // the window: preempted under load, it was inside the life timed below and read as
-    // neither wait nor job (wait 68.8 % against 76.7 %; 4 of 24 runs at a load of 9, 0 of 24 after,
-    // 2026-12-06).
+    // neither wait nor job (wait 68.8 % against 76.7 %; 4 of 24 runs at a load of 9,
+    // 0 of 24 after, 2026-12-06).
     let (ready, set_up) = std::sync::mpsc::channel();
     let (go, start) = std::sync::mpsc::channel::<()>();
     let worker = std::thread::Builder::new()
