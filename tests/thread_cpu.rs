@@ -94,6 +94,7 @@ fn a_threads_cpu_time_is_its_cpu_clocks_live_exited_and_in_a_window() {
     near("exited", exited.cpu_ns, last);
 
     let summary = ended.summary();
+    assert!(summary.contains("CPU %"), "no CPU column:\n{summary}");
     assert!(
         summary.contains("of their CPU time"),
         "the profiler's own time is not set against the threads' CPU:\n{summary}"

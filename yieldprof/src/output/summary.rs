@@ -141,13 +141,16 @@ impl Profile {
         let _ = writeln!(s, "\nThreads");
         let _ = writeln!(
             s,
-            "  {:<32} {:>8} {:>12} {:>8} {:>8} {:>9} {:>10}",
-            "thread", "tid", "wall", "wait %", "work %", "queued %", "overflow"
+            "  {:<32} {:>8} {:>12} {:>8} {:>8} {:>8} {:>9} {:>10}",
+            "thread", "tid", "wall", "wait %", "work %", "CPU %", "queued %", "overflow"
         );
+        let share = |ns: Option<u64>, wall| {
+            ns.map_or("n/a".into(), |v| format!("{:.1}%", percent(v, wall)))
+        };
         for t in shown(threads) {
             let _ = writeln!(
                 s,
-                "  {:<32} {:>8} {:>12} {:>7.1}% {:>7.1}% {:>9} {:>10}",
+                "  {:<32} {:>8} {:>12} {:>7.1}% {:>7.1}% {:>8} {:>9} {:>10}",
                 // Wide enough for `[999999 other threads] (exited)`.
                 tail(
                     &format!("{}{}", t.name, if t.exited { " (exited)" } else { "" }),
@@ -157,8 +160,8 @@ impl Profile {
                 duration(t.wall_ns),
                 percent(t.wait_ns, t.wall_ns),
                 percent(t.work_ns, t.wall_ns),
-                t.run_queue_ns
-                    .map_or("n/a".into(), |q| format!("{:.1}%", percent(q, t.wall_ns))),
+                share(t.cpu_ns, t.wall_ns),
+                share(t.run_queue_ns, t.wall_ns),
                 t.overflowed
             );
         }
