@@ -15,9 +15,10 @@ impl ThreadCounters {
         })
     }
 
-    /// Owner only: its CPU time now, where it registers, or (`exit`) exits.
-    pub(crate) fn store_cpu(&self, exit: bool) {
-        if let Some(ns) = try_clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) {
+    /// Owner only: its CPU time `ns` ([`thread_cpu_now`]) where its registration began,
+    /// or (`exit`) at its exit.
+    pub(crate) fn store_cpu(&self, exit: bool, ns: Option<u64>) {
+        if let Some(ns) = ns {
             let _ = [&self.cpu_start, &self.cpu_end][usize::from(exit)].set(ns);
         }
     }
@@ -29,6 +30,11 @@ impl ThreadCounters {
             try_clock_ns(thread_cpu_clock(tid))
         })
     }
+}
+
+/// The calling thread's CPU time now.
+pub(crate) fn thread_cpu_now() -> Option<u64> {
+    try_clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// A thread's figure from `start` to `end`, or to `now()` while it lives; `None` where

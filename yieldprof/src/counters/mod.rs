@@ -78,6 +78,7 @@ pub use events::*;
 pub(crate) use exact::{off_clock_of, parse_run_delay, try_clock_ns, Exact};
 pub(crate) use fds::*;
 pub(crate) use kernel::Switches;
+pub(crate) use lifetime::thread_cpu_now;
 pub(crate) use local::*;
 pub use machine::*;
 pub(crate) use mark::{Delta, Mark, Split};
