@@ -142,7 +142,11 @@ compare() {
 # tests that failed in some round and those failing annotated only.
 report_and_failures() {
     local sizes
-    YIELDPROF_WRITE_AT_EXIT=on YIELDPROF_OUT="$dir/out" suite annotated "$dir/logs/report"
+    # Checked as the tests check theirs: a report that contradicts itself is not
+    # written, and says why on stderr (shown below).
+    YIELDPROF_WRITE_AT_EXIT=on YIELDPROF_SELF_CHECK=on YIELDPROF_OUT="$dir/out" \
+        suite annotated "$dir/logs/report"
+    grep -h 'contradicts itself' "$dir"/logs/report/*.log || true
     grep -ho 'yieldprof: wrote .*' "$dir"/logs/report/*.log > "$dir/logs/wrote" || true
     sizes=$(grep -o '[0-9.]* MB in [0-9.]* s' "$dir/logs/wrote" || true)
     echo
