@@ -141,7 +141,7 @@ impl Profile {
         let _ = writeln!(s, "\nThreads");
         let _ = writeln!(
             s,
-            "  {:<32} {:>8} {:>12} {:>8} {:>8} {:>8} {:>9} {:>10}",
+            "  {:<32} {:>7} {:>12} {:>8} {:>8} {:>8} {:>8} {:>8}",
             "thread", "tid", "wall", "wait %", "work %", "CPU %", "queued %", "overflow"
         );
         let share = |ns: Option<u64>, wall| {
@@ -150,7 +150,7 @@ impl Profile {
         for t in shown(threads) {
             let _ = writeln!(
                 s,
-                "  {:<32} {:>8} {:>12} {:>7.1}% {:>7.1}% {:>8} {:>9} {:>10}",
+                "  {:<32} {:>7} {:>12} {:>7.1}% {:>7.1}% {:>8} {:>8} {:>8}",
                 // Wide enough for `[999999 other threads] (exited)`.
                 tail(
                     &format!("{}{}", t.name, if t.exited { " (exited)" } else { "" }),
