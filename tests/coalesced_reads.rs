@@ -310,8 +310,9 @@ fn hot_loop(handoff: Handoff, site: &str) {
         );
         assert!(s.counters.voluntary_switches == Count::Exact(kv));
         // Steal is off the CPU with no switch, outside the site too, where the site
-        // cannot hold it (every count exact and 2-16 ms short, in 3 of 6 idle runs in
-        // one minute, 2026-12-06). Counted in ticks, one shorter can pass unseen.
+        // cannot hold it: the one such time known for 3 of 6 idle runs in one minute
+        // with every count exact and 2-16 ms short (2026-12-06). Counted in ticks, a
+        // shorter steal can pass unseen.
         let stolen = k1.stolen != k0.stolen;
         if !stolen {
             // Both sides read the thread's CPU clock (the same run-time sum) a few µs
