@@ -16,11 +16,12 @@
 //!
 //! The split comes from the off-CPU time of the frame's episodes less that of its
 //! nested wait frames and of its timed calls, each measured on every episode and
-//! call through the perf user page (see `counters`). Where switches are seen only on
-//! sampled episodes, the calls' own off-CPU time is unknown: the frame's (estimated)
-//! off-CPU time that its calls and nested frames cannot hold is `[off-cpu]`, the rest
-//! `[spin]` or `[unexplained]`, so that no part exceeds the site's own on- or off-CPU
-//! figure.
+//! call through the perf user page (see `counters`). Where the calls' own off-CPU time
+//! is unknown (switches seen only on sampled episodes, or on getrusage while a thread's
+//! counters are deferred), the frame's off-CPU time that its calls (their wall) and
+//! nested frames (their off-CPU time where measured, else their wall) cannot hold is
+//! `[off-cpu]`, the rest `[spin]` or `[unexplained]`, so that no part exceeds the
+//! site's own on- or off-CPU figure.
 
 use crate::base::site::{CallInfo, FrameInfo, FrameKind, Kind};
 use crate::model::tree::ThreadProfile;
@@ -111,6 +112,7 @@ impl ThreadProfile {
     ) -> Vec<Option<OwnTime>> {
         let child_wall = self.child_wall();
         let child_off = self.child_off();
+        let child_held = self.child_off_at_most();
         // The part of each node's children still open at the copy, unmeasured.
         let mut child_open = vec![0u64; self.nodes.len()];
         for n in self.nodes.iter().skip(1) {
@@ -139,10 +141,12 @@ impl ThreadProfile {
                         off.saturating_sub(child_off[i] + in_calls)
                     } else {
                         // The calls' own off-CPU time was not measured: at least the
-                        // part of the frame's that the calls and nested frames could
-                        // not hold was its own. So the rest, named on the CPU, never
-                        // exceeds the frame's on-CPU time.
-                        off.saturating_sub(n.split_ns().saturating_sub(rest))
+                        // part of the frame's that the calls (their wall), the
+                        // profiler and the nested frames (their off-CPU time, else
+                        // their wall) could not hold was its own. So the rest, named
+                        // on the CPU, never exceeds the frame's on-CPU time.
+                        let others = n.split_ns().saturating_sub(rest);
+                        off.saturating_sub(others - others.min(child_wall[i]) + child_held[i])
                     };
                     outside.min(rest)
                 });
@@ -221,6 +225,19 @@ impl ThreadProfile {
             child_off[n.parent as usize] += n.counts.off_cpu_ns(n.split_ns()).unwrap_or(0);
         }
         child_off
+    }
+
+    /// Per node: the most its children can have been off the CPU: their measured
+    /// off-CPU time, their wall where it was not measured.
+    fn child_off_at_most(&self) -> Vec<u64> {
+        let mut held = vec![0u64; self.nodes.len()];
+        for n in self.nodes.iter().skip(1) {
+            held[n.parent as usize] += n
+                .counts
+                .off_cpu_ns(n.split_ns())
+                .map_or(n.wall_ns, |off| off + n.open_unsplit_ns());
+        }
+        held
     }
 
     /// Each job's own off-CPU time, ns (a business frame opened inside a wait: a pool
