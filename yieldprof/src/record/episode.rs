@@ -271,7 +271,8 @@ impl CallGuard {
             if deferred.is_some() && l.counters.still_deferred() {
                 // Its episode would begin after the block: read on the page, not late.
                 // Charged where the thread ran throughout (an open can block).
-                let ((), ticks) = frame::timed_read(|| l.counters.open_deferred(&l.data.counters));
+                let ((), ticks) =
+                    frame::timed_read(l, || l.counters.open_deferred(&l.data.counters));
                 l.charge(ticks);
             }
             // Else this is the first wait of the pending episodes around it, if any:

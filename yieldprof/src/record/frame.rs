@@ -55,7 +55,7 @@ pub(crate) fn open(
     };
     l.current.set(node);
     let sample = if (wait && l.counters.wants_sample()) || deferred_job {
-        let (sample, ticks) = timed_read(|| l.counters.begin(&l.data.counters, begin.is_some()));
+        let (sample, ticks) = timed_read(l, || l.counters.begin(&l.data.counters, begin.is_some()));
         // The profiler's time: inside this frame where it started before (pending
         // episodes opened at a wait), else before it, in the parent's.
         l.charge_to(if begin.is_some() { node } else { prev }, ticks);
@@ -125,7 +125,7 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
     // start inside it, or not at all.
     let mut sampled_switches = None;
     if o.sample != NO_SAMPLE {
-        (sampled_switches, read) = timed_read(|| {
+        (sampled_switches, read) = timed_read(l, || {
             l.counters
                 .finish(&l.data.counters, &n.counts, o.sample, o.start, end)
         });
@@ -206,15 +206,23 @@ pub(crate) fn close(l: &Local, slot: u32, end: u64) -> Option<Closed> {
 /// A sampled episode's counter reading (`read`, or a lock's opening of the deferred
 /// counters), and its time in ticks where the thread ran throughout, else 0: switched
 /// out in it (preempted, or blocked opening perf counters), its wall is no measure of
-/// its cost (8 ms once, a spin lock's worker under 4 busy loops, 2026-12-06). The two
-/// getrusage calls around it (~0.4 µs each) are paid on sampled episodes and that
-/// opening only; the time ends before the second, whose own switch
-/// (a signal handled as it returns) comes after its count.
-pub(super) fn timed_read<R>(read: impl FnOnce() -> R) -> (R, u64) {
+/// its cost (8 ms once, a spin lock's worker under 4 busy loops, 2026-12-06). Whether
+/// it ran is the page's switch count, where the thread had one when the read began
+/// (~2 ns); else two getrusage calls around it (~0.4 µs each on the build VM, 1.6 µs on
+/// a slower one: they were half a sampled episode's cost there, 2026-12-06), the time
+/// ending before the second, whose own switch (a signal handled as it returns) comes
+/// after its count.
+pub(super) fn timed_read<R>(l: &Local, read: impl FnOnce() -> R) -> (R, u64) {
     let t0 = clock::now();
-    let before = Switches::own();
+    // The same source at both ends: counters opened by `read` count from there.
+    let paged = l.counters.switches().is_some();
+    let count = || match paged {
+        true => (l.counters.switches(), None),
+        false => (None, Some(Switches::own())),
+    };
+    let before = count();
     let r = read();
     let end = clock::now();
-    let ran = Switches::own() == before;
+    let ran = count() == before;
     (r, end.saturating_sub(t0) * u64::from(ran))
 }
