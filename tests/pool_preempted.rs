@@ -176,15 +176,6 @@ fn run_pool(name: &str) -> Run {
         folded_off, t.jobs_off_cpu_ns,
         "the folded `job;[off-cpu]` lines"
     );
-    for l in report
-        .folded(Metric::Wall)
-        .iter()
-        .filter(|l| l.starts_with(&format!("{name};")))
-    {
-        eprintln!("DBG {l}");
-    }
-    eprintln!("DBG src {:?} split {:?}", t.counter_source, t.split_method);
-    eprintln!("DBG life {life} wall {} wait {} work {} unmarked {} prof {} jobs_wall {wall} jobs_cpu {cpu} jobsoff {}", t.wall_ns, t.wait_ns, t.work_ns, t.unmarked_work_ns, t.profiler_ns, t.jobs_off_cpu_ns);
     let share = |ns: u64, of: u64| 100.0 * ns as f64 / of as f64;
     // Shares of the life the test timed: the thread's recorded wall also holds its
     // wake-up from the go signal and its exit, which the busy thread can lengthen.

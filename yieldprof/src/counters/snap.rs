@@ -253,10 +253,22 @@ pub(crate) struct NodeSnap {
     pub(crate) calls_split: bool,
     /// Whether every episode's split is measured: the page's, or getrusage's on each
     /// while the thread's counters are deferred.
-    pub(super) every_split: bool,
+    pub(crate) every_split: bool,
 }
 
 impl NodeSnap {
+    /// For tests: `off_ns` off the CPU over `split_ns` of a node's wall, its calls
+    /// without figures of their own; `every_split`: every episode read.
+    #[cfg(test)]
+    pub(crate) fn measured(off_ns: u64, split_ns: u64, every_split: bool) -> NodeSnap {
+        NodeSnap {
+            off_ns,
+            split_ns,
+            every_split,
+            ..NodeSnap::default()
+        }
+    }
+
     /// Threads record clock ticks; reports speak nanoseconds.
     pub(crate) fn scale_to_ns(&mut self, scale: clock::Scale) {
         // A sampled episode keeps at least 1 ns of counted time. `off_ns` and

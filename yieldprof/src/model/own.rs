@@ -112,7 +112,7 @@ impl ThreadProfile {
     ) -> Vec<Option<OwnTime>> {
         let child_wall = self.child_wall();
         let child_off = self.child_off();
-        let child_held = self.child_off_at_most();
+        let child_on = self.child_on();
         // The part of each node's children still open at the copy, unmeasured.
         let mut child_open = vec![0u64; self.nodes.len()];
         for n in self.nodes.iter().skip(1) {
@@ -142,11 +142,12 @@ impl ThreadProfile {
                     } else {
                         // The calls' own off-CPU time was not measured: at least the
                         // part of the frame's that the calls (their wall), the
-                        // profiler and the nested frames (their off-CPU time, else
-                        // their wall) could not hold was its own. So the rest, named
-                        // on the CPU, never exceeds the frame's on-CPU time.
+                        // profiler and the nested frames (their wall less their time
+                        // measured on the CPU) could not hold was its own. So the
+                        // rest, named on the CPU, never exceeds the frame's on-CPU
+                        // time.
                         let others = n.split_ns().saturating_sub(rest);
-                        off.saturating_sub(others - others.min(child_wall[i]) + child_held[i])
+                        off.saturating_sub(others.saturating_sub(child_on[i]))
                     };
                     outside.min(rest)
                 });
@@ -227,17 +228,18 @@ impl ThreadProfile {
         child_off
     }
 
-    /// Per node: the most its children can have been off the CPU: their measured
-    /// off-CPU time, their wall where it was not measured.
-    fn child_off_at_most(&self) -> Vec<u64> {
-        let mut held = vec![0u64; self.nodes.len()];
-        for n in self.nodes.iter().skip(1) {
-            held[n.parent as usize] += n
-                .counts
-                .off_cpu_ns(n.split_ns())
-                .map_or(n.wall_ns, |off| off + n.open_unsplit_ns());
+    /// Per node: its children's time measured on the CPU (the wall their figures
+    /// cover less their off-CPU time), where every episode of theirs was read; a child
+    /// read only on sampled episodes counts none (its estimate can fall short, and
+    /// then all its wall may have been off the CPU).
+    fn child_on(&self) -> Vec<u64> {
+        let mut on = vec![0u64; self.nodes.len()];
+        for n in self.nodes.iter().skip(1).filter(|n| n.counts.every_split) {
+            if let Some(off) = n.counts.off_cpu_ns(n.split_ns()) {
+                on[n.parent as usize] += n.split_ns().saturating_sub(off);
+            }
         }
-        held
+        on
     }
 
     /// Each job's own off-CPU time, ns (a business frame opened inside a wait: a pool
@@ -265,3 +267,7 @@ impl ThreadProfile {
             .collect()
     }
 }
+
+#[cfg(test)]
+#[path = "own_tests.rs"]
+mod tests;
