@@ -224,6 +224,12 @@ impl LocalCounters {
         self.credit.get() >= 0 || self.deferred()
     }
 
+    /// Whether the thread's figures are read on getrusage, not through a page: its
+    /// counters deferred, or no page to open (perf denied, the fd budget spent).
+    pub(crate) fn on_rusage(&self) -> bool {
+        self.on && self.exact.get().is_none()
+    }
+
     /// Whether the counters are still deferred: no page, every episode read on getrusage.
     #[inline(always)]
     pub(crate) fn deferred(&self) -> bool {

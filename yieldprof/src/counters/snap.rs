@@ -253,7 +253,7 @@ pub(crate) struct NodeSnap {
     pub(crate) calls_split: bool,
     /// Whether every episode's split is measured: the page's, or getrusage's on each
     /// while the thread's counters are deferred.
-    pub(crate) every_split: bool,
+    pub(super) every_split: bool,
 }
 
 impl NodeSnap {
@@ -267,6 +267,12 @@ impl NodeSnap {
             every_split,
             ..NodeSnap::default()
         }
+    }
+
+    /// Whether its figures are read on every one of its `episodes`: the page's, or
+    /// getrusage's on each (a thread with deferred counters; a job without a page).
+    pub(crate) fn every_read(&self, episodes: u64) -> bool {
+        self.every_split || self.sampled >= episodes
     }
 
     /// Threads record clock ticks; reports speak nanoseconds.

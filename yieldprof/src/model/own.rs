@@ -230,11 +230,12 @@ impl ThreadProfile {
 
     /// Per node: its children's time measured on the CPU (the wall their figures
     /// cover less their off-CPU time), where every episode of theirs was read; a child
-    /// read only on sampled episodes counts none (its estimate can fall short, and
-    /// then all its wall may have been off the CPU).
+    /// read only on some of them counts none (its estimate can fall short, and then
+    /// all its wall may have been off the CPU).
     fn child_on(&self) -> Vec<u64> {
         let mut on = vec![0u64; self.nodes.len()];
-        for n in self.nodes.iter().skip(1).filter(|n| n.counts.every_split) {
+        let read = self.nodes.iter().skip(1);
+        for n in read.filter(|n| n.counts.every_read(n.episodes)) {
             if let Some(off) = n.counts.off_cpu_ns(n.split_ns()) {
                 on[n.parent as usize] += n.split_ns().saturating_sub(off);
             }

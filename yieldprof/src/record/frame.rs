@@ -40,9 +40,12 @@ pub(crate) fn open(
     // off-CPU time is the pool's scheduling, not business, so it takes a switch mark
     // too (~2 ns while the thread was not switched since the last read).
     let job = !wait && l.open.in_wait();
-    // While the thread's counters are deferred there is no page to mark: a job is read
-    // on getrusage like the episode around it, and does not count down to their opening.
-    let deferred_job = job && l.counters.deferred();
+    // Without a page to mark (counters deferred, perf denied, the fd budget spent) a
+    // job is read on getrusage at both ends, as a sampled episode is (~2 µs a job),
+    // and does not count down to the counters' opening. Unread, a preempted job was
+    // its worker's business: rayon's workers with no perf showed 3-13 % waiting
+    // against 67 % (2026-12-06).
+    let rusage_job = job && l.counters.on_rusage();
     // Before the frame is current: a read here is outside its time (its clock starts
     // after), so the profiler's time it takes is the parent's.
     let mark = match begin {
@@ -50,11 +53,11 @@ pub(crate) fn open(
         None if wait => l.mark(|| Some(EndedOf::Frame(node)), false),
         // Never continued unread: open frames that continue one are wait frames
         // (`OpenFrames::continues`), so a job that opens after a switch reads.
-        _ if job && !deferred_job => l.mark_read(),
+        _ if job && !rusage_job => l.mark_read(),
         _ => Mark::ZERO,
     };
     l.current.set(node);
-    let sample = if (wait && l.counters.wants_sample()) || deferred_job {
+    let sample = if (wait && l.counters.wants_sample()) || rusage_job {
         let (sample, ticks) = timed_read(l, || l.counters.begin(&l.data.counters, begin.is_some()));
         // The profiler's time: inside this frame where it started before (pending
         // episodes opened at a wait), else before it, in the parent's.
