@@ -89,5 +89,6 @@ use policy::*;
 pub(crate) use rseq::want as want_rseq;
 pub use sampling::*;
 pub(crate) use snap::*;
+pub(crate) use sources::read_cost;
 pub(crate) use userpage::forget_pages_after_fork;
 pub use values::*;

@@ -1,6 +1,7 @@
 //! The sources of a [`super::Mark`] read by path or fd: the thread clocks and the
-//! schedstat file.
+//! schedstat file; and what one read of each source costs.
 
+use super::{fd_budget, group_fds, plan, probed, zeroed_rusage, EventSource, PerfGroup, FDS, N};
 use std::fs::File;
 use std::os::fd::{AsRawFd, RawFd};
 
@@ -58,4 +59,42 @@ pub(crate) fn run_delay_of(fd: RawFd) -> Option<u64> {
 /// The second field of a schedstat line: ns runnable but waiting for a CPU.
 pub(crate) fn parse_run_delay(schedstat: &str) -> Option<u64> {
     schedstat.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// What one read of each source costs on the calling thread, in ns.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct ReadCost {
+    pub(crate) getrusage_ns: f64,
+    /// One read of this thread's software group; `None` where perf is unavailable.
+    pub(crate) perf_software_ns: Option<f64>,
+}
+
+/// Times `reads` reads of getrusage and of a software group opened for the purpose
+/// (within the fd budget, closed again).
+pub(crate) fn read_cost(reads: u32) -> ReadCost {
+    let reads = reads.max(1);
+    let mut ru = zeroed_rusage();
+    let t = std::time::Instant::now();
+    for _ in 0..reads {
+        // SAFETY: `ru` is a valid, writable rusage.
+        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    }
+    let getrusage_ns = t.elapsed().as_nanos() as f64 / f64::from(reads);
+    let events = plan(&probed().status, EventSource::PerfSoftware);
+    let perf_software_ns = FDS
+        .reserve(group_fds(events.len()), fd_budget())
+        .filter(|_| !events.is_empty())
+        .and_then(|fds| PerfGroup::open(&events, fds).ok())
+        .map(|g| {
+            let mut out = [0; N];
+            let t = std::time::Instant::now();
+            for _ in 0..reads {
+                std::hint::black_box(g.read_into(&mut out));
+            }
+            t.elapsed().as_nanos() as f64 / f64::from(reads)
+        });
+    ReadCost {
+        getrusage_ns,
+        perf_software_ns,
+    }
 }
