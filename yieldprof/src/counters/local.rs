@@ -52,6 +52,9 @@ pub(crate) struct LocalCounters {
     // Whether a sampled episode has begun since they opened: the next one opens the
     // pending groups.
     pub(super) sampled_once: Cell<bool>,
+    // Whether a sampled episode reads anything: getrusage (no page), or a perf group
+    // open or still to open. A page alone has nothing to sample (no PMU, no group).
+    pub(super) samples: Cell<bool>,
     // Fields drop in order: the pages unmap before their fds close, and fds close
     // before their reservation is given back.
     pub(super) exact: OnceCell<Exact>,
@@ -221,7 +224,7 @@ impl LocalCounters {
     /// Whether the episode opening now has its counters read: one load and compare.
     #[inline(always)]
     pub(crate) fn wants_sample(&self) -> bool {
-        self.credit.get() >= 0 || self.deferred()
+        (self.credit.get() >= 0 && self.samples.get()) || self.deferred()
     }
 
     /// Whether the thread's figures are read on getrusage, not through a page: its
@@ -249,10 +252,13 @@ impl LocalCounters {
         if watched {
             super::rseq::watch();
         }
+        let t0 = clock::now();
+        let reading = self.read(if started { Side::Closes } else { Side::Opens });
         let begin = Begin {
-            t0: clock::now(),
+            t0,
+            read_ticks: clock::now().saturating_sub(t0),
             watched,
-            reading: self.read(if started { Side::Closes } else { Side::Opens }),
+            reading,
         };
         let mut open = self.open_samples.borrow_mut();
         open.push(begin);
@@ -362,7 +368,11 @@ impl LocalCounters {
         }
         bump(&node.sampled, 1);
         self.publish(shared, &r);
-        let cost = start.saturating_sub(begin.t0) + clock::now().saturating_sub(end);
+        // Both reads: the first one's from its start to the episode's where it came
+        // before it, else its own length (a pending episode's first read comes after
+        // its start tick, and went uncounted: only the second was paid for).
+        let first = start.saturating_sub(begin.t0).max(begin.read_ticks);
+        let cost = first + clock::now().saturating_sub(end);
         bump(&shared.overhead_ns, cost);
         bump(&shared.sampled, 1);
         let credit = self.policy.spend(self.credit.get(), cost);

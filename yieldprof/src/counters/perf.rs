@@ -177,6 +177,9 @@ pub(crate) struct Reading {
 #[derive(Clone, Copy)]
 pub(crate) struct Begin {
     pub(super) t0: u64,
+    /// How long the reading took, ticks: the sample's cost at this end, where it came
+    /// after the episode's start (which then does not bound it).
+    pub(super) read_ticks: u64,
     pub(super) reading: Reading,
     /// Whether the thread's rseq bit was armed before the reading (`counters/rseq`).
     pub(super) watched: bool,
