@@ -2,11 +2,13 @@
 //! context switches, and the thread's total agrees with the kernel's own count in
 //! `/proc/self/task/<tid>/status` within 2 %.
 //!
-//! "At least 500" holds when each sleep blocks, as on a quiet machine. On a loaded VM
-//! one occasionally does not: its 1 µs timer expires before the thread reaches
+//! "At least 500" holds when each sleep blocks, as on a quiet machine. On a VM one
+//! occasionally does not: its 1 µs timer expires before the thread reaches
 //! `schedule()` (the vCPU was stolen, or an interrupt ran long), and the kernel counts
-//! no switch either. So the site must show at least 98 % of the calls, and the thread
-//! total must match the kernel.
+//! no switch either (487 of 500 once in a clean clone's CI run on an idle AMD EPYC VM,
+//! 2026-12-06). So the site must show at least 98 % of the calls, or all the kernel
+//! counted around the call where it counted fewer, and never more; the thread total
+//! must match the kernel.
 
 use yieldprof::counters::{capabilities, Availability, Count, CounterEvent, CounterSource};
 
@@ -57,7 +59,7 @@ fn five_hundred_sleeps_are_five_hundred_voluntary_switches_as_the_kernel_counts_
     assert_eq!(site.counters.sampled, 1);
     let kernel = after - before;
     assert!(
-        voluntary >= 490,
+        voluntary >= kernel.min(490) && voluntary <= kernel,
         "{voluntary} voluntary switches on the site, {kernel} seen by the kernel"
     );
 
