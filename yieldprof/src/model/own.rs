@@ -19,9 +19,9 @@
 //! call through the perf user page (see `counters`). Where the calls' own off-CPU time
 //! is unknown (switches seen only on sampled episodes, or on getrusage while a thread's
 //! counters are deferred), the frame's off-CPU time that its calls (their wall) and
-//! nested frames (their off-CPU time where measured, else their wall) cannot hold is
-//! `[off-cpu]`, the rest `[spin]` or `[unexplained]`, so that no part exceeds the
-//! site's own on- or off-CPU figure.
+//! nested frames (their wall, less their time on the CPU where every episode of theirs
+//! was read) cannot hold is `[off-cpu]`, the rest `[spin]` or `[unexplained]`, so that
+//! no part exceeds the site's own on- or off-CPU figure.
 
 use crate::base::site::{CallInfo, FrameInfo, FrameKind, Kind};
 use crate::model::tree::ThreadProfile;
