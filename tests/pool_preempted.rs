@@ -1,6 +1,7 @@
 //! A pool worker whose jobs are preempted (`preempted`), its counters deferred for its
 //! whole life: its wait % against its CPU clock.
 
+mod affinity;
 mod clocks;
 mod preempted;
 

@@ -1,6 +1,7 @@
 //! A pool worker whose jobs are preempted (`preempted`), on a thread with no perf
 //! page (the fd budget spent, as where perf is denied): its jobs are read on getrusage.
 
+mod affinity;
 mod clocks;
 mod preempted;
 

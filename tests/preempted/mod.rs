@@ -4,6 +4,7 @@
 //! (docs/thread-pools.md): the truth is the worker's CPU clock around each job, and
 //! the report's wait % must hold to it, not to the jobs' wall. Shared by the test
 //! binaries of each counter source (the options are the process's).
+use crate::affinity::pin;
 use crate::clocks;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -56,16 +57,6 @@ fn wait_for_jobs(pool: &Pool) {
         } else {
             std::thread::sleep(Duration::from_micros(300));
         }
-    }
-}
-
-/// Pins the calling thread to `cpu`.
-fn pin(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes inside it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }
 

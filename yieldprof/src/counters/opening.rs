@@ -199,18 +199,11 @@ impl LocalCounters {
         }
         self.opened.set(Instant::now());
         self.sampled_once.set(false);
-        let pending = |p: &Cell<Option<Pending>>| {
-            let g = p.take();
-            let some = g.is_some();
-            p.set(g);
-            some
-        };
-        let perf = self.exact.get().is_some() || pending(&self.pending[0]);
+        let perf = self.exact.get().is_some() || is_pending(&self.pending[0]);
         // With a page and no group to read, a sample would read nothing: none is
         // taken (on a VM without a PMU, 1 episode in 1 200 of a hot loop was, each
         // off the fast path, 2026-12-06).
-        self.samples
-            .set(self.exact.get().is_none() || self.pending.iter().any(pending));
+        self.samples.set(self.has_samples());
         let source = if perf {
             CounterSource::Perf
         } else {
@@ -341,7 +334,23 @@ impl LocalCounters {
                 let _ = self.groups[k].set(g);
             }
         }
-        let groups = self.groups.iter().any(|g| g.get().is_some());
-        self.samples.set(self.exact.get().is_none() || groups);
+        self.samples.set(self.has_samples());
     }
+
+    /// Whether a sampled episode reads anything: getrusage (no page), or a perf group
+    /// open or still to open.
+    fn has_samples(&self) -> bool {
+        self.exact.get().is_none()
+            || self.pending.iter().any(is_pending)
+            || self.groups.iter().any(|g| g.get().is_some())
+    }
+}
+
+/// Whether a group waits in `p` to open (a `Cell` of a non-`Copy` value is read by
+/// taking it and putting it back).
+fn is_pending(p: &Cell<Option<Pending>>) -> bool {
+    let g = p.take();
+    let some = g.is_some();
+    p.set(g);
+    some
 }
